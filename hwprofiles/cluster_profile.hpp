@@ -1,0 +1,143 @@
+#pragma once
+// A cluster profile: what one node holds, how many nodes there are and how they connect, plus
+// optional calibrated tables. Loaded strictly from hwprofiles/*.json (schema: hwprofiles/README.md).
+// Quantities carry their unit in the member name, as in the JSON keys.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainsim::hw {
+
+inline constexpr int PROFILE_SCHEMA_VERSION = 1;
+
+enum class ComputePrecision { FP64, FP32, TF32, FP16, BF16, FP8 };
+enum class IntraNodeFabric { NVSWITCH, NVLINK_MESH, PCIE_ONLY };
+enum class InterNodeTopology { SINGLE_NODE, FAT_TREE, RAIL_OPTIMIZED };
+enum class StorageKind { NVME, SATA_SSD, VIRTIO, HDD, NONE };
+
+std::string_view to_string(ComputePrecision p);
+std::string_view to_string(IntraNodeFabric f);
+std::string_view to_string(InterNodeTopology t);
+std::string_view to_string(StorageKind k);
+
+struct GpuSpec {
+  std::string model;
+  int count_per_node = 0;
+  double memory_GiB = 0;
+  // CUDA context, cuBLAS/NCCL workspaces and allocator fragmentation: memory tensors cannot use.
+  double reserved_GiB = 0;
+  std::map<ComputePrecision, double> peak_TFLOPs;  // dense peak per precision
+  double hbm_GBps = 0;
+  std::string source;
+};
+
+struct IntraNodeSpec {
+  IntraNodeFabric fabric = IntraNodeFabric::PCIE_ONLY;
+  double link_GBps = 0;  // per GPU, per direction, to the fabric (all its NVLinks together)
+  double latency_us = 0;
+  std::string source;
+};
+
+struct PcieSpec {
+  double link_GBps = 0;        // per GPU, per direction, achievable host<->device (pinned)
+  double latency_us = 0;
+  int gpus_per_switch = 1;     // GPUs that share one PCIe switch and its uplink
+  double switch_uplink_GBps = 0;  // per switch, per direction, to the CPU root complex
+  double host_aggregate_GBps = 0; // all GPUs of a node reading host memory at once, per direction
+  std::string source;
+};
+
+struct HostSpec {
+  std::string cpu;
+  int sockets = 1;
+  int cores = 0;  // physical cores per node
+  double memory_GiB = 0;
+  double memory_GBps = 0;
+  std::string source;
+};
+
+struct StorageSpec {
+  StorageKind kind = StorageKind::NONE;
+  int count = 0;               // devices per node
+  double capacity_TB = 0;      // per device, decimal terabytes as vendors print them
+  double read_GBps = 0;        // per device, sequential
+  double write_GBps = 0;       // per device, sequential
+  std::string source;
+};
+
+struct NicSpec {
+  int count = 0;  // per node
+  double link_Gbps = 0;  // per NIC
+  double latency_us = 0;
+  std::string source;
+};
+
+struct InterNodeSpec {
+  InterNodeTopology topology = InterNodeTopology::SINGLE_NODE;
+  double oversubscription = 1.0;  // spine oversubscription ratio (1 = full bisection)
+  double latency_us = 0;          // switch traversal, added to the NIC latency
+  std::string source;
+};
+
+struct CostSpec {
+  double price_per_gpu_hour_usd = 0;
+  double power_per_node_kW = 0;
+  std::string source;
+};
+
+// A measured point of an efficiency or bandwidth curve.
+struct CurvePoint {
+  double bytes = 0;
+  double value = 0;  // GB/s (bandwidth curves) or a fraction of peak (efficiency curves)
+};
+
+struct GemmEfficiency {
+  ComputePrecision precision = ComputePrecision::BF16;
+  double m = 0, n = 0, k = 0;
+  double efficiency = 0;  // achieved / peak
+};
+
+struct BandwidthCurve {
+  std::string what;  // "all_reduce", "h2d_pinned", "layernorm", ...
+  int group_size = 1;  // GPUs taking part (collectives); 1 otherwise
+  std::vector<CurvePoint> points;  // bytes ascending
+};
+
+struct Calibration {
+  std::vector<GemmEfficiency> gemm;
+  std::vector<BandwidthCurve> collectives;  // bus bandwidth (nccl-tests definition)
+  std::vector<BandwidthCurve> copies;       // host<->device, device copies, storage
+  std::vector<BandwidthCurve> kernels;      // memory-bound kernels, achieved bytes/s
+  std::optional<double> cpu_adam_params_per_s;  // all cores of a node
+  bool empty() const {
+    return gemm.empty() && collectives.empty() && copies.empty() && kernels.empty() && !cpu_adam_params_per_s;
+  }
+};
+
+struct ClusterProfile {
+  std::string name;
+  std::string description;
+  std::string origin;  // where it was loaded from: a path or "built-in"
+  int node_count = 1;  // nodes this cluster has
+  GpuSpec gpu;
+  IntraNodeSpec intra_node;
+  PcieSpec pcie;
+  HostSpec host;
+  StorageSpec storage;
+  NicSpec nic;
+  InterNodeSpec inter_node;
+  CostSpec cost;
+  Calibration calibration;
+  nlohmann::json provenance;  // kept as written: who measured or compiled it, when, how
+
+  double gpu_memory_bytes() const;          // memory_GiB in bytes
+  double gpu_usable_bytes() const;          // minus reserved_GiB
+  double host_memory_bytes() const;
+  double storage_capacity_bytes() const;    // all devices of a node
+  int gpus_per_node() const { return gpu.count_per_node; }
+};
+
+}  // namespace trainsim::hw

@@ -1,0 +1,365 @@
+#include "profile_loader.hpp"
+
+#include <array>
+#include <utility>
+
+#include "embedded_file.hpp"
+
+namespace trainsim {
+std::span<const EmbeddedFile> builtin_profile_files();  // generated from hwprofiles/*.json
+}
+
+namespace trainsim::hw {
+namespace {
+
+constexpr std::array<std::pair<ComputePrecision, std::string_view>, 6> PRECISION_NAMES{{
+    {ComputePrecision::FP64, "fp64"},
+    {ComputePrecision::FP32, "fp32"},
+    {ComputePrecision::TF32, "tf32"},
+    {ComputePrecision::FP16, "fp16"},
+    {ComputePrecision::BF16, "bf16"},
+    {ComputePrecision::FP8, "fp8"},
+}};
+constexpr std::array<std::pair<IntraNodeFabric, std::string_view>, 3> FABRIC_NAMES{{
+    {IntraNodeFabric::NVSWITCH, "nvswitch"},
+    {IntraNodeFabric::NVLINK_MESH, "nvlink_mesh"},
+    {IntraNodeFabric::PCIE_ONLY, "pcie_only"},
+}};
+constexpr std::array<std::pair<InterNodeTopology, std::string_view>, 3> TOPOLOGY_NAMES{{
+    {InterNodeTopology::SINGLE_NODE, "single_node"},
+    {InterNodeTopology::FAT_TREE, "fat_tree"},
+    {InterNodeTopology::RAIL_OPTIMIZED, "rail_optimized"},
+}};
+constexpr std::array<std::pair<StorageKind, std::string_view>, 5> STORAGE_NAMES{{
+    {StorageKind::NVME, "nvme"},
+    {StorageKind::SATA_SSD, "sata_ssd"},
+    {StorageKind::VIRTIO, "virtio"},
+    {StorageKind::HDD, "hdd"},
+    {StorageKind::NONE, "none"},
+}};
+
+template <class Enum, std::size_t N>
+std::string_view name_of(Enum value, const std::array<std::pair<Enum, std::string_view>, N>& names) {
+  for (const auto& [v, n] : names) {
+    if (v == value) return n;
+  }
+  return "?";
+}
+
+GpuSpec read_gpu(StrictObject o) {
+  GpuSpec g;
+  g.model = o.string("model");
+  g.count_per_node = static_cast<int>(o.integer("count_per_node", 1, 1024));
+  g.memory_GiB = o.number("memory_GiB", positive("GiB"));
+  g.reserved_GiB = o.number("reserved_GiB", non_negative("GiB"));
+  if (g.reserved_GiB >= g.memory_GiB) {
+    throw ConfigError(o.source(), o.path_of("reserved_GiB"), "less than gpu.memory_GiB",
+                      std::to_string(g.reserved_GiB));
+  }
+  StrictObject peaks = o.object("peak_TFLOPs");
+  for (const auto& [precision, name] : PRECISION_NAMES) {
+    if (auto v = peaks.optional_number(name, positive("TFLOP/s"))) g.peak_TFLOPs[precision] = *v;
+  }
+  peaks.finish();
+  if (g.peak_TFLOPs.empty()) {
+    throw ConfigError(o.source(), o.path_of("peak_TFLOPs"), "at least one precision (fp32, tf32, fp16, bf16, fp8)",
+                      "an empty object");
+  }
+  g.hbm_GBps = o.number("hbm_GBps", positive("GB/s"));
+  g.source = o.string("source");
+  o.finish();
+  return g;
+}
+
+IntraNodeSpec read_intra_node(StrictObject o, int gpus_per_node) {
+  IntraNodeSpec s;
+  s.fabric = o.choice<IntraNodeFabric>("fabric", FABRIC_NAMES);
+  // A single-GPU node has no GPU-GPU fabric; its bandwidth is then 0 by definition.
+  s.link_GBps = o.number("link_GBps", gpus_per_node == 1 ? non_negative("GB/s") : positive("GB/s"));
+  s.latency_us = o.number("latency_us", non_negative("microseconds"));
+  s.source = o.string("source");
+  o.finish();
+  return s;
+}
+
+PcieSpec read_pcie(StrictObject o, int gpus_per_node) {
+  PcieSpec p;
+  p.link_GBps = o.number("link_GBps", positive("GB/s"));
+  p.latency_us = o.number("latency_us", non_negative("microseconds"));
+  p.gpus_per_switch = static_cast<int>(o.integer("gpus_per_switch", 1, gpus_per_node));
+  if (gpus_per_node % p.gpus_per_switch != 0) {
+    throw ConfigError(o.source(), o.path_of("gpus_per_switch"),
+                      "a divisor of gpu.count_per_node (" + std::to_string(gpus_per_node) + ")",
+                      std::to_string(p.gpus_per_switch));
+  }
+  p.switch_uplink_GBps = o.number("switch_uplink_GBps", positive("GB/s"));
+  p.host_aggregate_GBps = o.number("host_aggregate_GBps", positive("GB/s"));
+  p.source = o.string("source");
+  o.finish();
+  return p;
+}
+
+HostSpec read_host(StrictObject o) {
+  HostSpec h;
+  h.cpu = o.string("cpu");
+  h.sockets = static_cast<int>(o.integer("sockets", 1, 16));
+  h.cores = static_cast<int>(o.integer("cores", 1, 100000));
+  h.memory_GiB = o.number("memory_GiB", positive("GiB"));
+  h.memory_GBps = o.number("memory_GBps", positive("GB/s"));
+  h.source = o.string("source");
+  o.finish();
+  return h;
+}
+
+StorageSpec read_storage(StrictObject o) {
+  StorageSpec s;
+  s.kind = o.choice<StorageKind>("kind", STORAGE_NAMES);
+  const bool none = s.kind == StorageKind::NONE;
+  s.count = static_cast<int>(o.integer("count", none ? 0 : 1, none ? 0 : 1024));
+  s.capacity_TB = o.number("capacity_TB", none ? non_negative("TB") : positive("TB"));
+  s.read_GBps = o.number("read_GBps", none ? non_negative("GB/s") : positive("GB/s"));
+  s.write_GBps = o.number("write_GBps", none ? non_negative("GB/s") : positive("GB/s"));
+  s.source = o.string("source");
+  o.finish();
+  return s;
+}
+
+NicSpec read_nic(StrictObject o, bool single_node) {
+  NicSpec n;
+  n.count = static_cast<int>(o.integer("count", single_node ? 0 : 1, 1024));
+  n.link_Gbps = o.number("link_Gbps", n.count == 0 ? non_negative("Gb/s") : positive("Gb/s"));
+  n.latency_us = o.number("latency_us", non_negative("microseconds"));
+  n.source = o.string("source");
+  o.finish();
+  return n;
+}
+
+InterNodeSpec read_inter_node(StrictObject o) {
+  InterNodeSpec s;
+  s.topology = o.choice<InterNodeTopology>("topology", TOPOLOGY_NAMES);
+  s.oversubscription = o.number("oversubscription", NumberRange{1.0, 1e6, true, "a ratio >= 1"});
+  s.latency_us = o.number("latency_us", non_negative("microseconds"));
+  s.source = o.string("source");
+  o.finish();
+  return s;
+}
+
+CostSpec read_cost(StrictObject o) {
+  CostSpec c;
+  c.price_per_gpu_hour_usd = o.number("price_per_gpu_hour_usd", non_negative("US dollars"));
+  c.power_per_node_kW = o.number("power_per_node_kW", positive("kW"));
+  c.source = o.string("source");
+  o.finish();
+  return c;
+}
+
+std::vector<CurvePoint> read_points(StrictObject& o, std::string_view value_key, const NumberRange& range) {
+  std::vector<CurvePoint> points;
+  double previous = 0;
+  for (StrictObject p : o.objects("points")) {
+    CurvePoint point{p.number("bytes", positive("bytes")), p.number(value_key, range)};
+    if (point.bytes <= previous) {
+      throw ConfigError(p.source(), p.path_of("bytes"), "sizes in strictly ascending order",
+                        std::to_string(point.bytes));
+    }
+    previous = point.bytes;
+    p.finish();
+    points.push_back(point);
+  }
+  return points;
+}
+
+std::vector<BandwidthCurve> read_curves(StrictObject& o, std::string_view key, bool grouped) {
+  std::vector<BandwidthCurve> curves;
+  if (!o.has(key)) return curves;
+  for (StrictObject c : o.objects(key)) {
+    BandwidthCurve curve;
+    curve.what = c.string("what");
+    curve.group_size = grouped ? static_cast<int>(c.integer("group_size", 2, 1 << 20)) : 1;
+    curve.points = read_points(c, "GBps", positive("GB/s"));
+    c.finish();
+    curves.push_back(std::move(curve));
+  }
+  return curves;
+}
+
+Calibration read_calibration(StrictObject o) {
+  Calibration cal;
+  if (o.has("gemm")) {
+    for (StrictObject g : o.objects("gemm")) {
+      GemmEfficiency e;
+      e.precision = g.choice<ComputePrecision>("precision", PRECISION_NAMES);
+      e.m = g.number("m", positive());
+      e.n = g.number("n", positive());
+      e.k = g.number("k", positive());
+      e.efficiency = g.number("efficiency", NumberRange{0.0, 1.5, false, "a fraction of peak in (0, 1.5]"});
+      g.finish();
+      cal.gemm.push_back(e);
+    }
+  }
+  cal.collectives = read_curves(o, "collectives", true);
+  cal.copies = read_curves(o, "copies", false);
+  cal.kernels = read_curves(o, "kernels", false);
+  cal.cpu_adam_params_per_s = o.optional_number("cpu_adam_params_per_s", positive("parameters per second"));
+  o.finish();
+  return cal;
+}
+
+}  // namespace
+
+std::string_view to_string(ComputePrecision p) { return name_of(p, PRECISION_NAMES); }
+std::string_view to_string(IntraNodeFabric f) { return name_of(f, FABRIC_NAMES); }
+std::string_view to_string(InterNodeTopology t) { return name_of(t, TOPOLOGY_NAMES); }
+std::string_view to_string(StorageKind k) { return name_of(k, STORAGE_NAMES); }
+
+double ClusterProfile::gpu_memory_bytes() const { return gpu.memory_GiB * 1073741824.0; }
+double ClusterProfile::gpu_usable_bytes() const { return (gpu.memory_GiB - gpu.reserved_GiB) * 1073741824.0; }
+double ClusterProfile::host_memory_bytes() const { return host.memory_GiB * 1073741824.0; }
+double ClusterProfile::storage_capacity_bytes() const { return storage.count * storage.capacity_TB * 1e12; }
+
+ClusterProfile load_profile(const JsonDocument& doc) {
+  StrictObject root(doc.json, doc.source, "");
+  const auto version = root.integer("schema_version", 1, 1000);
+  if (version != PROFILE_SCHEMA_VERSION) {
+    throw ConfigError(doc.source, "schema_version", "schema version " + std::to_string(PROFILE_SCHEMA_VERSION),
+                      std::to_string(version));
+  }
+  ClusterProfile p;
+  p.origin = doc.source;
+  p.name = root.string("name");
+  p.description = root.string("description");
+  p.node_count = static_cast<int>(root.integer("node_count", 1, 1 << 20));
+  p.gpu = read_gpu(root.object("gpu"));
+  p.intra_node = read_intra_node(root.object("intra_node"), p.gpu.count_per_node);
+  p.pcie = read_pcie(root.object("pcie"), p.gpu.count_per_node);
+  p.host = read_host(root.object("host"));
+  p.storage = read_storage(root.object("storage"));
+  p.inter_node = read_inter_node(root.object("inter_node"));
+  const bool single = p.inter_node.topology == InterNodeTopology::SINGLE_NODE;
+  if (single && p.node_count != 1) {
+    throw ConfigError(doc.source, "inter_node.topology", "\"fat_tree\" or \"rail_optimized\" when node_count > 1",
+                      "\"single_node\"");
+  }
+  p.nic = read_nic(root.object("nic"), single);
+  p.cost = read_cost(root.object("cost"));
+  if (auto cal = root.optional_object("calibration")) p.calibration = read_calibration(*cal);
+  p.provenance = root.raw("provenance");
+  if (!p.provenance.is_object()) {
+    throw ConfigError(doc.source, "provenance", "an object (who compiled or measured the profile, when, how)",
+                      describe_json(p.provenance));
+  }
+  root.finish();
+  return p;
+}
+
+ClusterProfile load_profile_file(const std::string& path) { return load_profile(parse_json_file(path)); }
+
+ClusterProfile builtin_profile(const std::string& name) {
+  for (const auto& file : builtin_profile_files()) {
+    if (file.name == name) {
+      ClusterProfile p = load_profile(parse_json_text(file.text, "hwprofiles/" + name + ".json"));
+      p.origin = "built-in";
+      return p;
+    }
+  }
+  std::vector<std::string_view> names;
+  for (const auto& file : builtin_profile_files()) names.push_back(file.name);
+  throw ConfigError("built-in profiles", name, "one of " + join_names(names) + " or a path to a profile .json");
+}
+
+std::vector<std::string> builtin_profile_names() {
+  std::vector<std::string> names;
+  for (const auto& file : builtin_profile_files()) names.emplace_back(file.name);
+  return names;
+}
+
+ClusterProfile resolve_profile(const std::string& name_or_path, const std::string& flag) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  if (is_path) return load_profile_file(name_or_path);
+  for (const auto& file : builtin_profile_files()) {
+    if (file.name == name_or_path) return builtin_profile(name_or_path);
+  }
+  std::vector<std::string_view> names;
+  for (const auto& file : builtin_profile_files()) names.push_back(file.name);
+  throw ConfigError(flag, flag, "a built-in cluster (" + join_names(names) + ") or a path to a profile .json",
+                    "\"" + name_or_path + "\"");
+}
+
+namespace {
+nlohmann::ordered_json curves_to_json(const std::vector<BandwidthCurve>& curves, bool grouped) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& c : curves) {
+    nlohmann::ordered_json jc;
+    jc["what"] = c.what;
+    if (grouped) jc["group_size"] = c.group_size;
+    jc["points"] = nlohmann::ordered_json::array();
+    for (const auto& p : c.points) jc["points"].push_back({{"bytes", p.bytes}, {"GBps", p.value}});
+    out.push_back(jc);
+  }
+  return out;
+}
+}  // namespace
+
+nlohmann::ordered_json profile_to_json(const ClusterProfile& p) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = PROFILE_SCHEMA_VERSION;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  j["node_count"] = p.node_count;
+  nlohmann::ordered_json peaks;
+  for (const auto& [precision, tflops] : p.gpu.peak_TFLOPs) peaks[std::string(to_string(precision))] = tflops;
+  j["gpu"] = {{"model", p.gpu.model},       {"count_per_node", p.gpu.count_per_node},
+              {"memory_GiB", p.gpu.memory_GiB}, {"reserved_GiB", p.gpu.reserved_GiB},
+              {"peak_TFLOPs", peaks},       {"hbm_GBps", p.gpu.hbm_GBps},
+              {"source", p.gpu.source}};
+  j["intra_node"] = {{"fabric", to_string(p.intra_node.fabric)},
+                     {"link_GBps", p.intra_node.link_GBps},
+                     {"latency_us", p.intra_node.latency_us},
+                     {"source", p.intra_node.source}};
+  j["pcie"] = {{"link_GBps", p.pcie.link_GBps},
+               {"latency_us", p.pcie.latency_us},
+               {"gpus_per_switch", p.pcie.gpus_per_switch},
+               {"switch_uplink_GBps", p.pcie.switch_uplink_GBps},
+               {"host_aggregate_GBps", p.pcie.host_aggregate_GBps},
+               {"source", p.pcie.source}};
+  j["host"] = {{"cpu", p.host.cpu},           {"sockets", p.host.sockets},
+               {"cores", p.host.cores},       {"memory_GiB", p.host.memory_GiB},
+               {"memory_GBps", p.host.memory_GBps}, {"source", p.host.source}};
+  j["storage"] = {{"kind", to_string(p.storage.kind)}, {"count", p.storage.count},
+                  {"capacity_TB", p.storage.capacity_TB}, {"read_GBps", p.storage.read_GBps},
+                  {"write_GBps", p.storage.write_GBps}, {"source", p.storage.source}};
+  j["inter_node"] = {{"topology", to_string(p.inter_node.topology)},
+                     {"oversubscription", p.inter_node.oversubscription},
+                     {"latency_us", p.inter_node.latency_us},
+                     {"source", p.inter_node.source}};
+  j["nic"] = {{"count", p.nic.count},
+              {"link_Gbps", p.nic.link_Gbps},
+              {"latency_us", p.nic.latency_us},
+              {"source", p.nic.source}};
+  j["cost"] = {{"price_per_gpu_hour_usd", p.cost.price_per_gpu_hour_usd},
+               {"power_per_node_kW", p.cost.power_per_node_kW},
+               {"source", p.cost.source}};
+  if (!p.calibration.empty()) {
+    nlohmann::ordered_json cal;
+    if (!p.calibration.gemm.empty()) {
+      cal["gemm"] = nlohmann::ordered_json::array();
+      for (const auto& g : p.calibration.gemm) {
+        cal["gemm"].push_back({{"precision", to_string(g.precision)},
+                               {"m", g.m},
+                               {"n", g.n},
+                               {"k", g.k},
+                               {"efficiency", g.efficiency}});
+      }
+    }
+    if (!p.calibration.collectives.empty()) cal["collectives"] = curves_to_json(p.calibration.collectives, true);
+    if (!p.calibration.copies.empty()) cal["copies"] = curves_to_json(p.calibration.copies, false);
+    if (!p.calibration.kernels.empty()) cal["kernels"] = curves_to_json(p.calibration.kernels, false);
+    if (p.calibration.cpu_adam_params_per_s) cal["cpu_adam_params_per_s"] = *p.calibration.cpu_adam_params_per_s;
+    j["calibration"] = cal;
+  }
+  j["provenance"] = p.provenance;
+  return j;
+}
+
+}  // namespace trainsim::hw

@@ -1,0 +1,82 @@
+#include "cli_common.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "config_error.hpp"
+
+namespace trainsim::cli {
+
+void add_input_flags(CLI::App& app, planner::InputFlags& f) {
+  app.add_option("--model", f.model, "Model: a built-in name (see `trainsim list`), a model JSON or a Hugging Face config.json")
+      ->group("Model");
+  app.add_option("--params", f.params, "A raw parameter count (e.g. 7.5e9): model states only, as ZeRO's Table 1")
+      ->group("Model");
+  app.add_option("--hw", f.hw, "Cluster: a built-in profile name or a profile JSON")->group("Cluster")->capture_default_str();
+  app.add_option("--gpus", f.gpus, "GPUs in total")->group("Cluster")->check(CLI::PositiveNumber);
+  app.add_option("--nodes", f.nodes, "Nodes")->group("Cluster")->check(CLI::PositiveNumber);
+  app.add_option("--strategy", f.strategy_file, "Strategy JSON (flags override it)")->group("Strategy");
+  app.add_option("--deepspeed", f.deepspeed_file, "DeepSpeed ds_config.json (flags override it)")->group("Strategy");
+  app.add_option("--megatron-args", f.megatron_args, "Megatron-LM arguments, quoted (flags override them)")
+      ->group("Strategy");
+  app.add_option("--dp", f.dp, "Data-parallel degree")->group("Strategy")->check(CLI::PositiveNumber);
+  app.add_option("--tp", f.tp, "Tensor-parallel degree")->group("Strategy")->check(CLI::PositiveNumber);
+  app.add_option("--pp", f.pp, "Pipeline-parallel degree")->group("Strategy")->check(CLI::PositiveNumber);
+  app.add_option("--vpp", f.vpp, "Virtual pipeline stages per GPU (interleaved schedule)")
+      ->group("Strategy")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--sp,!--no-sp", f.sp, "Sequence parallelism (with tensor parallelism)")->group("Strategy");
+  app.add_option("--schedule", f.schedule, "Pipeline schedule: gpipe, 1f1b, interleaved, pipedream, 2bw")
+      ->group("Strategy");
+  app.add_option("--zero", f.zero, "ZeRO stage 0-3")->group("Strategy")->check(CLI::Range(0, 3));
+  app.add_option("--offload-params", f.offload_params, "Parameter offload: none, cpu, nvme (ZeRO-3)")->group("Strategy");
+  app.add_option("--offload-optimizer", f.offload_optimizer, "Optimizer-state offload: none, cpu, nvme")
+      ->group("Strategy");
+  app.add_option("--offload-activations", f.offload_activations, "Activation-checkpoint offload: none, cpu")
+      ->group("Strategy");
+  app.add_option("--recompute", f.recompute, "Activation recompute: none, selective, full")->group("Strategy");
+  app.add_option("--micro-batch", f.micro_batch, "Micro-batch size per GPU")->group("Strategy")->check(CLI::PositiveNumber);
+  app.add_option("--global-batch", f.global_batch, "Global batch size (default: micro-batch x dp x pp)")
+      ->group("Strategy")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seq", f.seq, "Sequence length (default: the model's)")->group("Strategy")->check(CLI::PositiveNumber);
+  app.add_option("--precision", f.precision, "Numerics: fp16-mixed, bf16-mixed, bf16, fp32")->group("Model");
+  app.add_option("--attention", f.attention, "Attention: materialized, flash")->group("Model");
+}
+
+void add_output_flags(CLI::App& app, OutputFlags& out, std::initializer_list<std::string> formats) {
+  app.add_option("--format", out.format, "Output format")
+      ->check(CLI::IsMember(std::vector<std::string>(formats)))
+      ->capture_default_str();
+  app.add_option("-o,--output", out.output, "Write to this file instead of standard output");
+}
+
+void emit(const OutputFlags& out, const std::string& text) {
+  if (out.output.empty()) {
+    std::cout << text;
+    std::cout.flush();
+    return;
+  }
+  const std::filesystem::path target(out.output);
+  const std::filesystem::path temp = target.string() + ".tmp-trainsim";
+  {
+    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
+    if (!file) throw ConfigError(out.output, "--output", "a writable file path", "a path that cannot be written");
+    file << text;
+    if (!file.flush()) {
+      std::error_code ignored;
+      std::filesystem::remove(temp, ignored);
+      throw ConfigError(out.output, "--output", "a writable file path", "a failed write");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, target, ec);
+  if (ec) {
+    std::filesystem::remove(temp, ec);
+    throw ConfigError(out.output, "--output", "a writable file path", "a failed rename");
+  }
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,10 @@
+#include "commands.hpp"
+
+namespace trainsim::cli {
+
+void register_commands(CLI::App& app, Commands& commands) {
+  register_memory(app, commands);
+  register_list(app, commands);
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,42 @@
+// trainsim: the command-line front door. Exit codes: 0 an answer (including "does not fit"),
+// 2 malformed input (ConfigError or a flag CLI11 rejects), 1 an internal error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "config_error.hpp"
+
+#ifndef TRAINSIM_VERSION
+#define TRAINSIM_VERSION "unknown"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"trainsim: simulator and capacity planner for large-model training"};
+  app.set_version_flag("--version", TRAINSIM_VERSION);
+  app.require_subcommand(1);
+  trainsim::cli::Commands commands;
+  trainsim::cli::register_commands(app, commands);
+  try {
+    app.parse(argc, argv);
+    return commands.run();
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "trainsim: error: " << e.what() << "\n";
+    std::cerr << "Run with --help for more information.\n";
+    return 2;
+  } catch (const trainsim::ConfigError& e) {
+    std::cerr << "trainsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "trainsim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,178 @@
+#include "request.hpp"
+
+#include <fmt/format.h>
+
+#include "enum_names.hpp"
+#include "feasibility.hpp"
+#include "model_loader.hpp"
+#include "model_params.hpp"
+#include "profile_loader.hpp"
+
+#ifndef TRAINSIM_VERSION
+#define TRAINSIM_VERSION "unknown"
+#endif
+
+namespace trainsim::planner {
+namespace {
+
+template <class E, std::size_t N>
+E parse_flag(const std::string& flag, const std::string& text, const wl::names::Table<E, N>& table) {
+  if (const E* v = wl::names::parse(text, table)) return *v;
+  std::vector<std::string_view> spellings;
+  for (const auto& entry : table) spellings.push_back(entry.second);
+  throw ConfigError(flag, flag, "one of " + join_names(spellings), "\"" + text + "\"");
+}
+
+wl::StrategyInput strategy_from_flags(const InputFlags& f) {
+  wl::StrategyInput in;
+  auto set = [](auto& setting, const auto& value, const char* flag) {
+    if (value) setting.set(*value, flag);
+  };
+  set(in.gpus, f.gpus, "--gpus");
+  set(in.nodes, f.nodes, "--nodes");
+  set(in.dp, f.dp, "--dp");
+  set(in.tp, f.tp, "--tp");
+  set(in.pp, f.pp, "--pp");
+  set(in.vpp, f.vpp, "--vpp");
+  set(in.zero, f.zero, "--zero");
+  set(in.sp, f.sp, "--sp");
+  set(in.micro_batch, f.micro_batch, "--micro-batch");
+  set(in.global_batch, f.global_batch, "--global-batch");
+  set(in.seq, f.seq, "--seq");
+  if (f.schedule) in.schedule.set(parse_flag("--schedule", *f.schedule, wl::names::SCHEDULE), "--schedule");
+  if (f.offload_params) {
+    in.offload_params.set(parse_flag("--offload-params", *f.offload_params, wl::names::OFFLOAD), "--offload-params");
+  }
+  if (f.offload_optimizer) {
+    in.offload_optimizer.set(parse_flag("--offload-optimizer", *f.offload_optimizer, wl::names::OFFLOAD),
+                             "--offload-optimizer");
+  }
+  if (f.offload_activations) {
+    in.offload_activations.set(
+        parse_flag("--offload-activations", *f.offload_activations, wl::names::ACTIVATION_OFFLOAD),
+        "--offload-activations");
+  }
+  if (f.recompute) in.recompute.set(parse_flag("--recompute", *f.recompute, wl::names::RECOMPUTE), "--recompute");
+  if (f.precision) in.precision.set(parse_flag("--precision", *f.precision, wl::names::NUMERICS), "--precision");
+  if (f.attention) in.attention.set(parse_flag("--attention", *f.attention, wl::names::ATTENTION), "--attention");
+  return in;
+}
+
+}  // namespace
+
+Request resolve_request(const InputFlags& f) {
+  Request r;
+  r.profile = hw::resolve_profile(f.hw, "--hw");
+
+  wl::StrategyInput input;
+  if (!f.strategy_file.empty()) input.merge(wl::strategy_from_json(f.strategy_file));
+  if (!f.deepspeed_file.empty()) input.merge(wl::strategy_from_deepspeed(f.deepspeed_file));
+  if (!f.megatron_args.empty()) input.merge(wl::strategy_from_megatron_args(f.megatron_args));
+  input.merge(strategy_from_flags(f));
+
+  if (!f.model.empty() && f.params) {
+    throw ConfigError("--params", "--params", "either --model or --params, not both", "both");
+  }
+  std::optional<wl::ModelSpec> model;
+  if (f.params) model = wl::model_from_param_count(*f.params);
+  if (!f.model.empty()) model = wl::resolve_model(f.model);
+  if (input.model.any()) {
+    if (model && !model->has_architecture()) {
+      throw ConfigError("--megatron-args", "--num-layers", "no model arguments together with --params", "both");
+    }
+    if (!model && !input.model.complete()) {
+      throw ConfigError("--megatron-args", "--num-layers",
+                        "--num-layers, --hidden-size and --num-attention-heads (or a --model)", "an incomplete model");
+    }
+    model = wl::apply_model_overrides(input.model, model, input.tp ? *input.tp : 1);
+  }
+  if (!model) {
+    throw ConfigError("command line", "--model", "a model: --model NAME|config.json, --params N or Megatron-LM model arguments",
+                      "none");
+  }
+
+  const wl::ClusterShape shape{r.profile.gpus_per_node(), r.profile.node_count, r.profile.name};
+  r.inputs = wl::resolve_inputs(input, *model, shape);
+  r.infeasible_reason = r.inputs.infeasible_reason;
+  if (!r.infeasible_reason) r.infeasible_reason = cluster_infeasibility(r.inputs.strategy, r.profile);
+  return r;
+}
+
+std::string human_count(double n) {
+  if (n >= 1e12) return fmt::format("{:.3f}T", n / 1e12);
+  if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.0f}M", n / 1e6);
+  return fmt::format("{:.0f}", n);
+}
+
+nlohmann::ordered_json inputs_json(const Request& r) {
+  const wl::ModelSpec& m = r.inputs.model;
+  const wl::Strategy& s = r.inputs.strategy;
+  nlohmann::ordered_json model;
+  model["name"] = m.name;
+  model["origin"] = m.origin;
+  model["params"] = wl::total_params(m);
+  if (m.has_architecture()) {
+    model["layers"] = m.layers;
+    model["hidden"] = m.hidden;
+    model["heads"] = m.heads;
+    model["kv_heads"] = m.kv_heads;
+    model["ffn_hidden"] = m.ffn_hidden;
+    model["vocab"] = m.vocab;
+    model["seq_len"] = m.seq_len;
+    model["tied_embeddings"] = m.tied_embeddings;
+    model["norm"] = wl::to_string(m.norm);
+    model["mlp"] = wl::to_string(m.mlp);
+    model["position"] = wl::to_string(m.position);
+    model["attention"] = wl::to_string(m.attention);
+    if (!m.ignored_keys.empty()) model["ignored_hf_keys"] = m.ignored_keys;
+  }
+  model["precision"] = wl::to_string(m.numerics);
+
+  nlohmann::ordered_json strategy;
+  strategy["gpus"] = s.gpus;
+  strategy["nodes"] = s.nodes;
+  strategy["dp"] = s.dp;
+  strategy["tp"] = s.tp;
+  strategy["pp"] = s.pp;
+  strategy["vpp"] = s.vpp;
+  strategy["sp"] = s.sp;
+  strategy["schedule"] = wl::to_string(s.schedule);
+  strategy["zero"] = s.zero_stage;
+  strategy["offload_params"] = wl::to_string(s.offload_params);
+  strategy["offload_optimizer"] = wl::to_string(s.offload_optimizer);
+  strategy["offload_activations"] = wl::to_string(s.offload_activations);
+  strategy["recompute"] = wl::to_string(s.recompute);
+  strategy["micro_batch"] = s.micro_batch;
+  strategy["global_batch"] = s.global_batch;
+  strategy["micro_batches"] = s.micro_batches();
+  strategy["seq"] = s.seq;
+
+  nlohmann::ordered_json cluster;
+  cluster["name"] = r.profile.name;
+  cluster["origin"] = r.profile.origin;
+  cluster["gpu"] = r.profile.gpu.model;
+  cluster["gpus_per_node"] = r.profile.gpus_per_node();
+  cluster["gpu_memory_GiB"] = r.profile.gpu.memory_GiB;
+  cluster["node_count"] = r.profile.node_count;
+
+  nlohmann::ordered_json j;
+  j["model"] = model;
+  j["strategy"] = strategy;
+  j["cluster"] = cluster;
+  j["notes"] = r.inputs.notes;
+  j["no_effect"] = r.inputs.no_effect;
+  return j;
+}
+
+nlohmann::ordered_json provenance_json(const Request& r, std::string_view command) {
+  nlohmann::ordered_json j;
+  j["tool"] = "trainsim";
+  j["version"] = TRAINSIM_VERSION;
+  j["command"] = command;
+  j["hwprofile"] = {{"name", r.profile.name}, {"origin", r.profile.origin}, {"provenance", r.profile.provenance}};
+  j["model"] = {{"name", r.inputs.model.name}, {"origin", r.inputs.model.origin}};
+  return j;
+}
+
+}  // namespace trainsim::planner

@@ -1,0 +1,46 @@
+#pragma once
+// A user's question in resolved form: model, strategy and cluster, from any mix of sources
+// (flags, strategy JSON, DeepSpeed config, Megatron-LM arguments, Hugging Face config.json).
+// Every command (memory, simulate, ...) starts here, so every command validates alike.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "cluster_profile.hpp"
+#include "strategy_input.hpp"
+
+namespace trainsim::planner {
+
+// The inputs as the command line gives them; a flag not given stays empty.
+struct InputFlags {
+  std::string model;                 // --model: built-in name or path
+  std::optional<double> params;      // --params
+  std::string hw = "dgx2";           // --hw: built-in name or path
+  std::string strategy_file;         // --strategy
+  std::string deepspeed_file;        // --deepspeed
+  std::string megatron_args;         // --megatron-args
+  std::optional<int> gpus, nodes, dp, tp, pp, vpp, zero;
+  std::optional<bool> sp;
+  std::optional<std::string> schedule, offload_params, offload_optimizer, offload_activations, recompute,
+      precision, attention;
+  std::optional<std::int64_t> micro_batch, global_batch, seq;
+};
+
+struct Request {
+  wl::ResolvedInputs inputs;
+  hw::ClusterProfile profile;
+  std::optional<std::string> infeasible_reason;
+};
+
+// Throws ConfigError for malformed or contradictory inputs.
+Request resolve_request(const InputFlags& flags);
+
+nlohmann::ordered_json inputs_json(const Request& r);
+nlohmann::ordered_json provenance_json(const Request& r, std::string_view command);
+
+// "1.008T", "7.50B", "340M": parameter counts for people.
+std::string human_count(double n);
+
+}  // namespace trainsim::planner

@@ -1,0 +1,181 @@
+// Megatron-LM command-line arguments (megatron/training/arguments.py) as a strategy source.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "config_error.hpp"
+#include "enum_names.hpp"
+#include "strategy_input.hpp"
+
+namespace trainsim::wl {
+namespace {
+
+struct Args {
+  std::vector<std::string> tokens;
+  std::size_t next = 0;
+  std::string flag;  // --megatron-args
+
+  bool done() const { return next >= tokens.size(); }
+  std::string value_of(const std::string& name) {
+    if (next >= tokens.size() || tokens[next].rfind("--", 0) == 0) {
+      throw ConfigError(flag, name, "a value after " + name, "nothing");
+    }
+    return tokens[next++];
+  }
+  std::int64_t integer_of(const std::string& name, std::int64_t min) {
+    const std::string text = value_of(name);
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || ptr != text.data() + text.size() || v < min) {
+      throw ConfigError(flag, name, fmt::format("an integer >= {}", min), "\"" + text + "\"");
+    }
+    return v;
+  }
+  double number_of(const std::string& name) {
+    const std::string text = value_of(name);
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(text, &used);
+      if (used == text.size() && std::isfinite(v)) return v;
+    } catch (const std::exception&) {
+    }
+    throw ConfigError(flag, name, "a number", "\"" + text + "\"");
+  }
+};
+
+// Arguments that take a value but do not change what trainsim computes.
+constexpr std::string_view NO_EFFECT_WITH_VALUE[] = {
+    "--lr", "--min-lr", "--lr-decay-style", "--lr-warmup-fraction", "--lr-warmup-iters", "--lr-decay-iters",
+    "--lr-decay-samples", "--lr-warmup-samples", "--train-iters", "--train-samples", "--weight-decay", "--clip-grad",
+    "--adam-beta1", "--adam-beta2", "--adam-eps", "--init-method-std", "--log-interval", "--save-interval",
+    "--eval-interval", "--eval-iters", "--save", "--load", "--data-path", "--vocab-file", "--merge-file",
+    "--tokenizer-type", "--tokenizer-model", "--split", "--distributed-backend", "--seed", "--tensorboard-dir",
+    "--make-vocab-size-divisible-by", "--DDP-impl", "--num-workers", "--data-impl", "--loss-scale",
+    "--initial-loss-scale", "--min-loss-scale", "--loss-scale-window", "--hysteresis", "--transformer-impl",
+    "--optimizer", "--exit-interval", "--wandb-project", "--distributed-timeout-minutes", "--rotary-percent",
+    "--recompute-method", "--recompute-num-layers", "--attention-softmax-in-fp32-dummy", "--norm-epsilon",
+    "--num-dataset-builder-threads", "--ckpt-format", "--data-cache-path"};
+// Switches (no value) that do not change what trainsim computes.
+constexpr std::string_view NO_EFFECT_SWITCHES[] = {
+    "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--overlap-grad-reduce",
+    "--overlap-param-gather", "--use-mcore-models", "--no-gradient-accumulation-fusion",
+    "--accumulate-allreduce-grads-in-fp32", "--log-num-zeros-in-grad", "--attention-softmax-in-fp32",
+    "--no-async-tensor-model-parallel-allreduce", "--use-cpu-initialization", "--log-params-norm",
+    "--log-throughput", "--tp-comm-overlap", "--no-load-optim", "--no-load-rng", "--bf16-reduce", "--mock-data",
+    "--distribute-saved-activations", "--apply-query-key-layer-scaling", "--use-contiguous-buffers-in-local-ddp"};
+
+template <std::size_t N>
+bool contains(const std::string_view (&list)[N], const std::string& s) {
+  for (auto item : list) {
+    if (item == s) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> split_args(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  std::string token;
+  while (in >> token) {
+    // "--tp=8" is argparse's other spelling.
+    const auto eq = token.find('=');
+    if (token.rfind("--", 0) == 0 && eq != std::string::npos) {
+      out.push_back(token.substr(0, eq));
+      out.push_back(token.substr(eq + 1));
+    } else {
+      out.push_back(token);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StrategyInput strategy_from_megatron_args(const std::string& text, const std::string& flag) {
+  Args a{split_args(text), 0, flag};
+  StrategyInput in;
+  std::optional<std::int64_t> layers_per_virtual_stage;
+  auto origin = [&](const std::string& name) { return flag + " " + name; };
+  while (!a.done()) {
+    const std::string name = a.tokens[a.next++];
+    if (name.rfind("--", 0) != 0) {
+      throw ConfigError(flag, name, "an argument starting with --", "the stray value \"" + name + "\"");
+    }
+    auto set_int = [&](Setting<int>& s, std::int64_t min) { s.set(static_cast<int>(a.integer_of(name, min)), origin(name)); };
+    auto set_i64 = [&](Setting<std::int64_t>& s, std::int64_t min) { s.set(a.integer_of(name, min), origin(name)); };
+    if (name == "--tensor-model-parallel-size") set_int(in.tp, 1);
+    else if (name == "--pipeline-model-parallel-size") set_int(in.pp, 1);
+    else if (name == "--virtual-pipeline-model-parallel-size") set_int(in.vpp, 1);
+    else if (name == "--num-layers-per-virtual-pipeline-stage") layers_per_virtual_stage = a.integer_of(name, 1);
+    else if (name == "--sequence-parallel") in.sp.set(true, origin(name));
+    else if (name == "--micro-batch-size") set_i64(in.micro_batch, 1);
+    else if (name == "--global-batch-size") set_i64(in.global_batch, 1);
+    else if (name == "--seq-length") set_i64(in.seq, 1);
+    else if (name == "--num-layers") set_i64(in.model.layers, 1);
+    else if (name == "--hidden-size") set_i64(in.model.hidden, 1);
+    else if (name == "--num-attention-heads") set_i64(in.model.heads, 1);
+    else if (name == "--num-query-groups") set_i64(in.model.kv_heads, 1);
+    else if (name == "--ffn-hidden-size") set_i64(in.model.ffn_hidden, 1);
+    else if (name == "--max-position-embeddings") set_i64(in.model.seq_len, 1);
+    else if (name == "--vocab-size") set_i64(in.model.vocab, 1);
+    else if (name == "--fp16") in.precision.set(Numerics::FP16_MIXED, origin(name));
+    else if (name == "--bf16") in.precision.set(Numerics::BF16_MIXED, origin(name));
+    else if (name == "--recompute-activations") in.recompute.set(Recompute::SELECTIVE, origin(name));
+    else if (name == "--checkpoint-activations") in.recompute.set(Recompute::FULL, origin(name));
+    else if (name == "--recompute-granularity") {
+      const std::string v = a.value_of(name);
+      if (v == "full") in.recompute.set(Recompute::FULL, origin(name));
+      else if (v == "selective") in.recompute.set(Recompute::SELECTIVE, origin(name));
+      else throw ConfigError(flag, name, "\"full\" or \"selective\"", "\"" + v + "\"");
+    } else if (name == "--use-flash-attn") in.attention.set(AttentionImpl::FLASH, origin(name));
+    else if (name == "--use-distributed-optimizer") in.zero.set(1, origin(name));
+    else if (name == "--untie-embeddings-and-output-weights") in.model.untied_embeddings.set(true, origin(name));
+    else if (name == "--swiglu") in.model.swiglu.set(true, origin(name));
+    else if (name == "--disable-bias-linear") in.model.no_biases.set(true, origin(name));
+    else if (name == "--group-query-attention") in.notes.push_back(origin(name) + ": query groups from --num-query-groups");
+    else if (name == "--fp32-residual-connection") in.model.fp32_residual.set(true, origin(name));
+    else if (name == "--normalization") {
+      const std::string v = a.value_of(name);
+      if (v == "RMSNorm") in.model.rmsnorm.set(true, origin(name));
+      else if (v == "LayerNorm") in.model.rmsnorm.set(false, origin(name));
+      else throw ConfigError(flag, name, "\"LayerNorm\" or \"RMSNorm\"", "\"" + v + "\"");
+    } else if (name == "--position-embedding-type") {
+      const std::string v = a.value_of(name);
+      if (v == "rope") in.model.rotary.set(true, origin(name));
+      else if (v == "learned_absolute") in.model.rotary.set(false, origin(name));
+      else throw ConfigError(flag, name, "\"learned_absolute\" or \"rope\"", "\"" + v + "\"");
+    } else if (name == "--attention-dropout" || name == "--hidden-dropout") {
+      const double p = a.number_of(name);
+      if (p == 0.0) in.model.no_dropout.set(true, origin(name));
+    } else if (contains(NO_EFFECT_WITH_VALUE, name)) {
+      a.value_of(name);
+      in.no_effect.push_back(origin(name));
+    } else if (contains(NO_EFFECT_SWITCHES, name)) {
+      in.no_effect.push_back(origin(name));
+    } else {
+      throw ConfigError(flag, name, "a Megatron-LM argument trainsim knows (see README: Megatron-LM arguments)",
+                        "the unknown argument \"" + name + "\"");
+    }
+  }
+  if (layers_per_virtual_stage) {
+    // Megatron: vpp = num_layers / pp / num_layers_per_virtual_pipeline_stage.
+    if (!in.model.layers || !in.pp) {
+      throw ConfigError(flag, "--num-layers-per-virtual-pipeline-stage",
+                        "--num-layers and --pipeline-model-parallel-size alongside it", "neither");
+    }
+    const std::int64_t per_stage = *in.model.layers / *in.pp;
+    if (per_stage % *layers_per_virtual_stage != 0) {
+      throw ConfigError(flag, "--num-layers-per-virtual-pipeline-stage",
+                        fmt::format("a divisor of the layers per stage ({})", per_stage),
+                        std::to_string(*layers_per_virtual_stage));
+    }
+    in.vpp.set(static_cast<int>(per_stage / *layers_per_virtual_stage),
+               origin("--num-layers-per-virtual-pipeline-stage"));
+  }
+  if (in.vpp && *in.vpp > 1) in.schedule.set(Schedule::INTERLEAVED, in.vpp.origin);
+  return in;
+}
+
+}  // namespace trainsim::wl

@@ -1,0 +1,192 @@
+#include "memory_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "activation_memory.hpp"
+#include "model_params.hpp"
+
+namespace trainsim::wl {
+
+StateBytes state_bytes(Numerics n) {
+  switch (n) {
+    case Numerics::FP16_MIXED:
+    case Numerics::BF16_MIXED: return {2, 2, 12};
+    case Numerics::BF16: return {2, 2, 4};    // Adam moments kept in bf16, no master copy
+    case Numerics::FP32: return {4, 4, 8};    // fp32 weights and gradients, fp32 moments
+  }
+  return {};
+}
+
+double StageMemory::gpu_bytes() const {
+  return params_at.gpu + grads_at.gpu + optimizer_at.gpu + activations.at.gpu + activations.working_bytes +
+         buffers.gpu_total();
+}
+double StageMemory::cpu_bytes() const {
+  return params_at.cpu + grads_at.cpu + optimizer_at.cpu + activations.at.cpu + buffers.pinned_host_bytes;
+}
+double StageMemory::nvme_bytes() const { return params_at.nvme + grads_at.nvme + optimizer_at.nvme; }
+
+double in_flight_microbatches(const Strategy& s, int stage) {
+  const double m = static_cast<double>(s.micro_batches());
+  if (s.pp == 1) return 1.0;  // gradient accumulation runs micro-batches one after another
+  switch (s.schedule) {
+    // GPipe (Huang et al. 2019): every micro-batch's forward runs before any backward.
+    case Schedule::GPIPE: return m;
+    // 1F1B (PipeDream-Flush, PipeDream, 2BW; Narayanan et al. 2021 Sec. 2.2.1): stage i warms up
+    // with p - i forwards before its first backward.
+    case Schedule::ONE_F_ONE_B:
+    case Schedule::PIPEDREAM:
+    case Schedule::TWO_BW: return std::min(m, static_cast<double>(s.pp - stage));
+    // Interleaved 1F1B (Megatron-LM schedules.py): (p - i - 1) * 2 + (v - 1) * p warm-up chunks
+    // plus the one in steady state, each chunk 1/v of the stage's layers; on the first stage this
+    // is p (1 + (p - 1)/(p v)) stage micro-batches (Korthikanti et al. 2022, Sec. 4.3).
+    case Schedule::INTERLEAVED: {
+      const double chunks = std::min(m * s.vpp, static_cast<double>((s.pp - stage - 1) * 2 + (s.vpp - 1) * s.pp + 1));
+      return chunks / s.vpp;
+    }
+  }
+  return 1.0;
+}
+
+namespace {
+
+Placement place(double bytes, OffloadTarget where) {
+  Placement p;
+  if (where == OffloadTarget::CPU) p.cpu = bytes;
+  else if (where == OffloadTarget::NVME) p.nvme = bytes;
+  else p.gpu = bytes;
+  return p;
+}
+
+// ZeRO pads each partition to a whole number of elements per rank.
+double shard(double elems, int dp) { return std::ceil(elems / dp); }
+
+// Weight versions a stage keeps (PipeDream, Narayanan et al. 2019 Sec. 3.3: one per in-flight
+// micro-batch; PipeDream-2BW, Narayanan et al. 2021: two, double-buffered).
+double weight_versions(const Strategy& s, int stage) {
+  if (s.pp == 1) return 1;
+  if (s.schedule == Schedule::PIPEDREAM) return std::min<double>(s.micro_batches(), s.pp - stage);
+  if (s.schedule == Schedule::TWO_BW) return 2;
+  return 1;
+}
+
+void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st) {
+  const StateBytes b = state_bytes(m.numerics);
+  const double psi = st.params_on_rank;
+  // ZeRO Sec. 5 (Table 1): stage 1 partitions optimizer states, stage 2 also gradients, stage 3
+  // also parameters, each over the data-parallel degree N_d.
+  const double p_elems = s.zero_stage >= 3 ? shard(psi, s.dp) : psi;
+  const double g_elems = s.zero_stage >= 2 ? shard(psi, s.dp) : psi;
+  const double o_elems = s.zero_stage >= 1 ? shard(psi, s.dp) : psi;
+  st.params_bytes = p_elems * b.params;
+  st.grads_bytes = g_elems * b.grads;
+  st.optimizer_bytes = o_elems * b.optimizer;
+  st.params_at = place(st.params_bytes, s.offload_params);
+  st.optimizer_at = place(st.optimizer_bytes, s.offload_optimizer);
+  // ZeRO-Offload (Ren et al. 2021, Sec. 4.1) moves the gradient partition to the host with the
+  // optimizer; ZeRO-Infinity keeps it beside the optimizer states it updates.
+  st.grads_at = place(st.grads_bytes, s.offload_optimizer);
+}
+
+void activations(const ModelSpec& m, const Strategy& s, StageMemory& st) {
+  ActivationMemory& a = st.activations;
+  const ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
+  const LayerActivations layer = layer_activation_bytes(m, shape);
+  a.layers = static_cast<int>(m.layers / s.pp);
+  a.in_flight_microbatches = in_flight_microbatches(s, st.stage);
+  a.per_layer_stored_bytes = layer.stored;
+  a.per_layer_full_bytes = layer.full;
+  const double layer_bytes = a.layers * layer.stored * a.in_flight_microbatches;
+  if (s.recompute == Recompute::FULL) {
+    a.checkpoint_bytes = layer_bytes;
+    a.working_bytes = layer.full;
+  } else {
+    a.stored_bytes = layer_bytes;
+  }
+  if (st.stage == 0) a.stored_bytes += embedding_activation_bytes(m, shape) * a.in_flight_microbatches;
+  if (st.stage == s.pp - 1) a.stored_bytes += output_norm_activation_bytes(m, shape) * a.in_flight_microbatches;
+  a.at.gpu = a.stored_bytes + a.checkpoint_bytes;
+  if (s.offload_activations == ActivationOffload::CPU) {
+    // ZeRO-Infinity Sec. 5.1.2: checkpoints go to host memory; two layers' worth stay on the GPU
+    // as the write-out and prefetch buffers.
+    const double resident = std::min(a.checkpoint_bytes, 2.0 * layer.stored);
+    a.at.cpu = a.checkpoint_bytes - resident;
+    a.at.gpu = a.stored_bytes + resident;
+  }
+  st.buffers.logits_loss_bytes =
+      st.stage == s.pp - 1 ? logits_bytes(m, shape) * std::min(a.in_flight_microbatches, 1.0 * s.micro_batches()) : 0;
+}
+
+void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modeled) {
+  const StateBytes b = state_bytes(m.numerics);
+  BufferMemory& buf = st.buffers;
+  const double psi = st.params_on_rank;
+  const ZeroBuffers& z = s.buffers;
+  if (s.zero_stage == 0) {
+    buf.comm_bucket_bytes = std::min(z.ddp_bucket_bytes, psi * b.grads);
+  } else if (s.zero_stage <= 2) {
+    // DeepSpeed stages 1-2: the reduction bucket fills during backward, the all-gather bucket
+    // after the step; they are not alive together.
+    buf.comm_bucket_bytes = std::min(std::max(z.reduce_bucket_elems, z.allgather_bucket_elems), psi) * b.grads;
+  } else {
+    buf.comm_bucket_bytes = std::min(z.reduce_bucket_elems, psi) * b.grads;
+    if (modeled) {
+      // ZeRO-3 gathers one operator at a time and prefetches the next ones up to
+      // stage3_prefetch_bucket_size, never holding more than stage3_max_live_parameters.
+      const double op = largest_operator_params(m, s.tp);
+      buf.gathered_params_bytes = std::min(std::max(op, z.max_live_parameters), op + z.prefetch_bucket_elems) * b.params;
+    }
+  }
+  if (s.offload_params == OffloadTarget::NVME) {
+    buf.pinned_host_bytes += z.offload_param_buffer_count * z.offload_param_buffer_elems * b.params;
+  }
+  if (s.offload_optimizer == OffloadTarget::NVME) {
+    // Optimizer swapping streams fp32 sub-groups through pinned host buffers.
+    buf.pinned_host_bytes += z.offload_optimizer_buffer_count * std::min(z.sub_group_elems, shard(psi, s.dp)) * 4.0;
+  }
+  const double versions = weight_versions(s, st.stage);
+  buf.weight_stash_bytes = (versions - 1) * st.params_at.gpu;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ModelSpec& m, const Strategy& s, int gpus_per_node) {
+  MemoryEstimate est;
+  est.total_params = total_params(m);
+  est.activations_modeled = m.has_architecture();
+  if (!est.activations_modeled) {
+    est.assumptions.push_back("--params gives model states only: activations and ZeRO-3 gather buffers are not computed");
+  }
+  for (int stage = 0; stage < s.pp; ++stage) {
+    StageMemory st;
+    st.stage = stage;
+    st.params_on_rank = stage_params_per_rank(m, stage, s.pp, s.tp);
+    model_states(m, s, st);
+    if (est.activations_modeled) activations(m, s, st);
+    buffers(m, s, st, est.activations_modeled);
+    est.stages.push_back(st);
+  }
+  for (std::size_t i = 1; i < est.stages.size(); ++i) {
+    if (est.stages[i].gpu_bytes() > est.stages[est.peak_stage].gpu_bytes()) est.peak_stage = static_cast<int>(i);
+  }
+  // Ranks are laid out as Megatron-LM does: tensor-parallel ranks adjacent, then data-parallel,
+  // then pipeline stages; node n holds ranks [n G, (n + 1) G).
+  const int ranks_per_stage = s.tp * s.dp;
+  const int nodes = (s.gpus + gpus_per_node - 1) / gpus_per_node;
+  for (int node = 0; node < nodes; ++node) {
+    NodeMemory nm;
+    for (int r = node * gpus_per_node; r < std::min(s.gpus, (node + 1) * gpus_per_node); ++r) {
+      const StageMemory& st = est.stages[static_cast<std::size_t>(r / ranks_per_stage)];
+      nm.cpu_bytes += st.cpu_bytes();
+      nm.nvme_bytes += st.nvme_bytes();
+    }
+    if (node == 0 || nm.cpu_bytes + nm.nvme_bytes > est.peak_node.cpu_bytes + est.peak_node.nvme_bytes) {
+      est.peak_node = nm;
+      est.peak_node_index = node;
+    }
+  }
+  return est;
+}
+
+}  // namespace trainsim::wl

@@ -1,0 +1,71 @@
+#pragma once
+// What is trained: transformer dimensions and training numerics. Loaded strictly from
+// workloads/models/*.json, from a Hugging Face config.json, or made from a raw parameter count
+// (`--params 7.5e9`, model states only, as in ZeRO's Table 1).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainsim::wl {
+
+inline constexpr int MODEL_SCHEMA_VERSION = 1;
+
+enum class NormKind { LAYERNORM, RMSNORM };
+enum class MlpKind { GELU, SWIGLU };
+enum class PositionKind { LEARNED, ROTARY };
+enum class HeadKind { LM, BERT_PRETRAINING };
+// Training numerics. Mixed precision keeps fp32 master weights and Adam moments (ZeRO's K = 12).
+enum class Numerics { FP16_MIXED, BF16_MIXED, BF16, FP32 };
+enum class AttentionImpl { MATERIALIZED, FLASH };
+
+std::string_view to_string(NormKind v);
+std::string_view to_string(MlpKind v);
+std::string_view to_string(PositionKind v);
+std::string_view to_string(HeadKind v);
+std::string_view to_string(Numerics v);
+std::string_view to_string(AttentionImpl v);
+
+struct PublishedCount {
+  double params = 0;       // as printed, in parameters
+  int significant_digits = 0;  // digits printed ("1008B" -> 4, "1.5B" -> 2)
+  std::string source;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string description;
+  std::string origin;  // a path, "built-in", "Hugging Face config.json", "--params"
+  // Architecture (absent when only a raw parameter count is known).
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;    // grouped-query attention; == heads for multi-head attention
+  std::int64_t ffn_hidden = 0;  // 4 * hidden for GPT-style MLPs
+  std::int64_t vocab = 0;
+  std::int64_t seq_len = 0;     // training sequence length and learned position table size
+  std::int64_t type_vocab = 0;  // BERT token-type embeddings
+  bool tied_embeddings = true;
+  bool biases = true;
+  bool dropout = true;  // dropout masks are stored activations (Korthikanti et al. 2022, Sec. 4.1)
+  NormKind norm = NormKind::LAYERNORM;
+  MlpKind mlp = MlpKind::GELU;
+  PositionKind position = PositionKind::LEARNED;
+  HeadKind head = HeadKind::LM;
+  // Numerics.
+  Numerics numerics = Numerics::FP16_MIXED;
+  AttentionImpl attention = AttentionImpl::MATERIALIZED;
+  bool fp32_residual = false;  // residual stream kept in fp32 (Megatron --fp32-residual-connection)
+  std::optional<PublishedCount> published;
+  // Set for `--params N`: only model states can be computed.
+  std::optional<double> raw_params;
+  // Keys of a Hugging Face config.json that do not change what we compute, reported back.
+  std::vector<std::string> ignored_keys;
+
+  bool has_architecture() const { return !raw_params.has_value(); }
+  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t kv_hidden() const { return head_dim() * kv_heads; }
+};
+
+}  // namespace trainsim::wl

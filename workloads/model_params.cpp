@@ -1,0 +1,92 @@
+#include "model_params.hpp"
+
+#include <algorithm>
+
+namespace trainsim::wl {
+namespace {
+std::int64_t norm_params(const ModelSpec& m) { return m.norm == NormKind::LAYERNORM ? 2 * m.hidden : m.hidden; }
+}  // namespace
+
+std::vector<OperatorParams> layer_operators(const ModelSpec& m) {
+  const std::int64_t h = m.hidden, f = m.ffn_hidden, kv = m.kv_hidden();
+  const std::int64_t b = m.biases ? 1 : 0;
+  std::vector<OperatorParams> ops;
+  ops.push_back({"attention_norm", norm_params(m), 0});
+  ops.push_back({"qkv", h * (h + 2 * kv) + b * (h + 2 * kv), h * (h + 2 * kv) + b * (h + 2 * kv)});
+  ops.push_back({"attention_out", h * h + b * h, h * h});
+  ops.push_back({"mlp_norm", norm_params(m), 0});
+  if (m.mlp == MlpKind::GELU) {
+    ops.push_back({"mlp_in", h * f + b * f, h * f + b * f});
+  } else {
+    ops.push_back({"mlp_gate_up", 2 * h * f + b * 2 * f, 2 * h * f + b * 2 * f});
+  }
+  ops.push_back({"mlp_out", f * h + b * h, f * h});
+  return ops;
+}
+
+std::int64_t layer_params(const ModelSpec& m) {
+  std::int64_t total = 0;
+  for (const auto& op : layer_operators(m)) total += op.params;
+  return total;
+}
+
+double layer_params_per_tp_rank(const ModelSpec& m, int tp) {
+  double total = 0;
+  for (const auto& op : layer_operators(m)) total += op.per_tp_rank(tp);
+  return total;
+}
+
+std::int64_t embedding_params(const ModelSpec& m) {
+  std::int64_t p = m.vocab * m.hidden;
+  if (m.position == PositionKind::LEARNED) p += m.seq_len * m.hidden;
+  p += m.type_vocab * m.hidden;
+  // BERT normalizes the embeddings (post-LN); pre-LN GPT-style models normalize at the end instead.
+  if (m.head == HeadKind::BERT_PRETRAINING) p += norm_params(m);
+  return p;
+}
+
+std::int64_t head_params(const ModelSpec& m) {
+  const std::int64_t h = m.hidden;
+  if (m.head == HeadKind::BERT_PRETRAINING) {
+    // Devlin et al. 2019 / Hugging Face BertForPreTraining: pooler (h*h + h), MLM transform
+    // (h*h + h) with its norm, MLM decoder bias (weights tied to the embedding), NSP (2h + 2).
+    std::int64_t p = (h * h + h) + (h * h + h) + norm_params(m) + m.vocab + (2 * h + 2);
+    if (!m.tied_embeddings) p += m.vocab * h;
+    return p;
+  }
+  std::int64_t p = norm_params(m);
+  if (!m.tied_embeddings) p += m.vocab * h;
+  return p;
+}
+
+double total_params(const ModelSpec& m) {
+  if (m.raw_params) return *m.raw_params;
+  return static_cast<double>(embedding_params(m) + m.layers * layer_params(m) + head_params(m));
+}
+
+double largest_operator_params(const ModelSpec& m, int tp) {
+  double largest = static_cast<double>(m.vocab * m.hidden) / tp;
+  for (const auto& op : layer_operators(m)) largest = std::max(largest, op.per_tp_rank(tp));
+  return largest;
+}
+
+double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp) {
+  if (m.raw_params) return *m.raw_params;
+  double p = static_cast<double>(m.layers / pp) * layer_params_per_tp_rank(m, tp);
+  const double word_embedding = static_cast<double>(m.vocab * m.hidden);
+  if (stage == 0) p += static_cast<double>(embedding_params(m)) - word_embedding + word_embedding / tp;
+  if (stage == pp - 1) {
+    double head = static_cast<double>(head_params(m));
+    if (!m.tied_embeddings) head += -word_embedding + word_embedding / tp;
+    p += head;
+    // Megatron keeps a copy of a tied word embedding on the last stage to compute the logits.
+    if (m.tied_embeddings && pp > 1) p += word_embedding / tp;
+  }
+  return p;
+}
+
+double megatron_param_formula(double l, double h, double V, double s) {
+  return 12.0 * l * h * h * (1.0 + 13.0 / (12.0 * h) + (V + s) / (12.0 * l * h));
+}
+
+}  // namespace trainsim::wl

@@ -1,0 +1,45 @@
+#pragma once
+// Parameter counts, exact per tensor, and the published closed forms they must agree with.
+
+#include <cstdint>
+#include <vector>
+
+#include "model.hpp"
+
+namespace trainsim::wl {
+
+// One weight matrix or vector group of a transformer layer. The operators of a layer are the
+// units ZeRO-3 gathers one at a time (DeepSpeed gathers per submodule).
+struct OperatorParams {
+  const char* name;
+  std::int64_t params;
+  // The part split across tensor-parallel ranks (Megatron column- and row-parallel weights,
+  // column-parallel biases); the rest (norms, row-parallel biases) is replicated on every rank.
+  std::int64_t tp_split_params;
+
+  double per_tp_rank(int tp) const { return static_cast<double>(params - tp_split_params) + static_cast<double>(tp_split_params) / tp; }
+};
+
+std::vector<OperatorParams> layer_operators(const ModelSpec& m);
+std::int64_t layer_params(const ModelSpec& m);
+double layer_params_per_tp_rank(const ModelSpec& m, int tp);
+// Word (+ position + token type) embeddings and the embedding norm (BERT).
+std::int64_t embedding_params(const ModelSpec& m);
+// Final norm plus the output layer when it is not tied, or BERT's pretraining heads.
+std::int64_t head_params(const ModelSpec& m);
+// Everything: embeddings + layers + head. For `--params N` models, N.
+double total_params(const ModelSpec& m);
+// The largest single operator on one tensor-parallel rank, in parameters (embedding table included).
+double largest_operator_params(const ModelSpec& m, int tp = 1);
+
+// Parameters held by one rank of pipeline stage `stage` of `pp` with tensor parallelism `tp`
+// (Megatron layout: vocabulary-parallel embeddings on the first stage, the output layer on the
+// last; a tied embedding is duplicated on the last stage when pp > 1).
+double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp);
+
+// Narayanan et al. 2021 (Megatron-LM, "Efficient Large-Scale Language Model Training on GPU
+// Clusters"), Sec. 5.1: P = 12 l h^2 (1 + 13/(12 h) + (V + s)/(12 l h)). It leaves out the final
+// layer norm (2h parameters), which total_params counts.
+double megatron_param_formula(double layers, double hidden, double vocab, double seq);
+
+}  // namespace trainsim::wl

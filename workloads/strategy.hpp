@@ -1,0 +1,60 @@
+#pragma once
+// How a model is trained: parallel degrees, pipeline schedule, ZeRO stage, offload targets,
+// recompute and batch shape. Values, not class hierarchies (DESIGN.md): a strategy is data that
+// schedules and graph passes read.
+
+#include <cstdint>
+#include <string>
+
+#include "model.hpp"
+
+namespace trainsim::wl {
+
+enum class Schedule { GPIPE, ONE_F_ONE_B, INTERLEAVED, PIPEDREAM, TWO_BW };
+enum class OffloadTarget { NONE, CPU, NVME };
+enum class ActivationOffload { NONE, CPU };
+enum class Recompute { NONE, SELECTIVE, FULL };
+
+std::string_view to_string(Schedule v);
+std::string_view to_string(OffloadTarget v);
+std::string_view to_string(ActivationOffload v);
+std::string_view to_string(Recompute v);
+
+// ZeRO and DeepSpeed buffer sizes, in elements, with DeepSpeed's defaults
+// (deepspeed/runtime/zero/config.py and offload_config.py).
+struct ZeroBuffers {
+  double reduce_bucket_elems = 5e8;           // reduce_bucket_size
+  double allgather_bucket_elems = 5e8;        // allgather_bucket_size (stages 1-2)
+  double prefetch_bucket_elems = 5e7;         // stage3_prefetch_bucket_size
+  double max_live_parameters = 1e9;           // stage3_max_live_parameters
+  double offload_param_buffer_count = 5;      // offload_param.buffer_count (NVMe)
+  double offload_param_buffer_elems = 1e8;    // offload_param.buffer_size (NVMe)
+  double offload_optimizer_buffer_count = 4;  // offload_optimizer.buffer_count (NVMe)
+  double sub_group_elems = 1e9;               // sub_group_size: optimizer step granularity
+  // PyTorch DDP's bucket_cap_mb = 25 MB, used for plain data parallelism (ZeRO stage 0).
+  double ddp_bucket_bytes = 25.0 * 1024 * 1024;
+};
+
+struct Strategy {
+  int gpus = 1;
+  int nodes = 1;
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int vpp = 1;  // virtual pipeline stages (model chunks) per GPU; > 1 only for "interleaved"
+  bool sp = false;
+  Schedule schedule = Schedule::ONE_F_ONE_B;
+  int zero_stage = 0;
+  OffloadTarget offload_params = OffloadTarget::NONE;
+  OffloadTarget offload_optimizer = OffloadTarget::NONE;
+  ActivationOffload offload_activations = ActivationOffload::NONE;
+  Recompute recompute = Recompute::NONE;
+  std::int64_t micro_batch = 1;
+  std::int64_t global_batch = 1;
+  std::int64_t seq = 0;
+  ZeroBuffers buffers;
+
+  std::int64_t micro_batches() const { return global_batch / (micro_batch * dp); }  // per pipeline
+};
+
+}  // namespace trainsim::wl

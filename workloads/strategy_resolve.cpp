@@ -1,0 +1,247 @@
+// Defaults and cross-field checks: from what the user said to a Strategy we can run.
+#include <fmt/format.h>
+
+#include "config_error.hpp"
+#include "enum_names.hpp"
+#include "model_loader.hpp"
+#include "strategy_input.hpp"
+
+namespace trainsim::wl {
+namespace {
+
+template <class T>
+T value_or(const Setting<T>& s, T fallback) {
+  return s ? *s : fallback;
+}
+
+// The origin of a setting, or the name of the flag that would set it when a default was used.
+template <class T>
+std::string origin_or(const Setting<T>& s, std::string flag) {
+  return s ? s.origin : flag + " (default)";
+}
+
+[[noreturn]] void fail(const std::string& origin, std::string expected, std::string got) {
+  // Origins look like "--tp" or "file.json: key"; split the file from the key where we can.
+  const auto colon = origin.find(": ");
+  if (colon != std::string::npos) {
+    throw ConfigError(origin.substr(0, colon), origin.substr(colon + 2), std::move(expected), std::move(got));
+  }
+  throw ConfigError(origin, origin, std::move(expected), std::move(got));
+}
+
+}  // namespace
+
+ModelSpec apply_model_overrides(const ModelOverrides& o, std::optional<ModelSpec> base, int tp_for_vocab_padding) {
+  ModelSpec m;
+  if (base) {
+    m = *base;
+  } else {
+    m.name = "megatron-args";
+    m.description = "model given by Megatron-LM arguments";
+    m.origin = o.layers.origin.substr(0, o.layers.origin.find(' '));
+    m.seq_len = 0;
+  }
+  if (o.layers) m.layers = *o.layers;
+  if (o.hidden) m.hidden = *o.hidden;
+  if (o.heads) m.heads = *o.heads;
+  m.kv_heads = o.kv_heads ? *o.kv_heads : (base && !o.heads ? m.kv_heads : m.heads);
+  if (o.ffn_hidden) {
+    m.ffn_hidden = *o.ffn_hidden;
+  } else if (!base || o.hidden) {
+    // Megatron's default: 4h, or 4h * 2/3 for SwiGLU (arguments.py).
+    const bool swiglu = o.swiglu && *o.swiglu;
+    m.ffn_hidden = swiglu ? (4 * m.hidden * 2 / 3) : 4 * m.hidden;
+  }
+  if (o.seq_len) m.seq_len = *o.seq_len;
+  if (o.vocab) {
+    m.vocab = *o.vocab;
+  } else if (!base) {
+    // Megatron pads the GPT-2 BPE vocabulary (50257) to a multiple of 128 * tp.
+    const std::int64_t multiple = 128LL * tp_for_vocab_padding;
+    m.vocab = (50257 + multiple - 1) / multiple * multiple;
+  }
+  if (o.swiglu) m.mlp = *o.swiglu ? MlpKind::SWIGLU : MlpKind::GELU;
+  if (o.rmsnorm) m.norm = *o.rmsnorm ? NormKind::RMSNORM : NormKind::LAYERNORM;
+  if (o.untied_embeddings) m.tied_embeddings = !*o.untied_embeddings;
+  if (o.no_biases) m.biases = !*o.no_biases;
+  if (o.rotary) m.position = *o.rotary ? PositionKind::ROTARY : PositionKind::LEARNED;
+  if (o.no_dropout) m.dropout = !*o.no_dropout;
+  if (o.fp32_residual) m.fp32_residual = *o.fp32_residual;
+  m.published.reset();
+  validate_model(m, base ? m.origin : "--megatron-args");
+  return m;
+}
+
+ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const ClusterShape& cluster) {
+  ResolvedInputs out;
+  out.notes = in.notes;
+  out.no_effect = in.no_effect;
+  Strategy s;
+  if (in.precision) model.numerics = *in.precision;
+  if (in.attention) model.attention = *in.attention;
+
+  s.tp = value_or(in.tp, 1);
+  s.pp = value_or(in.pp, 1);
+  s.vpp = value_or(in.vpp, 1);
+  s.sp = value_or(in.sp, false);
+  s.zero_stage = value_or(in.zero, 0);
+  s.offload_params = value_or(in.offload_params, OffloadTarget::NONE);
+  s.offload_optimizer = value_or(in.offload_optimizer, OffloadTarget::NONE);
+  s.offload_activations = value_or(in.offload_activations, ActivationOffload::NONE);
+  s.recompute = value_or(in.recompute, Recompute::NONE);
+  s.buffers = in.buffers;
+
+  // GPUs and nodes: either may be given; the other follows from the node size.
+  const int gpn = cluster.gpus_per_node;
+  if (in.gpus && in.nodes) {
+    if (*in.gpus > *in.nodes * gpn || *in.gpus <= (*in.nodes - 1) * gpn) {
+      fail(in.gpus.origin,
+           fmt::format("a GPU count that needs exactly {} nodes of {} GPUs ({}), i.e. {}..{}", *in.nodes, gpn,
+                       in.nodes.origin, (*in.nodes - 1) * gpn + 1, *in.nodes * gpn),
+           std::to_string(*in.gpus));
+    }
+    s.gpus = *in.gpus;
+    s.nodes = *in.nodes;
+  } else if (in.gpus) {
+    s.gpus = *in.gpus;
+    s.nodes = (s.gpus + gpn - 1) / gpn;
+  } else if (in.nodes) {
+    s.nodes = *in.nodes;
+    s.gpus = s.nodes * gpn;
+  } else if (in.dp) {
+    s.gpus = *in.dp * s.tp * s.pp;
+    s.nodes = (s.gpus + gpn - 1) / gpn;
+  } else {
+    s.gpus = gpn;
+    s.nodes = 1;
+    out.notes.push_back(fmt::format("no --gpus or --nodes: one node of {} ({} GPUs)", cluster.name, gpn));
+  }
+
+  const int model_parallel = s.tp * s.pp;
+  if (in.dp) {
+    s.dp = *in.dp;
+    if (s.dp * model_parallel != s.gpus) {
+      fail(in.dp.origin,
+           fmt::format("dp x tp x pp = GPUs: {} x {} x {} = {} but the GPU count is {} ({})", s.dp, s.tp, s.pp,
+                       s.dp * model_parallel, s.gpus, origin_or(in.gpus, in.nodes ? in.nodes.origin : "--gpus")),
+           std::to_string(s.dp));
+    }
+  } else {
+    if (s.gpus % model_parallel != 0) {
+      fail(origin_or(in.tp.value ? in.tp : in.pp, "--tp"),
+           fmt::format("tp x pp ({} x {} = {}) dividing the GPU count {}", s.tp, s.pp, model_parallel, s.gpus),
+           std::to_string(model_parallel));
+    }
+    s.dp = s.gpus / model_parallel;
+  }
+
+  const bool raw = !model.has_architecture();
+  if (raw && (s.tp > 1 || s.pp > 1)) {
+    fail(s.tp > 1 ? in.tp.origin : in.pp.origin,
+         "tp = pp = 1 with --params (a raw parameter count has no layers or heads to split; use --model)",
+         std::to_string(s.tp > 1 ? s.tp : s.pp));
+  }
+  if (!raw) {
+    if (model.heads % s.tp != 0) {
+      fail(in.tp.origin, fmt::format("a divisor of the attention heads ({}) of {}", model.heads, model.name),
+           std::to_string(s.tp));
+    }
+    if (model.kv_heads % s.tp != 0) {
+      fail(in.tp.origin, fmt::format("a divisor of the key/value heads ({}) of {}", model.kv_heads, model.name),
+           std::to_string(s.tp));
+    }
+    if (model.layers % (s.pp * s.vpp) != 0) {
+      fail(s.vpp > 1 ? in.vpp.origin : in.pp.origin,
+           fmt::format("pp x vpp ({} x {}) dividing the {} layers of {}", s.pp, s.vpp, model.layers, model.name),
+           std::to_string(s.pp * s.vpp));
+    }
+  }
+
+  // Pipeline schedule: interleaving needs virtual stages and vice versa.
+  s.schedule = value_or(in.schedule, s.vpp > 1 ? Schedule::INTERLEAVED : Schedule::ONE_F_ONE_B);
+  if (s.schedule == Schedule::INTERLEAVED && s.vpp < 2) {
+    fail(origin_or(in.vpp, "--vpp"), "vpp >= 2 for the interleaved schedule (" + in.schedule.origin + ")",
+         std::to_string(s.vpp));
+  }
+  if (s.vpp > 1 && s.schedule != Schedule::INTERLEAVED) {
+    fail(in.schedule.origin, fmt::format("\"interleaved\" when vpp > 1 ({} = {})", in.vpp.origin, s.vpp),
+         "\"" + std::string(to_string(s.schedule)) + "\"");
+  }
+  if (s.vpp > 1 && s.pp < 2) fail(in.vpp.origin, "pp >= 2 for virtual pipeline stages", std::to_string(s.vpp));
+
+  // ZeRO and offload rules, as DeepSpeed enforces them (deepspeed/runtime/zero/config.py, engine.py).
+  if (s.zero_stage >= 2 && s.pp > 1) {
+    fail(in.zero.origin, "ZeRO stage 0 or 1 with pipeline parallelism (DeepSpeed rejects stages 2 and 3 with pp > 1)",
+         std::to_string(s.zero_stage));
+  }
+  if (s.offload_params != OffloadTarget::NONE && s.zero_stage != 3) {
+    fail(in.offload_params.origin, "ZeRO stage 3 for parameter offload (" + origin_or(in.zero, "--zero") + ")",
+         fmt::format("stage {}", s.zero_stage));
+  }
+  if (s.offload_optimizer != OffloadTarget::NONE && s.zero_stage == 0) {
+    fail(in.offload_optimizer.origin, "ZeRO stage 1, 2 or 3 for optimizer offload (" + origin_or(in.zero, "--zero") + ")",
+         "stage 0");
+  }
+  if (s.offload_optimizer == OffloadTarget::NVME && s.zero_stage != 3) {
+    fail(in.offload_optimizer.origin, "ZeRO stage 3 for NVMe optimizer offload (ZeRO-Infinity)",
+         fmt::format("stage {}", s.zero_stage));
+  }
+  if (s.offload_activations == ActivationOffload::CPU && s.recompute != Recompute::FULL) {
+    fail(in.offload_activations.origin,
+         "--recompute full: only activation checkpoints are offloaded (ZeRO-Infinity Sec. 5.1.2)",
+         "recompute " + std::string(to_string(s.recompute)));
+  }
+  if (raw && (s.recompute != Recompute::NONE || s.offload_activations != ActivationOffload::NONE)) {
+    fail(s.recompute != Recompute::NONE ? in.recompute.origin : in.offload_activations.origin,
+         "no activation settings with --params (activations need the architecture; use --model)", "a setting");
+  }
+  if (s.sp && s.tp == 1) out.notes.push_back("sequence parallelism has no effect with tp = 1");
+
+  // Batch shape.
+  s.seq = value_or(in.seq, raw ? std::int64_t{0} : model.seq_len);
+  if (!raw && model.position == PositionKind::LEARNED && s.seq > model.seq_len) {
+    fail(in.seq.origin, fmt::format("at most the {} learned positions of {}", model.seq_len, model.name),
+         std::to_string(s.seq));
+  }
+  if (s.sp && s.seq % s.tp != 0) {
+    fail(in.seq ? in.seq.origin : in.sp.origin,
+         fmt::format("a sequence length divisible by tp ({}) for sequence parallelism", s.tp), std::to_string(s.seq));
+  }
+  s.micro_batch = value_or(in.micro_batch, std::int64_t{1});
+  const std::int64_t per_step = s.micro_batch * s.dp;
+  if (in.global_batch) {
+    s.global_batch = *in.global_batch;
+    if (s.global_batch % per_step != 0) {
+      fail(in.global_batch.origin,
+           fmt::format("a multiple of micro-batch x dp ({} x {} = {})", s.micro_batch, s.dp, per_step),
+           std::to_string(s.global_batch));
+    }
+    if (in.grad_accum && s.global_batch != per_step * *in.grad_accum) {
+      fail(in.grad_accum.origin,
+           fmt::format("train_batch_size = micro-batch x accumulation x dp ({} x {} x {} = {})", s.micro_batch,
+                       *in.grad_accum, s.dp, per_step * *in.grad_accum),
+           std::to_string(s.global_batch));
+    }
+  } else if (in.grad_accum) {
+    s.global_batch = per_step * *in.grad_accum;
+  } else {
+    // Default: one micro-batch per pipeline stage, so a pipeline fills (m = pp).
+    s.global_batch = per_step * s.pp;
+  }
+  if (s.schedule == Schedule::INTERLEAVED && s.micro_batches() % s.pp != 0) {
+    fail(origin_or(in.global_batch, "--global-batch"),
+         fmt::format("a micro-batch count ({}) divisible by pp ({}) for the interleaved schedule (Megatron-LM)",
+                     s.micro_batches(), s.pp),
+         std::to_string(s.global_batch));
+  }
+
+  if (s.nodes > cluster.node_count) {
+    out.infeasible_reason = fmt::format("the cluster {} has {} nodes; this configuration needs {}", cluster.name,
+                                        cluster.node_count, s.nodes);
+  }
+  out.model = std::move(model);
+  out.strategy = s;
+  return out;
+}
+
+}  // namespace trainsim::wl

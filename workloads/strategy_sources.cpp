@@ -1,0 +1,250 @@
+// Strategy sources that are JSON files: our strategy schema and DeepSpeed's ds_config.json.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "enum_names.hpp"
+#include "strategy_input.hpp"
+#include "strict_json.hpp"
+
+namespace trainsim::wl {
+namespace {
+
+constexpr std::int64_t BIG = std::numeric_limits<std::int32_t>::max();
+
+template <class T>
+void take(Setting<T>& into, const Setting<T>& from) {
+  if (from) into = from;
+}
+
+std::string at(const StrictObject& o, std::string_view key) { return o.source() + ": " + o.path_of(key); }
+
+template <class T>
+void read_int(StrictObject& o, std::string_view key, Setting<T>& out, std::int64_t min, std::int64_t max = BIG) {
+  if (auto v = o.optional_integer(key, min, max)) out.set(static_cast<T>(*v), at(o, key));
+}
+
+template <class E, std::size_t N>
+void read_choice(StrictObject& o, std::string_view key, Setting<E>& out, const names::Table<E, N>& table) {
+  if (auto v = o.optional_choice<E>(key, table)) out.set(*v, at(o, key));
+}
+
+// DeepSpeed accepts "auto" only through the Hugging Face Trainer, which fills it in before
+// DeepSpeed sees the file; we cannot guess the value, so we ask for it.
+void reject_auto(const StrictObject& o, const nlohmann::json& j, std::string_view key) {
+  if (j.contains(key) && j[std::string(key)].is_string() && j[std::string(key)] == "auto") {
+    throw ConfigError(o.source(), o.path_of(key),
+                      "a number (\"auto\" is filled in by the Hugging Face Trainer; write the value it would use)",
+                      "\"auto\"");
+  }
+}
+
+void mark_no_effect(StrictObject& o, StrategyInput& in, std::initializer_list<std::string_view> keys) {
+  for (auto key : keys) {
+    if (o.has(key)) {
+      o.raw(key);
+      in.no_effect.push_back(at(o, key));
+    }
+  }
+}
+
+OffloadTarget read_device(StrictObject& o) {
+  static constexpr names::Table<OffloadTarget, 3> DEVICES{
+      {{OffloadTarget::NONE, "none"}, {OffloadTarget::CPU, "cpu"}, {OffloadTarget::NVME, "nvme"}}};
+  return o.choice<OffloadTarget>("device", DEVICES);
+}
+
+void read_offload_param(StrictObject o, StrategyInput& in) {
+  in.offload_params.set(read_device(o), at(o, "device"));
+  if (auto v = o.optional_number("buffer_count", positive())) in.buffers.offload_param_buffer_count = *v;
+  if (auto v = o.optional_number("buffer_size", positive("elements"))) in.buffers.offload_param_buffer_elems = *v;
+  mark_no_effect(o, in, {"nvme_path", "pin_memory", "max_in_cpu"});
+  o.finish();
+}
+
+void read_offload_optimizer(StrictObject o, StrategyInput& in) {
+  in.offload_optimizer.set(read_device(o), at(o, "device"));
+  if (auto v = o.optional_number("buffer_count", positive())) in.buffers.offload_optimizer_buffer_count = *v;
+  if (o.has("ratio")) {
+    const double ratio = o.number("ratio", fraction());
+    if (ratio != 1.0) {
+      throw ConfigError(o.source(), o.path_of("ratio"), "1.0 (partial optimizer offload is not modeled yet)",
+                        fmt::format("{}", ratio));
+    }
+  }
+  mark_no_effect(o, in, {"nvme_path", "pin_memory", "fast_init", "pipeline_read", "pipeline_write"});
+  o.finish();
+}
+
+void read_zero(StrictObject z, StrategyInput& in) {
+  read_int(z, "stage", in.zero, 0, 3);
+  if (auto p = z.optional_object("offload_param")) read_offload_param(*p, in);
+  if (auto p = z.optional_object("offload_optimizer")) read_offload_optimizer(*p, in);
+  if (z.has("cpu_offload")) {
+    throw ConfigError(z.source(), z.path_of("cpu_offload"),
+                      "\"offload_optimizer\": {\"device\": \"cpu\"} (cpu_offload is DeepSpeed's deprecated spelling)",
+                      describe_json(z.raw("cpu_offload")));
+  }
+  struct BufferKey {
+    std::string_view key;
+    double ZeroBuffers::*field;
+  };
+  static constexpr BufferKey BUFFER_KEYS[] = {
+      {"reduce_bucket_size", &ZeroBuffers::reduce_bucket_elems},
+      {"allgather_bucket_size", &ZeroBuffers::allgather_bucket_elems},
+      {"stage3_prefetch_bucket_size", &ZeroBuffers::prefetch_bucket_elems},
+      {"stage3_max_live_parameters", &ZeroBuffers::max_live_parameters},
+      {"sub_group_size", &ZeroBuffers::sub_group_elems},
+  };
+  for (const auto& [key, field] : BUFFER_KEYS) {
+    reject_auto(z, z.json(), key);
+    if (auto v = z.optional_number(key, positive("elements"))) {
+      in.buffers.*field = *v;
+      in.buffers_set = true;
+    }
+  }
+  mark_no_effect(z, in,
+                 {"overlap_comm", "contiguous_gradients", "reduce_scatter", "allgather_partitions",
+                  "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
+                  "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
+                  "round_robin_gradients", "elastic_checkpoint", "ignore_unused_parameters", "load_from_fp32_weights",
+                  "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size",
+                  "memory_efficient_linear", "use_multi_rank_bucket_allreduce", "offload_param_nvme_path"});
+  z.finish();
+}
+
+}  // namespace
+
+bool ModelOverrides::any() const {
+  return layers || hidden || heads || kv_heads || ffn_hidden || vocab || seq_len || swiglu || rmsnorm ||
+         untied_embeddings || no_biases || rotary || no_dropout || fp32_residual;
+}
+
+bool ModelOverrides::complete() const { return layers && hidden && heads; }
+
+void StrategyInput::merge(const StrategyInput& later) {
+  take(gpus, later.gpus);
+  take(nodes, later.nodes);
+  take(dp, later.dp);
+  take(tp, later.tp);
+  take(pp, later.pp);
+  take(vpp, later.vpp);
+  take(sp, later.sp);
+  take(schedule, later.schedule);
+  take(zero, later.zero);
+  take(offload_params, later.offload_params);
+  take(offload_optimizer, later.offload_optimizer);
+  take(offload_activations, later.offload_activations);
+  take(recompute, later.recompute);
+  take(micro_batch, later.micro_batch);
+  take(global_batch, later.global_batch);
+  take(grad_accum, later.grad_accum);
+  take(seq, later.seq);
+  take(precision, later.precision);
+  take(attention, later.attention);
+  if (later.buffers_set) {
+    buffers = later.buffers;
+    buffers_set = true;
+  }
+  auto& m = model;
+  const auto& l = later.model;
+  take(m.layers, l.layers);
+  take(m.hidden, l.hidden);
+  take(m.heads, l.heads);
+  take(m.kv_heads, l.kv_heads);
+  take(m.ffn_hidden, l.ffn_hidden);
+  take(m.vocab, l.vocab);
+  take(m.seq_len, l.seq_len);
+  take(m.swiglu, l.swiglu);
+  take(m.rmsnorm, l.rmsnorm);
+  take(m.untied_embeddings, l.untied_embeddings);
+  take(m.no_biases, l.no_biases);
+  take(m.rotary, l.rotary);
+  take(m.no_dropout, l.no_dropout);
+  take(m.fp32_residual, l.fp32_residual);
+  no_effect.insert(no_effect.end(), later.no_effect.begin(), later.no_effect.end());
+  notes.insert(notes.end(), later.notes.begin(), later.notes.end());
+}
+
+StrategyInput strategy_from_json(const std::string& path) {
+  const JsonDocument doc = parse_json_file(path);
+  StrictObject o(doc.json, doc.source, "");
+  const auto version = o.integer("schema_version", 1, 1000);
+  if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
+  StrategyInput in;
+  read_int(o, "gpus", in.gpus, 1);
+  read_int(o, "nodes", in.nodes, 1);
+  read_int(o, "dp", in.dp, 1);
+  read_int(o, "tp", in.tp, 1);
+  read_int(o, "pp", in.pp, 1);
+  read_int(o, "vpp", in.vpp, 1);
+  if (auto v = o.optional_boolean("sp")) in.sp.set(*v, at(o, "sp"));
+  read_choice(o, "schedule", in.schedule, names::SCHEDULE);
+  read_int(o, "zero", in.zero, 0, 3);
+  read_choice(o, "offload_params", in.offload_params, names::OFFLOAD);
+  read_choice(o, "offload_optimizer", in.offload_optimizer, names::OFFLOAD);
+  read_choice(o, "offload_activations", in.offload_activations, names::ACTIVATION_OFFLOAD);
+  read_choice(o, "recompute", in.recompute, names::RECOMPUTE);
+  read_int(o, "micro_batch", in.micro_batch, 1);
+  read_int(o, "global_batch", in.global_batch, 1);
+  read_int(o, "seq", in.seq, 1);
+  read_choice(o, "precision", in.precision, names::NUMERICS);
+  read_choice(o, "attention", in.attention, names::ATTENTION);
+  o.finish();
+  return in;
+}
+
+StrategyInput strategy_from_deepspeed(const std::string& path) {
+  const JsonDocument doc = parse_json_file(path);
+  StrictObject o(doc.json, doc.source, "");
+  StrategyInput in;
+  for (auto key : {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
+    reject_auto(o, doc.json, key);
+  }
+  read_int(o, "train_batch_size", in.global_batch, 1);
+  read_int(o, "train_micro_batch_size_per_gpu", in.micro_batch, 1);
+  read_int(o, "gradient_accumulation_steps", in.grad_accum, 1);
+  bool fp16 = false, bf16 = false;
+  if (auto f = o.optional_object("fp16")) {
+    fp16 = f->optional_boolean("enabled").value_or(false);
+    mark_no_effect(*f, in, {"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
+                            "consecutive_hysteresis", "min_loss_scale", "auto_cast", "fp16_master_weights_and_grads"});
+    f->finish();
+  }
+  if (auto b = o.optional_object("bf16")) {
+    bf16 = b->optional_boolean("enabled").value_or(false);
+    b->finish();
+  }
+  if (fp16 && bf16) throw ConfigError(doc.source, "bf16.enabled", "fp16 or bf16, not both", "both enabled");
+  in.precision.set(fp16 ? Numerics::FP16_MIXED : bf16 ? Numerics::BF16_MIXED : Numerics::FP32,
+                   doc.source + ": fp16/bf16");
+  if (auto z = o.optional_object("zero_optimization")) read_zero(*z, in);
+  if (auto a = o.optional_object("activation_checkpointing")) {
+    // The block configures deepspeed.checkpointing, which the model code calls for every layer:
+    // we take its presence as full recompute, and cpu_checkpointing as checkpoints on the CPU.
+    in.recompute.set(Recompute::FULL, at(o, "activation_checkpointing"));
+    in.notes.push_back(doc.source + ": activation_checkpointing present: assuming every layer is checkpointed");
+    if (a->optional_boolean("cpu_checkpointing").value_or(false)) {
+      in.offload_activations.set(ActivationOffload::CPU, at(*a, "cpu_checkpointing"));
+    }
+    mark_no_effect(*a, in, {"partition_activations", "contiguous_memory_optimization", "number_checkpoints",
+                            "synchronize_checkpoint_boundary", "profile"});
+    a->finish();
+  }
+  if (auto amp = o.optional_object("amp")) {
+    if (amp->optional_boolean("enabled").value_or(false)) {
+      throw ConfigError(doc.source, "amp.enabled", "false (NVIDIA Apex AMP is not modeled; use fp16 or bf16)", "true");
+    }
+    amp->finish({"opt_level"});
+  }
+  mark_no_effect(o, in,
+                 {"optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
+                  "prescale_gradients", "gradient_predivide_factor", "zero_allow_untested_optimizer", "aio",
+                  "flops_profiler", "tensorboard", "wandb", "csv_monitor", "comms_logger", "communication_data_type",
+                  "memory_breakdown", "dump_state", "zero_force_ds_cpu_optimizer", "checkpoint", "data_types",
+                  "sparse_gradients", "elasticity", "autotuning", "compression_training", "seed"});
+  o.finish();
+  return in;
+}
+
+}  // namespace trainsim::wl
