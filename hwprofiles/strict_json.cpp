@@ -8,9 +8,18 @@
 
 namespace trainsim {
 
+namespace {
+// "file.json: gpu.hbm_GBps: expected ..., got ..."; a flag is its own key: "--tp: expected ...".
+std::string config_error_message(const std::string& source, const std::string& key_path, const std::string& expected,
+                                 const std::string& got) {
+  std::string where = source == key_path ? source : source + ": " + key_path;
+  return got.empty() ? fmt::format("{}: expected {}", where, expected)
+                     : fmt::format("{}: expected {}, got {}", where, expected, got);
+}
+}  // namespace
+
 ConfigError::ConfigError(std::string source, std::string key_path, std::string expected, std::string got)
-    : std::runtime_error(got.empty() ? fmt::format("{}: {}: expected {}", source, key_path, expected)
-                                     : fmt::format("{}: {}: expected {}, got {}", source, key_path, expected, got)),
+    : std::runtime_error(config_error_message(source, key_path, expected, got)),
       source_(std::move(source)),
       key_path_(std::move(key_path)),
       expected_(std::move(expected)),

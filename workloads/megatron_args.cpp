@@ -97,7 +97,7 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
   Args a{split_args(text), 0, flag};
   StrategyInput in;
   std::optional<std::int64_t> layers_per_virtual_stage;
-  auto origin = [&](const std::string& name) { return flag + " " + name; };
+  auto origin = [&](const std::string& name) { return flag + ": " + name; };
   while (!a.done()) {
     const std::string name = a.tokens[a.next++];
     if (name.rfind("--", 0) != 0) {

@@ -38,7 +38,7 @@ ModelSpec apply_model_overrides(const ModelOverrides& o, std::optional<ModelSpec
   } else {
     m.name = "megatron-args";
     m.description = "model given by Megatron-LM arguments";
-    m.origin = o.layers.origin.substr(0, o.layers.origin.find(' '));
+    m.origin = o.layers.origin.substr(0, o.layers.origin.find(':'));
     m.seq_len = 0;
   }
   if (o.layers) m.layers = *o.layers;

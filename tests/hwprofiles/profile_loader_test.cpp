@@ -1,0 +1,130 @@
+#include "profile_loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+namespace trainsim::hw {
+namespace {
+
+TEST(ProfileLoader, EveryBuiltInProfileLoadsAndNamesItsSources) {
+  const auto names = builtin_profile_names();
+  for (const char* expected : {"dgx2", "zhores", "v100-workstation", "dgx-a100", "dgx-h100"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  }
+  for (const auto& name : names) {
+    const ClusterProfile p = builtin_profile(name);
+    EXPECT_EQ(p.name, name);
+    for (const std::string* source : {&p.gpu.source, &p.intra_node.source, &p.pcie.source, &p.host.source,
+                                      &p.storage.source, &p.nic.source, &p.inter_node.source, &p.cost.source}) {
+      EXPECT_GT(source->size(), 10u) << name << ": every section cites where its figures come from";
+    }
+  }
+}
+
+TEST(ProfileLoader, Dgx2MatchesTheSeedsTable) {
+  // ZeRO-Infinity's DGX-2 table (seeds): 16 GPUs x 32 GB = 0.5 TB, 1.5 TB CPU, 28 TB NVMe (TiB),
+  // 12 GB/s CPU-GPU for one GPU, 3.0 GB/s per GPU with 16, 1.6 GB/s NVMe per GPU with 16.
+  const ClusterProfile p = builtin_profile("dgx2");
+  EXPECT_EQ(p.gpus_per_node(), 16);
+  EXPECT_DOUBLE_EQ(p.gpu.memory_GiB * p.gpus_per_node(), 512.0);
+  EXPECT_DOUBLE_EQ(p.host.memory_GiB, 1536.0);
+  // 8 x 3.84 TB = 30.72 TB = 27.94 TiB; the table prints 28.0 (TB), within 0.1.
+  EXPECT_NEAR(p.storage_capacity_bytes() / 1099511627776.0, 28.0, 0.1);
+  EXPECT_DOUBLE_EQ(p.pcie.link_GBps, 12.0);
+  EXPECT_DOUBLE_EQ(p.pcie.host_aggregate_GBps / p.gpus_per_node(), 3.0);
+  EXPECT_DOUBLE_EQ(p.storage.read_GBps * p.storage.count / p.gpus_per_node(), 1.6);
+  EXPECT_EQ(p.nic.count, 8);
+  EXPECT_DOUBLE_EQ(p.nic.link_Gbps, 100.0);
+}
+
+TEST(ProfileLoader, RoundTripsThroughItsJsonForm) {
+  for (const auto& name : builtin_profile_names()) {
+    const ClusterProfile p = builtin_profile(name);
+    const JsonDocument doc{nlohmann::json::parse(profile_to_json(p).dump()), "roundtrip.json"};
+    const ClusterProfile q = load_profile(doc);
+    EXPECT_EQ(profile_to_json(q).dump(), profile_to_json(p).dump()) << name;
+  }
+}
+
+// Each way a profile can be wrong has its own message naming the file and the key.
+struct BadProfileCase {
+  const char* what;
+  void (*mutate)(nlohmann::json&);
+  const char* key_path;
+  const char* message_part;
+};
+
+class BadProfile : public ::testing::TestWithParam<BadProfileCase> {};
+
+TEST_P(BadProfile, IsAConfigErrorNamingFileAndKey) {
+  nlohmann::json j = test::read_source_json("hwprofiles/dgx2.json");
+  GetParam().mutate(j);
+  test::ScratchDir dir;
+  const std::string path = dir.write("bad.json", j.dump());
+  try {
+    load_profile_file(path);
+    FAIL() << GetParam().what << ": expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.source(), path);
+    EXPECT_EQ(e.key_path(), GetParam().key_path) << e.what();
+    EXPECT_NE(std::string(e.what()).find(GetParam().message_part), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadProfile,
+    ::testing::Values(
+        BadProfileCase{"unknown key", [](nlohmann::json& j) { j["gpu"]["colour"] = "green"; }, "gpu.colour",
+                       "unknown key"},
+        BadProfileCase{"missing unit",
+                       [](nlohmann::json& j) {
+                         j["intra_node"].erase("link_GBps");
+                         j["intra_node"]["link"] = 150;
+                       },
+                       "intra_node.link_GBps", "expected a positive number (GB/s), got nothing"},
+        BadProfileCase{"wrong unit",
+                       [](nlohmann::json& j) {
+                         j["host"]["memory_GB"] = 1536;
+                       },
+                       "host.memory_GB", "the unit this schema uses"},
+        BadProfileCase{"negative bandwidth", [](nlohmann::json& j) { j["pcie"]["link_GBps"] = -12; },
+                       "pcie.link_GBps", "expected a positive number (GB/s), got -12"},
+        BadProfileCase{"wrong type", [](nlohmann::json& j) { j["gpu"]["count_per_node"] = "sixteen"; },
+                       "gpu.count_per_node", "expected an integer in [1, 1024], got \"sixteen\""},
+        BadProfileCase{"unknown fabric", [](nlohmann::json& j) { j["intra_node"]["fabric"] = "ethernet"; },
+                       "intra_node.fabric", "one of \"nvswitch\", \"nvlink_mesh\", \"pcie_only\""},
+        BadProfileCase{"switch sharing", [](nlohmann::json& j) { j["pcie"]["gpus_per_switch"] = 3; },
+                       "pcie.gpus_per_switch", "a divisor of gpu.count_per_node (16)"},
+        BadProfileCase{"schema version", [](nlohmann::json& j) { j["schema_version"] = 7; }, "schema_version",
+                       "schema version 1"},
+        BadProfileCase{"missing section", [](nlohmann::json& j) { j.erase("storage"); }, "storage",
+                       "expected an object"}));
+
+TEST(ProfileLoader, MissingUnitKeyIsReportedWhenTheRightKeyIsOptional) {
+  // A "link" key beside an existing link_GBps is an unknown key whose message suggests the unit.
+  nlohmann::json j = test::read_source_json("hwprofiles/dgx2.json");
+  j["nic"]["latency"] = 2;
+  test::ScratchDir dir;
+  const std::string path = dir.write("bad.json", j.dump());
+  try {
+    load_profile_file(path);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key_path(), "nic.latency");
+    EXPECT_NE(std::string(e.what()).find("a unit in the key name: \"latency_us\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProfileLoader, UnknownBuiltInNameListsTheChoices) {
+  try {
+    resolve_profile("dgx3");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.source(), "--hw");
+    EXPECT_NE(std::string(e.what()).find("\"dgx2\""), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::hw

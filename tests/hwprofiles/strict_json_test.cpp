@@ -1,0 +1,94 @@
+#include "strict_json.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trainsim {
+namespace {
+
+StrictObject object_of(const nlohmann::json& j) { return StrictObject(j, "test.json", "gpu"); }
+
+TEST(StrictJson, ReadsTypedValuesAndAcceptsKnownKeys) {
+  const nlohmann::json j = {{"hbm_GBps", 900.0}, {"count", 4}, {"name", "v100"}, {"nvlink", true}};
+  StrictObject o = object_of(j);
+  EXPECT_EQ(o.number("hbm_GBps", positive("GB/s")), 900.0);
+  EXPECT_EQ(o.integer("count", 1, 16), 4);
+  EXPECT_EQ(o.string("name"), "v100");
+  EXPECT_TRUE(o.boolean("nvlink"));
+  EXPECT_NO_THROW(o.finish());
+}
+
+TEST(StrictJson, UnknownKeyIsAnErrorNamingFileAndPath) {
+  const nlohmann::json j = {{"hbm_GBps", 900.0}, {"colour", "green"}};
+  StrictObject o = object_of(j);
+  o.number("hbm_GBps", positive());
+  try {
+    o.finish();
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.source(), "test.json");
+    EXPECT_EQ(e.key_path(), "gpu.colour");
+    EXPECT_NE(std::string(e.what()).find("unknown key \"colour\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(StrictJson, KeyWithoutUnitGetsItsOwnMessage) {
+  const nlohmann::json j = {{"hbm", 900.0}};
+  StrictObject o = object_of(j);
+  o.optional_number("hbm_GBps", positive());
+  try {
+    o.finish();
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("a unit in the key name: \"hbm_GBps\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(StrictJson, KeyWithAnotherUnitGetsItsOwnMessage) {
+  const nlohmann::json j = {{"memory_GB", 32.0}};
+  StrictObject o = object_of(j);
+  o.optional_number("memory_GiB", positive());
+  try {
+    o.finish();
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("the key \"memory_GiB\" (the unit this schema uses)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StrictJson, NegativeAndWrongTypedValuesAreRejected) {
+  const nlohmann::json j = {{"link_GBps", -3.0}, {"count", "four"}, {"flag", 1}};
+  StrictObject o = object_of(j);
+  EXPECT_THROW(o.number("link_GBps", positive("GB/s")), ConfigError);
+  EXPECT_THROW(o.integer("count", 1, 8), ConfigError);
+  EXPECT_THROW(o.boolean("flag"), ConfigError);
+  try {
+    o.number("link_GBps", positive("GB/s"));
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "test.json: gpu.link_GBps: expected a positive number (GB/s), got -3.0");
+  }
+}
+
+TEST(StrictJson, MissingKeyNamesWhatWasExpected) {
+  StrictObject o = object_of(nlohmann::json::object());
+  try {
+    o.number("hbm_GBps", positive("GB/s"));
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "test.json: gpu.hbm_GBps: expected a positive number (GB/s), got nothing (the key is missing)");
+  }
+}
+
+TEST(StrictJson, SyntaxErrorNamesTheFile) {
+  try {
+    parse_json_text("{\"a\": 1,,}", "broken.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.source(), "broken.json");
+    EXPECT_NE(std::string(e.what()).find("valid JSON"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim

@@ -1,0 +1,123 @@
+#include "memory_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include "model_loader.hpp"
+#include "model_params.hpp"
+#include "printed_digits.hpp"
+
+namespace trainsim::wl {
+namespace {
+
+Strategy data_parallel(int gpus, int zero) {
+  Strategy s;
+  s.gpus = gpus;
+  s.dp = gpus;
+  s.zero_stage = zero;
+  s.micro_batch = 1;
+  s.global_batch = gpus;
+  return s;
+}
+
+TEST(Placement, ZeroInfinityNvmeKeepsEveryModelStateOnStorage) {
+  const ModelSpec m = builtin_model("megatron-1t");
+  Strategy s = data_parallel(16, 3);
+  s.seq = 2048;
+  s.offload_params = OffloadTarget::NVME;
+  s.offload_optimizer = OffloadTarget::NVME;
+  const MemoryEstimate est = estimate_memory(m, s, 16);
+  const StageMemory& st = est.stages[0];
+  EXPECT_EQ(st.params_at.gpu + st.grads_at.gpu + st.optimizer_at.gpu, 0.0);
+  EXPECT_DOUBLE_EQ(st.nvme_bytes(), st.model_states_bytes());
+  // 16 ranks on one node: the node's NVMe holds the whole model's 16 bytes per parameter
+  // (plus at most 16 bytes of partition padding per rank).
+  EXPECT_NEAR(est.peak_node.nvme_bytes, 16.0 * total_params(m), 16.0 * 16);
+}
+
+TEST(Placement, ZeroOffloadMovesGradientsAndOptimizerToTheHost) {
+  const ModelSpec m = builtin_model("gpt-13b");
+  Strategy s = data_parallel(1, 2);
+  s.seq = 1024;
+  s.offload_optimizer = OffloadTarget::CPU;
+  const MemoryEstimate est = estimate_memory(m, s, 1);
+  const StageMemory& st = est.stages[0];
+  EXPECT_DOUBLE_EQ(st.params_at.gpu, 2.0 * total_params(m));  // fp16 parameters stay on the GPU
+  EXPECT_DOUBLE_EQ(st.grads_at.cpu + st.optimizer_at.cpu, 14.0 * total_params(m));
+}
+
+TEST(Buffers, ZeroInfinityWorkingMemoryMatchesItsTable) {
+  // ZeRO-Infinity Table 1 (seeds), "Working Mem. per GPU, Model State" in GiB: fp16 parameters
+  // and gradients of the largest operator, 4 bytes per parameter.
+  const std::pair<const char*, const char*> rows[] = {
+      {"zinf-0.1t", "1.95"}, {"zinf-0.5t", "6.25"}, {"zinf-1t", "9.77"}, {"zinf-10t", "64.00"}, {"zinf-100t", "400.00"}};
+  for (const auto& [name, printed] : rows) {
+    const double gib = 4.0 * largest_operator_params(builtin_model(name)) / 1073741824.0;
+    EXPECT_TRUE(test::agrees_to_printed_digit(gib, printed)) << name << ": " << gib << " vs " << printed;
+  }
+}
+
+TEST(Buffers, ZeroThreeGathersTheLargestOperatorPlusThePrefetchWindow) {
+  const ModelSpec m = builtin_model("megatron-1t");
+  Strategy s = data_parallel(16, 3);
+  s.seq = 2048;
+  const StageMemory st = estimate_memory(m, s, 16).stages[0];
+  // The 2.6e9-parameter MLP operator exceeds stage3_max_live_parameters (1e9): no prefetch
+  // fits beside it, only the operator itself is gathered.
+  EXPECT_DOUBLE_EQ(st.buffers.gathered_params_bytes, 2.0 * (25600.0 * 102400 + 102400));
+  EXPECT_DOUBLE_EQ(st.buffers.comm_bucket_bytes, 2.0 * 5e8);
+  // GPT-2 1.5B: the embedding table (80M) plus a 5e7-parameter prefetch bucket.
+  const StageMemory small = estimate_memory(builtin_model("gpt2-1.5b"), s, 16).stages[0];
+  EXPECT_DOUBLE_EQ(small.buffers.gathered_params_bytes, 2.0 * (50257.0 * 1600 + 5e7));
+}
+
+TEST(Buffers, PipeDreamStashesOneWeightVersionPerInFlightMicroBatch) {
+  const ModelSpec m = builtin_model("gpt3-175b");
+  Strategy s;
+  s.gpus = 8;
+  s.pp = 8;
+  s.dp = 1;
+  s.seq = 2048;
+  s.micro_batch = 1;
+  s.global_batch = 16;
+  s.schedule = Schedule::PIPEDREAM;
+  const MemoryEstimate pd = estimate_memory(m, s, 8);
+  EXPECT_DOUBLE_EQ(pd.stages[1].buffers.weight_stash_bytes, 6 * pd.stages[1].params_at.gpu);  // 7 versions
+  s.schedule = Schedule::TWO_BW;
+  const MemoryEstimate bw = estimate_memory(m, s, 8);
+  EXPECT_DOUBLE_EQ(bw.stages[1].buffers.weight_stash_bytes, bw.stages[1].params_at.gpu);  // 2 versions
+  s.schedule = Schedule::ONE_F_ONE_B;
+  EXPECT_EQ(estimate_memory(m, s, 8).stages[1].buffers.weight_stash_bytes, 0.0);
+}
+
+TEST(Activations, CheckpointOffloadLeavesTwoLayersOnTheGpu) {
+  const ModelSpec m = builtin_model("megatron-1t");
+  Strategy s = data_parallel(16, 3);
+  s.seq = 2048;
+  s.recompute = Recompute::FULL;
+  s.offload_activations = ActivationOffload::CPU;
+  const ActivationMemory a = estimate_memory(m, s, 16).stages[0].activations;
+  const double checkpoint = 2.0 * 2048 * 25600;  // 2sbh per layer
+  EXPECT_DOUBLE_EQ(a.checkpoint_bytes, 128 * checkpoint);
+  EXPECT_DOUBLE_EQ(a.at.cpu, 126 * checkpoint);
+  EXPECT_DOUBLE_EQ(a.working_bytes, 2048.0 * 25600 * (34 + 5 * 160 * 2048.0 / 25600));
+}
+
+TEST(PerNode, StagesOnDifferentNodesAreSummedSeparately) {
+  const ModelSpec m = builtin_model("gpt3-175b");
+  Strategy s;
+  s.gpus = 16;
+  s.pp = 2;
+  s.dp = 8;
+  s.zero_stage = 1;
+  s.offload_optimizer = OffloadTarget::CPU;
+  s.seq = 2048;
+  s.micro_batch = 1;
+  s.global_batch = 16;
+  const MemoryEstimate est = estimate_memory(m, s, 8);
+  // Node 0 holds stage 0's eight ranks, node 1 stage 1's; the larger one is reported.
+  const double node0 = 8 * est.stages[0].cpu_bytes(), node1 = 8 * est.stages[1].cpu_bytes();
+  EXPECT_DOUBLE_EQ(est.peak_node.cpu_bytes, std::max(node0, node1));
+}
+
+}  // namespace
+}  // namespace trainsim::wl
