@@ -133,9 +133,9 @@ std::string memory_table(const MemoryAnswer& a) {
 
   auto gib = [](double bytes) { return fmt::format("{:10.2f}", bytes / GiB); };
   auto blank_or = [&](double bytes) { return bytes == 0 ? fmt::format("{:>10}", "-") : gib(bytes); };
-  const std::string stage_note =
-      s.pp > 1 ? fmt::format(" (pipeline stage {} of {}, the largest)", st.stage, s.pp) : std::string();
-  out += fmt::format("Per GPU{:<37}{:>10} {:>10} {:>10} {:>10}\n", stage_note, "total GiB", "on GPU", "on CPU", "on NVMe");
+  const std::string heading =
+      s.pp > 1 ? fmt::format("Per GPU (stage {} of {}, the largest)", st.stage, s.pp) : std::string("Per GPU");
+  out += fmt::format("{:<44}{:>10} {:>10} {:>10} {:>10}\n", heading, "total GiB", "on GPU", "on CPU", "on NVMe");
   auto row = [&](const std::string& label, double total, const wl::Placement& p) {
     out += fmt::format("  {:<42}{} {} {} {}\n", label, gib(total), blank_or(p.gpu), blank_or(p.cpu), blank_or(p.nvme));
   };
@@ -151,7 +151,8 @@ std::string memory_table(const MemoryAnswer& a) {
     const auto& act = st.activations;
     wl::Placement at = act.at;
     at.gpu += act.working_bytes;
-    row(fmt::format("activations ({:g} micro-batches in flight)", act.in_flight_microbatches),
+    row(fmt::format("activations ({:g} micro-batch{} in flight)", act.in_flight_microbatches,
+                    act.in_flight_microbatches == 1 ? "" : "es"),
         act.stored_bytes + act.checkpoint_bytes + act.working_bytes, at);
     if (act.checkpoint_bytes > 0) {
       out += fmt::format("    {:<40}{}\n", "of which layer checkpoints", gib(act.checkpoint_bytes));
