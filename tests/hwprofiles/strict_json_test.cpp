@@ -70,7 +70,8 @@ TEST(StrictJson, NegativeAndWrongTypedValuesAreRejected) {
 }
 
 TEST(StrictJson, MissingKeyNamesWhatWasExpected) {
-  StrictObject o = object_of(nlohmann::json::object());
+  const nlohmann::json empty = nlohmann::json::object();  // StrictObject refers to it, never copies
+  StrictObject o = object_of(empty);
   try {
     o.number("hbm_GBps", positive("GB/s"));
     FAIL();

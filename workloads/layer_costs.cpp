@@ -1,0 +1,121 @@
+#include "layer_costs.hpp"
+
+#include "activation_memory.hpp"
+
+namespace trainsim::wl {
+
+double PassCost::flops() const {
+  double f = 0;
+  for (const auto& g : gemms) f += g.flops();
+  return f;
+}
+
+double PassCost::bytes() const {
+  double b = 0;
+  for (const auto& k : kernels) b += k.bytes;
+  return b;
+}
+
+namespace {
+
+// Backward of C = A B: dA = dC B^T (m x k from m x n and n x k) and dB = A^T dC (k x n from
+// k x m and m x n); each as many FLOPs as the forward.
+void add_backward_gemms(const Gemm& g, std::vector<Gemm>& out) {
+  out.push_back({g.name, g.m, g.k, g.n, g.batch});
+  out.push_back({g.name, g.k, g.n, g.m, g.batch});
+}
+
+PassCost backward_of(const PassCost& fwd) {
+  PassCost bwd;
+  for (const auto& g : fwd.gemms) add_backward_gemms(g, bwd.gemms);
+  // Elementwise backward kernels read the saved input and the incoming gradient and write one
+  // gradient: twice the forward traffic is the usual estimate (Korthikanti et al. 2022 keep the
+  // same tensors for exactly this use).
+  for (const auto& k : fwd.kernels) bwd.kernels.push_back({k.name, 2.0 * k.bytes});
+  bwd.fused_attention = fwd.fused_attention;
+  return bwd;
+}
+
+}  // namespace
+
+LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
+  const double b = static_cast<double>(s.micro_batch), sq = static_cast<double>(s.seq);
+  const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
+  const double f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
+  const double t = s.tp, d = h / a;
+  const double e = activation_element_bytes(m.numerics);
+  const double tokens = b * sq;
+  // Outside the tensor-parallel region sequence parallelism splits the tokens.
+  const double outside_tokens = s.sp ? tokens / t : tokens;
+
+  PassCost fwd;
+  fwd.gemms.push_back({"qkv", tokens, (h + 2 * kv) / t, h, 1});
+  fwd.gemms.push_back({"attention_scores", sq, sq, d, b * a / t});
+  fwd.gemms.push_back({"attention_context", sq, d, sq, b * a / t});
+  fwd.gemms.push_back({"attention_out", tokens, h, h / t, 1});
+  const double up = m.mlp == MlpKind::SWIGLU ? 2 * f : f;
+  fwd.gemms.push_back({"mlp_in", tokens, up / t, h, 1});
+  fwd.gemms.push_back({"mlp_out", tokens, h, f / t, 1});
+
+  // Memory-bound kernels: read + write of each elementwise pass.
+  const double norm = 2.0 * e * outside_tokens * h;
+  fwd.kernels.push_back({"norm", 2 * norm});  // two norms per layer
+  fwd.kernels.push_back({"residual_add", 2 * 3.0 * e * outside_tokens * h});
+  if (m.dropout) fwd.kernels.push_back({"dropout", 2 * (e + e + 1) * outside_tokens * h});
+  fwd.kernels.push_back({"activation", (m.mlp == MlpKind::SWIGLU ? 3.0 : 2.0) * e * tokens * f / t});
+  if (m.attention == AttentionImpl::MATERIALIZED) {
+    const double scores = a * sq * sq * b / t;
+    fwd.kernels.push_back({"softmax", 2.0 * e * scores});
+    if (m.dropout) fwd.kernels.push_back({"attention_dropout", (e + e + 1) * scores});
+  } else {
+    fwd.fused_attention = true;
+  }
+  return {fwd, backward_of(fwd)};
+}
+
+LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
+  const double tokens = static_cast<double>(s.micro_batch * s.seq);
+  const double h = static_cast<double>(m.hidden), v = static_cast<double>(m.vocab);
+  const double e = activation_element_bytes(m.numerics);
+  PassCost fwd;
+  fwd.gemms.push_back({"logits", tokens, v / s.tp, h, 1});
+  // Final norm, then the fp32 softmax cross-entropy over the vocabulary shard.
+  fwd.kernels.push_back({"final_norm", 2.0 * e * tokens * h / (s.sp ? s.tp : 1)});
+  fwd.kernels.push_back({"cross_entropy", (e + 4.0 + 4.0) * tokens * v / s.tp});
+  return {fwd, backward_of(fwd)};
+}
+
+LayerCost embedding_cost(const ModelSpec& m, const Strategy& s) {
+  const double tokens = static_cast<double>(s.micro_batch * s.seq);
+  const double e = activation_element_bytes(m.numerics);
+  PassCost fwd;
+  fwd.kernels.push_back({"embedding_lookup", 2.0 * e * tokens * static_cast<double>(m.hidden)});
+  PassCost bwd;
+  bwd.kernels.push_back({"embedding_grad", 3.0 * e * tokens * static_cast<double>(m.hidden)});
+  return {fwd, bwd};
+}
+
+double adam_bytes_per_param(Numerics n) {
+  switch (n) {
+    case Numerics::FP16_MIXED:
+    case Numerics::BF16_MIXED: return (4 + 4 + 4 + 2) + (4 + 4 + 4 + 2);
+    case Numerics::BF16: return (2 + 2 + 2 + 2) + (2 + 2 + 2);
+    case Numerics::FP32: return (4 + 4 + 4 + 4) + (4 + 4 + 4);
+  }
+  return 28;
+}
+
+double model_flops_per_step(const ModelSpec& m, const Strategy& s) {
+  Strategy unsplit = s;
+  unsplit.tp = 1;
+  unsplit.sp = false;
+  const LayerCost layer = transformer_layer_cost(m, unsplit);
+  const LayerCost out = output_layer_cost(m, unsplit);
+  const double per_sequence_batch =
+      static_cast<double>(m.layers) * (layer.forward.flops() + layer.backward.flops()) + out.forward.flops() +
+      out.backward.flops();
+  // One micro-batch of every data-parallel replica, times the micro-batches of a step.
+  return per_sequence_batch * static_cast<double>(s.dp) * static_cast<double>(s.micro_batches());
+}
+
+}  // namespace trainsim::wl

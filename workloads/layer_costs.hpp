@@ -1,0 +1,60 @@
+#pragma once
+// The lowering from model + strategy to work: every GEMM (with its shape, for efficiency lookup)
+// and every memory-bound kernel (with the bytes it moves) of one transformer layer, the
+// embedding and the output layer, for one micro-batch on one tensor-parallel rank. Hardware-free:
+// the simulator turns these into seconds with a cluster profile.
+//
+// FLOPs follow Narayanan et al. 2021 (Megatron-LM), Sec. 5.1 / Appendix: a layer's forward is
+// 24 b s h^2 + 4 b s^2 h, the backward twice that, the logits 2 b s h V; so a step without
+// recompute is 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) FLOPs and with full recompute
+// 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model.hpp"
+#include "strategy.hpp"
+
+namespace trainsim::wl {
+
+struct Gemm {
+  const char* name;
+  double m = 0, n = 0, k = 0;  // C[m x n] = A[m x k] B[k x n]
+  double batch = 1;            // batched GEMMs (attention): this many of them
+  double flops() const { return 2.0 * m * n * k * batch; }
+};
+
+struct MemoryKernel {
+  const char* name;
+  double bytes = 0;  // read + written
+};
+
+// One pass (forward or backward) of one part of the model on one rank.
+struct PassCost {
+  std::vector<Gemm> gemms;
+  std::vector<MemoryKernel> kernels;
+  bool fused_attention = false;  // flash attention: scores, softmax and context in one kernel
+  double flops() const;
+  double bytes() const;
+};
+
+struct LayerCost {
+  PassCost forward;
+  PassCost backward;  // dgrad and wgrad GEMMs of every forward GEMM, kernels' backward
+};
+
+LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s);
+LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s);  // final norm, logits, loss
+LayerCost embedding_cost(const ModelSpec& m, const Strategy& s);
+
+// Bytes an Adam step reads and writes per parameter on a GPU (mixed precision: fp32 weight,
+// momentum, variance and the gradient read; fp32 weight, momentum, variance and the 16-bit
+// weight written).
+double adam_bytes_per_param(Numerics n);
+
+// Model FLOPs of one training step (all ranks), counted from the operators above, without
+// recompute: the numerator of "TFLOP/s per GPU" as Narayanan et al. report it.
+double model_flops_per_step(const ModelSpec& m, const Strategy& s);
+
+}  // namespace trainsim::wl
