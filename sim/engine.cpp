@@ -1,0 +1,204 @@
+#include "engine.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+
+namespace trainsim::sim {
+namespace sg = simgrid::s4u;
+
+void configure_simgrid(int* argc, char** argv) {
+  static bool configured = false;
+  if (configured) return;
+  configured = true;
+  static sg::Engine engine(argc, argv);
+  sg::Engine::set_config("network/model:CM02");
+  sg::Engine::set_config("network/crosstraffic:0");
+  sg::Engine::set_config("network/TCP-gamma:0");
+  sg::Engine::set_config("maxmin/precision:1e-12");
+  sg::Engine::set_config("surf/precision:1e-12");
+}
+
+double ring_hop_bytes(CollectiveKind kind, double bytes, int n) {
+  if (n < 2) return 0;
+  switch (kind) {
+    case CollectiveKind::ALL_REDUCE: return 2.0 * (n - 1) / n * bytes;
+    case CollectiveKind::ALL_GATHER:
+    case CollectiveKind::REDUCE_SCATTER: return static_cast<double>(n - 1) / n * bytes;
+    case CollectiveKind::BROADCAST: return bytes;
+  }
+  return 0;
+}
+
+int ring_steps(CollectiveKind kind, int n) {
+  if (n < 2) return 0;
+  return kind == CollectiveKind::ALL_REDUCE ? 2 * (n - 1) : n - 1;
+}
+
+namespace {
+
+class Replayer {
+ public:
+  Replayer(const TaskGraph& g, const Platform& p, const RateCaps& caps)
+      : graph_(g), platform_(p), caps_(caps), n_(boost::num_vertices(g)), waiting_(n_, 0), pending_(n_, 0),
+        phase_(n_, 0), live_(n_) {
+    result_.timing.assign(n_, {});
+    for (std::size_t v = 0; v < n_; ++v) waiting_[v] = static_cast<int>(boost::in_degree(v, graph_));
+  }
+
+  ReplayResult run() {
+    // SimGrid's completion signal is process-wide: one callback, registered once, forwards to
+    // the replay in progress.
+    static Replayer* current = nullptr;
+    static bool registered = false;
+    if (!registered) {
+      registered = true;
+      sg::Activity::on_completion_cb([](sg::Activity const& a) {
+        const auto id = reinterpret_cast<std::uintptr_t>(a.get_data<void>());
+        if (id != 0 && current != nullptr) current->on_activity_done(static_cast<OpId>(id - 1));
+      });
+    }
+    current = this;
+    const double t0 = sg::Engine::get_clock();
+    for (std::size_t v = 0; v < n_; ++v) {
+      if (waiting_[v] == 0) start(v);
+    }
+    drain();
+    sg::Engine::get_instance()->run();
+    if (completed_ != n_) throw std::logic_error("replay: the task graph has a cycle or an unreachable op");
+    current = nullptr;
+    result_.makespan = sg::Engine::get_clock() - t0;
+    for (auto& t : result_.timing) {
+      t.start -= t0;
+      t.end -= t0;
+    }
+    return std::move(result_);
+  }
+
+ private:
+  template <class Ptr>
+  void launch(OpId id, Ptr activity) {
+    activity->set_data(reinterpret_cast<void*>(static_cast<std::uintptr_t>(id + 1)));
+    live_[id].push_back(activity);
+    ++pending_[id];
+    ++result_.activities;
+    activity->start();
+  }
+
+  double cap_of(OpId id) const { return id < caps_.per_op.size() ? caps_.per_op[id] : 0.0; }
+
+  void start(OpId id) {
+    const Op& op = graph_[id];
+    result_.timing[id].start = sg::Engine::get_clock();
+    switch (op.kind) {
+      case OpKind::COMPUTE:
+        if (op.seconds > 0) launch(id, sg::Exec::init()->set_flops_amount(op.seconds * GPU_SPEED)->set_host(platform_.gpu(op.gpu)));
+        break;
+      case OpKind::DELAY:
+        if (op.seconds > 0) launch(id, sg::Exec::init()->set_flops_amount(op.seconds)->set_host(platform_.delay_host()));
+        break;
+      case OpKind::CPU:
+        if (op.params > 0) launch(id, sg::Exec::init()->set_flops_amount(op.params)->set_host(platform_.cpu()));
+        break;
+      case OpKind::COPY_H2D:
+      case OpKind::COPY_D2H: {
+        const auto bytes = static_cast<std::uint64_t>(std::llround(op.bytes));
+        if (bytes == 0) break;
+        sg::Host* from = op.kind == OpKind::COPY_H2D ? platform_.cpu() : platform_.gpu(op.gpu);
+        sg::Host* to = op.kind == OpKind::COPY_H2D ? platform_.gpu(op.gpu) : platform_.cpu();
+        auto comm = sg::Comm::sendto_init(from, to)->set_payload_size(bytes);
+        if (cap_of(id) > 0) comm->set_rate(cap_of(id));
+        launch(id, comm);
+        break;
+      }
+      case OpKind::STORAGE_READ:
+      case OpKind::STORAGE_WRITE: {
+        const auto bytes = static_cast<sg_size_t>(std::llround(op.bytes));
+        if (bytes == 0) break;
+        if (platform_.storage() == nullptr) throw std::logic_error("replay: storage op on a platform without storage");
+        launch(id, platform_.storage()->io_init(bytes, op.kind == OpKind::STORAGE_READ ? sg::Io::OpType::READ
+                                                                                          : sg::Io::OpType::WRITE));
+        break;
+      }
+      case OpKind::COLLECTIVE: {
+        const RingRoute& ring = platform_.ring(op.ring);
+        const double latency = ring.step_latency_s * ring_steps(op.collective, op.group_size);
+        if (ring.channels.empty() || op.group_size < 2) break;
+        if (latency > 0) {
+          phase_[id] = 1;
+          launch(id, sg::Exec::init()->set_flops_amount(latency)->set_host(platform_.delay_host()));
+        } else {
+          start_flows(id);
+        }
+        break;
+      }
+    }
+    if (pending_[id] == 0) finish(id);
+  }
+
+  void start_flows(OpId id) {
+    const Op& op = graph_[id];
+    const RingRoute& ring = platform_.ring(op.ring);
+    phase_[id] = 2;
+    const double per_channel = ring_hop_bytes(op.collective, op.bytes, op.group_size) / static_cast<double>(ring.channels.size());
+    const auto bytes = static_cast<std::uint64_t>(std::llround(per_channel));
+    if (bytes == 0) return;
+    for (const auto& [src, dst] : ring.channels) {
+      auto comm = sg::Comm::sendto_init(src, dst)->set_payload_size(bytes);
+      if (cap_of(id) > 0) comm->set_rate(cap_of(id) / static_cast<double>(ring.channels.size()));
+      launch(id, comm);
+    }
+  }
+
+  void on_activity_done(OpId id) {
+    if (--pending_[id] > 0) return;
+    if (phase_[id] == 1) {
+      start_flows(id);
+      if (pending_[id] > 0) return;
+    }
+    finish(id);
+    drain();
+  }
+
+  // Ops whose work is empty finish at once; their successors may start at once too.
+  void finish(OpId id) {
+    result_.timing[id].end = sg::Engine::get_clock();
+    live_[id].clear();
+    ++completed_;
+    for (auto [e, end] = boost::out_edges(id, graph_); e != end; ++e) {
+      const OpId next = boost::target(*e, graph_);
+      if (--waiting_[next] == 0) ready_.push_back(next);
+    }
+  }
+
+  void drain() {
+    while (!ready_.empty()) {
+      const OpId next = ready_.back();
+      ready_.pop_back();
+      start(next);
+    }
+  }
+
+  const TaskGraph& graph_;
+  const Platform& platform_;
+  const RateCaps& caps_;
+  std::size_t n_;
+  std::vector<int> waiting_;
+  std::vector<int> pending_;
+  std::vector<int> phase_;
+  std::vector<std::vector<sg::ActivityPtr>> live_;
+  std::vector<OpId> ready_;
+  std::size_t completed_ = 0;
+  ReplayResult result_;
+};
+
+}  // namespace
+
+ReplayResult replay(const TaskGraph& graph, const Platform& platform, const RateCaps& caps) {
+  Replayer r(graph, platform, caps);
+  return r.run();
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,88 @@
+#include "task_graph.hpp"
+
+namespace trainsim::sim {
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::COMPUTE: return "compute";
+    case OpKind::COLLECTIVE: return "collective";
+    case OpKind::COPY_H2D: return "h2d";
+    case OpKind::COPY_D2H: return "d2h";
+    case OpKind::STORAGE_READ: return "storage_read";
+    case OpKind::STORAGE_WRITE: return "storage_write";
+    case OpKind::CPU: return "cpu";
+    case OpKind::DELAY: return "delay";
+  }
+  return "?";
+}
+
+std::string_view to_string(Category c) {
+  switch (c) {
+    case Category::COMPUTE: return "compute";
+    case Category::COMMUNICATION: return "communication";
+    case Category::OFFLOAD_IO: return "offload_io";
+    case Category::OPTIMIZER: return "optimizer";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::ALL_REDUCE: return "all_reduce";
+    case CollectiveKind::ALL_GATHER: return "all_gather";
+    case CollectiveKind::REDUCE_SCATTER: return "reduce_scatter";
+    case CollectiveKind::BROADCAST: return "broadcast";
+  }
+  return "?";
+}
+
+std::string_view to_string(MemClass c) {
+  switch (c) {
+    case MemClass::PARAMS: return "params";
+    case MemClass::GRADS: return "grads";
+    case MemClass::OPTIMIZER: return "optimizer";
+    case MemClass::ACTIVATIONS: return "activations";
+    case MemClass::CHECKPOINTS: return "checkpoints";
+    case MemClass::GATHERED: return "gathered_params";
+    case MemClass::BUCKETS: return "buckets";
+    case MemClass::LOGITS: return "logits";
+    case MemClass::STAGING: return "staging";
+  }
+  return "?";
+}
+
+OpId GraphBuilder::last(int gpu, Stream stream) const {
+  if (gpu < 0 || stream == Stream::NODE) return NONE;
+  return last_[static_cast<std::size_t>(gpu) * STREAMS + static_cast<std::size_t>(stream)];
+}
+
+void GraphBuilder::chain(OpId id, int gpu, Stream stream) {
+  if (gpu < 0 || stream == Stream::NODE) return;
+  OpId& previous = last_[static_cast<std::size_t>(gpu) * STREAMS + static_cast<std::size_t>(stream)];
+  if (previous != NONE) boost::add_edge(previous, id, graph_);
+  previous = id;
+}
+
+OpId GraphBuilder::add(Op op, const std::vector<OpId>& deps) {
+  const int gpu = op.gpu;
+  const Stream stream = op.stream;
+  const std::vector<int> participants = op.participants;
+  const OpId id = boost::add_vertex(std::move(op), graph_);
+  if (participants.empty()) {
+    chain(id, gpu, stream);
+  } else {
+    for (int g : participants) chain(id, g, stream);
+  }
+  for (OpId d : deps) {
+    if (d != NONE) boost::add_edge(d, id, graph_);
+  }
+  return id;
+}
+
+OpId GraphBuilder::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(op), std::vector<OpId>(deps)); }
+
+void GraphBuilder::depend(OpId op, OpId on) {
+  if (on != NONE && op != NONE) boost::add_edge(on, op, graph_);
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,145 @@
+// Exactness of the replay on toy graphs: simulated times equal hand calculation to 1e-6
+// relative. Each simulation runs in its own process (sim/isolation.hpp).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "engine.hpp"
+#include "isolation.hpp"
+#include "profile_loader.hpp"
+#include "test_support.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+// A 4-GPU node with round numbers: NVSwitch 100 GB/s per GPU, PCIe 10 GB/s per GPU, two GPUs per
+// switch behind a 10 GB/s uplink, 20 GB/s host path, one drive reading 2 GB/s and writing 1 GB/s.
+hw::ClusterProfile toy_profile() {
+  hw::ClusterProfile p = hw::builtin_profile("dgx2");
+  p.gpu.count_per_node = 4;
+  p.intra_node.link_GBps = 100;
+  p.intra_node.latency_us = 3;
+  p.pcie.link_GBps = 10;
+  p.pcie.latency_us = 5;
+  p.pcie.gpus_per_switch = 2;
+  p.pcie.switch_uplink_GBps = 10;
+  p.pcie.host_aggregate_GBps = 20;
+  p.storage.count = 1;
+  p.storage.read_GBps = 2;
+  p.storage.write_GBps = 1;
+  return p;
+}
+
+constexpr double PCIE_LATENCY = 5e-6;
+constexpr double NVLINK_LATENCY = 3e-6;
+
+double simulate(const std::vector<RingSpec>& rings, const std::function<void(GraphBuilder&)>& build) {
+  const std::string out = run_isolated([&] {
+    Platform platform(toy_profile(), {4, false}, rings);
+    GraphBuilder b(4);
+    build(b);
+    return fmt::format("{:.17g}", replay(b.graph(), platform).makespan);
+  });
+  return std::stod(out);
+}
+
+Op copy_to(int gpu, double bytes) {
+  Op op;
+  op.kind = OpKind::COPY_H2D;
+  op.stream = Stream::H2D;
+  op.category = Category::OFFLOAD_IO;
+  op.gpu = gpu;
+  op.bytes = bytes;
+  return op;
+}
+
+Op compute(int gpu, double seconds) {
+  Op op;
+  op.kind = OpKind::COMPUTE;
+  op.gpu = gpu;
+  op.seconds = seconds;
+  return op;
+}
+
+void expect_exact(double simulated, double expected) {
+  EXPECT_NEAR(simulated, expected, 1e-6 * expected) << "simulated " << simulated << ", by hand " << expected;
+}
+
+TEST(ExactToy, OneTransfer) {
+  // latency + bytes / bottleneck (PCIe link and switch uplink both 10 GB/s).
+  expect_exact(simulate({}, [](GraphBuilder& b) { b.add(copy_to(0, 1e9)); }), PCIE_LATENCY + 0.1);
+}
+
+TEST(ExactToy, TwoFlowsShareASwitchUplink) {
+  // GPUs 0 and 1 sit behind one 10 GB/s uplink: 5 GB/s each.
+  expect_exact(simulate({}, [](GraphBuilder& b) {
+                 b.add(copy_to(0, 1e9));
+                 b.add(copy_to(1, 1e9));
+               }),
+               PCIE_LATENCY + 0.2);
+  // GPUs 0 and 2 use different switches and share only the 20 GB/s host path: 10 GB/s each.
+  expect_exact(simulate({}, [](GraphBuilder& b) {
+                 b.add(copy_to(0, 1e9));
+                 b.add(copy_to(2, 1e9));
+               }),
+               PCIE_LATENCY + 0.1);
+}
+
+TEST(ExactToy, RingAllReduce) {
+  // 2(n-1) steps of latency plus 2(n-1)/n S over the 100 GB/s NVLink ports (nccl-tests' ring).
+  const double S = 4e9;
+  const double t = simulate({RingSpec{{0, 1, 2, 3}, false}}, [&](GraphBuilder& b) {
+    Op op;
+    op.kind = OpKind::COLLECTIVE;
+    op.stream = Stream::COMM;
+    op.category = Category::COMMUNICATION;
+    op.participants = {0, 1, 2, 3};
+    op.collective = CollectiveKind::ALL_REDUCE;
+    op.ring = 0;
+    op.group_size = 4;
+    op.bytes = S;
+    b.add(op);
+  });
+  expect_exact(t, 6 * NVLINK_LATENCY + 2.0 * 3 / 4 * S / 100e9);
+}
+
+TEST(ExactToy, StorageReadOverlapsCompute) {
+  auto read = [](double bytes) {
+    Op op;
+    op.kind = OpKind::STORAGE_READ;
+    op.stream = Stream::NODE;
+    op.category = Category::OFFLOAD_IO;
+    op.bytes = bytes;
+    return op;
+  };
+  // 2 GB at 2 GB/s (1 s) beside 1.5 s of compute: the compute bounds the step.
+  expect_exact(simulate({}, [&](GraphBuilder& b) {
+                 b.add(read(2e9));
+                 b.add(compute(0, 1.5));
+               }),
+               1.5);
+  // Beside 0.5 s of compute, the read does.
+  expect_exact(simulate({}, [&](GraphBuilder& b) {
+                 b.add(read(2e9));
+                 b.add(compute(0, 0.5));
+               }),
+               1.0);
+}
+
+TEST(ExactToy, PrefetchHiddenBehindComputeAndNot) {
+  // Layer 1's parameters (1 GB, 0.1 s + latency) are prefetched while layer 0 computes.
+  auto two_layers = [](double layer0_seconds) {
+    return [layer0_seconds](GraphBuilder& b) {
+      const OpId fetch = b.add(copy_to(0, 1e9));
+      b.add(compute(0, layer0_seconds));
+      b.add(compute(0, 0.2), {fetch});
+    };
+  };
+  expect_exact(simulate({}, two_layers(0.2)), 0.2 + 0.2);                    // hidden
+  expect_exact(simulate({}, two_layers(0.05)), PCIE_LATENCY + 0.1 + 0.2);   // exposed
+}
+
+}  // namespace
+}  // namespace trainsim::sim
