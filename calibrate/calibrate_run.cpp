@@ -1,0 +1,207 @@
+#include "calibrate_run.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "atomic_file.hpp"
+#include "config_error.hpp"
+#include "cpu_benchmarks.hpp"
+#include "errors.hpp"
+#include "gpu_benchmarks.hpp"
+#include "headlines.hpp"
+#include "host_info.hpp"
+#include "profile_loader.hpp"
+#include "profile_writer.hpp"
+#include "report.hpp"
+#include "storage_bench.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+namespace fs = std::filesystem;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+// The output directory must exist (or be creatable) and be writable before any measurement.
+std::string prepare_out_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw UsageError("--out", "a directory that exists or can be created", "\"" + dir + "\"" + (ec ? " (" + ec.message() + ")" : ""));
+  }
+  if (::access(dir.c_str(), W_OK) != 0) throw UsageError("--out", "a writable directory", "\"" + dir + "\"");
+  return fs::absolute(dir).lexically_normal().string();
+}
+
+std::string no_gpu_message(const GpuInfo& gpu, const Options& o) {
+  std::string asked;
+  for (Part p : o.parts) {
+    if (is_gpu_part(p)) asked += (asked.empty() ? "" : ", ") + std::string(to_string(p));
+  }
+  return "no GPU: " + gpu.why_not + ".\nThe GPU benchmarks asked for (" + asked +
+         ") cannot run here. To run only the CPU benchmarks (CPU-Adam, host memory, storage), use\n"
+         "  trainsim-calibrate --only cpu --storage-dir DIR --out " + o.out_dir;
+}
+
+}  // namespace
+
+int run_calibration(const Options& o) {
+  const double t_start = now_s();
+  const HostInfo host = probe_host();
+  // Usage errors first, then "no GPU", and only then is anything created on disk.
+  std::optional<hw::ClusterProfile> base;
+  if (o.base) {
+    try {
+      base = hw::resolve_profile(*o.base, "--base");
+    } catch (const ConfigError& e) {
+      throw UsageError("--base", "a built-in profile name or a readable profile .json", e.what());
+    }
+  }
+  std::unique_ptr<ScratchDir> scratch;
+  std::optional<StorageDevice> storage;
+  if (o.storage_dir) {
+    scratch = std::make_unique<ScratchDir>(*o.storage_dir);
+    storage = probe_storage(scratch->path());
+  }
+  install_cleanup_signal_handlers();
+
+  GpuInfo gpu;
+  if (any_gpu_part(o.parts)) {
+    gpu = probe_gpus(o.gpus);
+    if (!gpu.available) throw NoGpuError(no_gpu_message(gpu, o));
+    if (o.gpus > gpu.visible) {
+      throw UsageError("--gpus", "at most " + std::to_string(gpu.visible) + " (the GPUs CUDA can see)", std::to_string(o.gpus));
+    }
+  } else {
+    gpu.why_not = "no GPU benchmark was asked for";
+  }
+  const std::string out_dir = prepare_out_dir(o.out_dir);
+
+  nlohmann::ordered_json prov;
+  prov["kind"] = "measured";
+  prov["tool"] = std::string("trainsim-calibrate ") + TOOL_VERSION;
+  prov["date"] = host.date_utc;
+  prov["host"] = host.hostname;
+  prov["command_line"] = o.command_line;
+  prov["mode"] = std::string(to_string(o.mode));
+  prov["base_profile"] = o.base ? nlohmann::ordered_json(*o.base) : nlohmann::ordered_json(nullptr);
+  prov["gpu"] = to_json(gpu);
+  prov["host_info"] = to_json(host);
+  if (storage) {
+    prov["storage"] = to_json(*storage);
+    prov["storage"]["directory"] = scratch->path();
+  }
+  prov["environment"] = {{"NCCL_NVLS_ENABLE", env_or("NCCL_NVLS_ENABLE", "(unset: set to 0 by the tool)")},
+                         {"CUDA_VISIBLE_DEVICES", env_or("CUDA_VISIBLE_DEVICES", "(unset)")}};
+
+  std::printf("trainsim-calibrate %s: %s run on %s, writing to %s\n", TOOL_VERSION, std::string(to_string(o.mode)).c_str(),
+              host.hostname.c_str(), out_dir.c_str());
+  if (gpu.available) {
+    std::printf("  %zu x %s (driver %s, CUDA runtime %d, cuBLAS %s, NCCL %s)\n", gpu.devices.size(),
+                gpu.devices.front().name.c_str(), gpu.driver_version.c_str(), gpu.cuda_runtime, gpu.cublas_version.c_str(),
+                gpu.nccl_version.c_str());
+  }
+  Results results;
+  for (const auto& n : o.skipped_notes) results.note(n);
+  const std::vector<Part> order{Part::GEMM,        Part::KERNELS, Part::HOST_COPY, Part::NCCL,
+                                Part::STORAGE_GPU, Part::STORAGE, Part::CPU_ADAM,  Part::HOST_MEMORY};
+  nlohmann::ordered_json timings;
+  for (Part part : order) {
+    if (!o.parts.contains(part)) continue;
+    const double t0 = now_s();
+    std::printf("[%s]\n", std::string(to_string(part)).c_str());
+    std::fflush(stdout);
+    switch (part) {
+      case Part::GEMM: run_gemm_bench(o.mode, gpu, results); break;
+      case Part::KERNELS: run_kernel_bench(o.mode, gpu, results); break;
+      case Part::HOST_COPY: run_host_copy_bench(o.mode, gpu, results); break;
+      case Part::NCCL: run_nccl_bench(o.mode, gpu, results); break;
+      case Part::STORAGE_GPU: run_storage_gpu_bench(o.mode, gpu, *scratch, results); break;
+      case Part::STORAGE: run_storage_bench(storage_config(o.mode), *scratch, results); break;
+      case Part::CPU_ADAM: run_cpu_adam_bench(o.mode, o.threads, results); break;
+      case Part::HOST_MEMORY: run_host_memory_bench(o.mode, results); break;
+    }
+    timings[std::string(to_string(part))] = now_s() - t0;
+    std::printf("[%s] done in %.1f s\n", std::string(to_string(part)).c_str(), now_s() - t0);
+  }
+  prov["seconds"] = timings;
+  prov["seconds"]["total"] = now_s() - t_start;
+  prov["notes"] = results.notes();
+
+  const auto heads = headlines(results);
+  const auto plots = render_plots(results);
+  nlohmann::ordered_json raw;
+  raw["schema_version"] = 1;
+  raw["provenance"] = prov;
+  raw["headlines"] = summary_json(heads, {})["spread"];
+  raw["measurements"] = results.to_json();
+
+  AtomicFileSet files;
+  files.stage(out_dir + "/raw_results.json", raw.dump(1) + "\n");
+  files.stage(out_dir + "/summary.json", summary_json(heads, prov).dump(2) + "\n");
+  files.stage(out_dir + "/summary.md", summary_markdown(results, heads, prov, plots));
+  for (const auto& [name, svg] : plots) files.stage(out_dir + "/" + name, svg);
+  if (base) {
+    nlohmann::ordered_json profile_prov = prov;
+    profile_prov["calibration_source"] =
+        "calibration tables measured by trainsim-calibrate on " + host.hostname + " " + host.date_day +
+        ": gemm efficiency = median TFLOP/s / base peak_TFLOPs (one entry per m,n,k, first layout measured); "
+        "collectives = NCCL bus bandwidth (nccl-tests definition) by size; copies and kernels = median GB/s by size; "
+        "cpu_adam_params_per_s = bf16 copy, all threads, largest size. Every record, its spread and its output check "
+        "are under provenance.measurements and in raw_results.json.";
+    profile_prov["measurements"] = results.to_json();
+    const hw::ClusterProfile profile =
+        build_profile({o, host, gpu, storage, results, *base, *o.base, profile_prov});
+    files.stage(out_dir + "/profile.json", profile_text(profile));
+  } else {
+    results.note("no --base given: profile.json not written (a profile needs datasheet peaks and costs from a base)");
+  }
+  files.commit();
+  std::printf("\nheadline figures (median [min .. max]):\n");
+  for (const auto& h : heads) {
+    if (h.stats) {
+      std::printf("  %-28s %12.4g %-9s [%.4g .. %.4g]\n", h.name.c_str(), h.stats->median, h.unit.c_str(), h.stats->min,
+                  h.stats->max);
+    } else {
+      std::printf("  %-28s %12s\n", h.name.c_str(), "not measured");
+    }
+  }
+  std::printf("wrote %s/{raw_results.json,summary.json,summary.md%s} and %zu plots in %.1f s\n", out_dir.c_str(),
+              base ? ",profile.json" : "", plots.size(), now_s() - t_start);
+  return 0;
+}
+
+int run_compare(const ParsedCommand& command) {
+  nlohmann::json docs[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string& path = command.compare_files[static_cast<std::size_t>(i)];
+    std::ifstream in(path);
+    if (!in) throw UsageError("compare", "a readable summary.json", "\"" + path + "\"");
+    try {
+      docs[i] = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError("compare", "a summary.json written by trainsim-calibrate", "\"" + path + "\": " + e.what());
+    }
+  }
+  const auto c = compare_summaries(docs[0], docs[1], command.compare_files[0], command.compare_files[1], command.tolerance);
+  std::printf("%s", c.text.c_str());
+  std::printf("\n%s\n", c.agree ? "all compared figures agree within the tolerance"
+                                : "some figures differ by more than the tolerance");
+  return c.agree ? 0 : EXIT_FAILED;
+}
+
+}  // namespace trainsim::calibrate

@@ -1,0 +1,37 @@
+// trainsim-calibrate: measures this machine and writes a trainsim hardware profile.
+// See calibrate/README.md for the benchmarks, their definitions and the exit codes.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "calibrate_run.hpp"
+#include "errors.hpp"
+#include "options.hpp"
+
+int main(int argc, char** argv) {
+  using namespace trainsim::calibrate;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    const ParsedCommand cmd = parse_command_line(args);
+    switch (cmd.action) {
+      case Action::HELP: std::printf("%s", usage_text().c_str()); return 0;
+      case Action::VERSION: std::printf("trainsim-calibrate %s\n", TOOL_VERSION); return 0;
+      case Action::COMPARE: return run_compare(cmd);
+      case Action::RUN: return run_calibration(cmd.options);
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "trainsim-calibrate: error: %s\n(see trainsim-calibrate --help)\n", e.what());
+    return EXIT_USAGE;
+  } catch (const NoGpuError& e) {
+    std::fprintf(stderr, "trainsim-calibrate: %s\n", e.what());
+    return EXIT_NO_GPU;
+  } catch (const CalibrationError& e) {
+    std::fprintf(stderr, "trainsim-calibrate: failed: %s\nNo results were written.\n", e.what());
+    return EXIT_FAILED;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainsim-calibrate: failed: %s\nNo results were written.\n", e.what());
+    return EXIT_FAILED;
+  }
+  return EXIT_FAILED;
+}

@@ -1,0 +1,238 @@
+#include "options.hpp"
+
+#include <array>
+#include <charconv>
+#include <cstdlib>
+#include <utility>
+
+#include "errors.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+constexpr std::array<std::pair<Part, std::string_view>, 8> PART_NAMES{{
+    {Part::GEMM, "gemm"},
+    {Part::KERNELS, "kernels"},
+    {Part::HOST_COPY, "host_copy"},
+    {Part::NCCL, "nccl"},
+    {Part::STORAGE_GPU, "storage_gpu"},
+    {Part::STORAGE, "storage"},
+    {Part::CPU_ADAM, "cpu_adam"},
+    {Part::HOST_MEMORY, "host_memory"},
+}};
+
+std::string part_list() {
+  std::string s;
+  for (const auto& [part, name] : PART_NAMES) {
+    if (!s.empty()) s += ", ";
+    s += name;
+  }
+  return s;
+}
+
+std::set<Part> parse_parts(const std::string& flag, const std::string& text) {
+  std::set<Part> parts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    bool found = false;
+    for (const auto& [part, name] : PART_NAMES) {
+      if (item == name) {
+        parts.insert(part);
+        found = true;
+      }
+    }
+    if (item == "cpu") {  // shorthand for every part that needs no GPU
+      parts.insert({Part::STORAGE, Part::CPU_ADAM, Part::HOST_MEMORY});
+      found = true;
+    }
+    if (!found) throw UsageError(flag, "a comma-separated list of " + part_list() + " or cpu", "\"" + item + "\"");
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return parts;
+}
+
+int parse_count(const std::string& flag, const std::string& text, int min, int max) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    throw UsageError(flag, "an integer from " + std::to_string(min) + " to " + std::to_string(max),
+                     "\"" + text + "\"");
+  }
+  return value;
+}
+
+bool valid_profile_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string quote_arg(const std::string& a) {
+  if (!a.empty() && a.find_first_of(" \t\"'\\$`") == std::string::npos) return a;
+  std::string q = "'";
+  for (char c : a) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::string_view to_string(Part part) {
+  for (const auto& [p, name] : PART_NAMES) {
+    if (p == part) return name;
+  }
+  return "?";
+}
+
+std::string_view to_string(Mode mode) { return mode == Mode::QUICK ? "quick" : "full"; }
+
+bool is_gpu_part(Part part) {
+  return part == Part::GEMM || part == Part::KERNELS || part == Part::HOST_COPY || part == Part::NCCL ||
+         part == Part::STORAGE_GPU;
+}
+
+bool any_gpu_part(const std::set<Part>& parts) {
+  for (Part p : parts) {
+    if (is_gpu_part(p)) return true;
+  }
+  return false;
+}
+
+std::string usage_text() {
+  return "usage: trainsim-calibrate [--quick|--full] --out DIR [options]\n"
+         "       trainsim-calibrate compare A/summary.json B/summary.json [--tolerance F]\n"
+         "\n"
+         "Measures this machine (GPU GEMMs, memory-bound kernels, host<->device copies, NCCL\n"
+         "collectives, O_DIRECT storage, CPU-Adam) and writes raw_results.json, summary.json,\n"
+         "summary.md, SVG plots and, with --base, profile.json in the trainsim profile schema.\n"
+         "\n"
+         "  --quick              short run (under 2 minutes); the default is the full run\n"
+         "  --full               full run (under 10 minutes)\n"
+         "  --out DIR            output directory (created if missing; files replaced atomically)\n"
+         "  --base NAME|PATH     profile giving what a benchmark cannot measure (price, power,\n"
+         "                       datasheet peaks); without it no profile.json is written\n"
+         "  --name NAME          name of the written profile (default: measured)\n"
+         "  --storage-dir DIR    directory the storage benchmarks may write into (nothing is\n"
+         "                       written outside it; temporary files are removed on exit)\n"
+         "  --storage-kind KIND  nvme, sata_ssd, virtio or hdd (default: detected)\n"
+         "  --only LIST          run only these parts: " + part_list() + ",\n"
+         "                       or cpu (= storage,cpu_adam,host_memory)\n"
+         "  --skip LIST          run everything except these parts\n"
+         "  --gpus N             use the first N GPUs (default: all)\n"
+         "  --threads N          most CPU-Adam threads (default: all logical CPUs)\n"
+         "  --help, --version\n"
+         "\n"
+         "Exit codes: 0 done, 1 a measurement failed or its check failed, 2 bad command line,\n"
+         "3 GPU benchmarks asked for but no GPU (run the CPU parts with --only cpu).\n";
+}
+
+ParsedCommand parse_command_line(const std::vector<std::string>& args) {
+  ParsedCommand cmd;
+  Options& o = cmd.options;
+  o.command_line = "trainsim-calibrate";
+  for (const auto& a : args) o.command_line += " " + quote_arg(a);
+
+  if (!args.empty() && args[0] == "compare") {
+    cmd.action = Action::COMPARE;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (args[i] == "--tolerance") {
+        if (i + 1 >= args.size()) throw UsageError("--tolerance", "a fraction such as 0.05 after the flag");
+        const std::string& t = args[++i];
+        char* end = nullptr;
+        cmd.tolerance = std::strtod(t.c_str(), &end);
+        if (end != t.c_str() + t.size() || !(cmd.tolerance > 0 && cmd.tolerance < 1)) {
+          throw UsageError("--tolerance", "a fraction in (0, 1)", "\"" + t + "\"");
+        }
+      } else if (args[i].starts_with("-")) {
+        throw UsageError(args[i], "no such flag for compare (only --tolerance)");
+      } else {
+        cmd.compare_files.push_back(args[i]);
+      }
+    }
+    if (cmd.compare_files.size() != 2) {
+      throw UsageError("compare", "two summary.json files", std::to_string(cmd.compare_files.size()) + " files");
+    }
+    return cmd;
+  }
+
+  std::optional<std::set<Part>> only, skip;
+  bool quick = false, full = false;
+  auto value_of = [&](std::size_t& i) -> const std::string& {
+    if (i + 1 >= args.size() || args[i + 1].starts_with("--")) throw UsageError(args[i], "a value after the flag");
+    return args[++i];
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      cmd.action = Action::HELP;
+      return cmd;
+    } else if (a == "--version") {
+      cmd.action = Action::VERSION;
+      return cmd;
+    } else if (a == "--quick") {
+      quick = true;
+    } else if (a == "--full") {
+      full = true;
+    } else if (a == "--out") {
+      o.out_dir = value_of(i);
+    } else if (a == "--base") {
+      o.base = value_of(i);
+    } else if (a == "--name") {
+      o.name = value_of(i);
+      if (!valid_profile_name(o.name)) {
+        throw UsageError("--name", "1 to 64 characters from a-z, 0-9, '-', '_', '.'", "\"" + o.name + "\"");
+      }
+    } else if (a == "--storage-dir") {
+      o.storage_dir = value_of(i);
+    } else if (a == "--storage-kind") {
+      o.storage_kind = value_of(i);
+      if (*o.storage_kind != "nvme" && *o.storage_kind != "sata_ssd" && *o.storage_kind != "virtio" &&
+          *o.storage_kind != "hdd") {
+        throw UsageError("--storage-kind", "one of nvme, sata_ssd, virtio, hdd", "\"" + *o.storage_kind + "\"");
+      }
+    } else if (a == "--only") {
+      only = parse_parts("--only", value_of(i));
+    } else if (a == "--skip") {
+      skip = parse_parts("--skip", value_of(i));
+    } else if (a == "--gpus") {
+      o.gpus = parse_count("--gpus", value_of(i), 1, 1024);
+    } else if (a == "--threads") {
+      o.threads = parse_count("--threads", value_of(i), 1, 4096);
+    } else {
+      throw UsageError(a, "no such flag (see --help)");
+    }
+  }
+  if (quick && full) throw UsageError("--quick", "either --quick or --full, not both");
+  if (only && skip) throw UsageError("--skip", "either --only or --skip, not both");
+  if (o.out_dir.empty()) throw UsageError("--out", "an output directory (--out DIR)");
+  o.mode = quick ? Mode::QUICK : Mode::FULL;
+
+  if (only) {
+    o.parts = *only;
+    o.parts_explicit = true;
+  } else {
+    for (const auto& [part, name] : PART_NAMES) o.parts.insert(part);
+    if (skip) {
+      for (Part p : *skip) o.parts.erase(p);
+    }
+  }
+  const bool wants_storage = o.parts.contains(Part::STORAGE) || o.parts.contains(Part::STORAGE_GPU);
+  if (wants_storage && !o.storage_dir) {
+    if (o.parts_explicit) {
+      throw UsageError("--storage-dir", "a directory for the storage benchmarks (asked for with --only)");
+    }
+    o.parts.erase(Part::STORAGE);
+    o.parts.erase(Part::STORAGE_GPU);
+    o.skipped_notes.push_back("storage and storage_gpu skipped: no --storage-dir given");
+  }
+  if (o.storage_kind && !o.storage_dir) throw UsageError("--storage-kind", "--storage-dir as well");
+  if (o.parts.empty()) throw UsageError(only ? "--only" : "--skip", "at least one part left to run");
+  return cmd;
+}
+
+}  // namespace trainsim::calibrate

@@ -1,0 +1,53 @@
+#pragma once
+// The command line of trainsim-calibrate. Parsing is strict: every problem is a UsageError that
+// names the flag and what was expected (exit code 2), raised before any measurement starts.
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainsim::calibrate {
+
+enum class Mode { QUICK, FULL };
+
+// One benchmark family. GPU parts need a GPU; CPU parts run anywhere.
+enum class Part { GEMM, KERNELS, HOST_COPY, NCCL, STORAGE_GPU, STORAGE, CPU_ADAM, HOST_MEMORY };
+
+std::string_view to_string(Part part);
+std::string_view to_string(Mode mode);
+bool is_gpu_part(Part part);
+
+struct Options {
+  Mode mode = Mode::FULL;
+  std::string out_dir;                     // --out: where results, summary, plots and the profile go
+  std::optional<std::string> base;         // --base: profile supplying what cannot be measured
+  std::string name = "measured";           // --name: the written profile's name
+  std::optional<std::string> storage_dir;  // --storage-dir: the only place storage benchmarks write
+  std::optional<std::string> storage_kind; // --storage-kind: overrides the detected device kind
+  std::set<Part> parts;                    // what to run (after --only / --skip)
+  bool parts_explicit = false;             // --only given: a missing prerequisite is an error
+  int gpus = 0;                            // --gpus: use the first N GPUs (0 = all)
+  int threads = 0;                         // --threads: most CPU-Adam threads (0 = all logical CPUs)
+  std::vector<std::string> skipped_notes;  // parts dropped by default rules, with the reason
+  std::string command_line;                // as typed, for provenance
+};
+
+// What main() should do.
+enum class Action { RUN, HELP, VERSION, COMPARE };
+
+struct ParsedCommand {
+  Action action = Action::RUN;
+  Options options;
+  // `compare A B [--tolerance F]`: two summary.json files and the allowed relative difference.
+  std::vector<std::string> compare_files;
+  double tolerance = 0.05;
+};
+
+ParsedCommand parse_command_line(const std::vector<std::string>& args);
+std::string usage_text();
+
+bool any_gpu_part(const std::set<Part>& parts);
+
+}  // namespace trainsim::calibrate

@@ -1,0 +1,275 @@
+#include "profile_writer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "config_error.hpp"
+#include "errors.hpp"
+#include "profile_loader.hpp"
+#include "strict_json.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+constexpr double GiB = 1073741824.0;
+
+std::string g4(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4g", v);
+  return buf;
+}
+
+double round2(double v) { return std::round(v * 100) / 100; }
+
+bool is(const nlohmann::ordered_json& p, const char* key, double value) {
+  const auto it = p.find(key);
+  return it != p.end() && it->is_number() && it->get<double>() == value;
+}
+
+// A bandwidth curve from one series: x from `key`, value the median; ascending, one point per x.
+hw::BandwidthCurve curve(const Results& r, const std::string& bench, const std::string& what, const std::string& name,
+                         const char* key, const std::function<bool(const nlohmann::ordered_json&)>& keep) {
+  std::map<double, double> points;
+  for (const auto* m : r.select(bench, what)) {
+    if (keep(m->params)) points.emplace(param_number(m->params, key), m->stats.median);
+  }
+  hw::BandwidthCurve c;
+  c.what = name;
+  for (const auto& [x, v] : points) c.points.push_back({x, v});
+  return c;
+}
+
+const Measurement* best(const Results& r, const char* bench, const char* what) {
+  const Measurement* b = nullptr;
+  for (const auto* m : r.select(bench, what)) {
+    if (b == nullptr || m->stats.median > b->stats.median) b = m;
+  }
+  return b;
+}
+
+hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& notes) {
+  const Results& r = in.results;
+  hw::Calibration cal;
+  const std::map<std::string, hw::ComputePrecision> precisions{{"bf16", hw::ComputePrecision::BF16},
+                                                                {"fp16", hw::ComputePrecision::FP16},
+                                                                {"tf32", hw::ComputePrecision::TF32},
+                                                                {"fp32", hw::ComputePrecision::FP32}};
+  for (const auto& [name, precision] : precisions) {
+    const auto peak = in.base.gpu.peak_TFLOPs.find(precision);
+    const auto ms = r.select("gemm", name);
+    if (ms.empty()) continue;
+    if (peak == in.base.gpu.peak_TFLOPs.end()) {
+      notes.push_back("gemm " + name + ": no efficiency written, the base profile has no " + name + " peak");
+      continue;
+    }
+    // One entry per (m, n, k): the first measured (the forward layout where layouts share a shape).
+    std::set<std::tuple<double, double, double>> seen;
+    for (const auto* m : ms) {
+      const double mm = param_number(m->params, "m"), nn = param_number(m->params, "n"), kk = param_number(m->params, "k");
+      if (!seen.insert({mm, nn, kk}).second) continue;
+      cal.gemm.push_back({precision, mm, nn, kk, m->stats.median / peak->second});
+    }
+  }
+  std::set<std::pair<std::string, int>> groups;
+  for (const auto& m : r.all()) {
+    if (m.bench == "nccl") groups.insert({m.what, static_cast<int>(param_number(m.params, "group_size"))});
+  }
+  for (const auto& [what, g] : groups) {
+    auto c = curve(r, "nccl", what, what, "bytes", [g = g](const auto& p) { return is(p, "group_size", g); });
+    c.group_size = g;
+    cal.collectives.push_back(std::move(c));
+  }
+  auto one_gpu = [](const auto& p) { return is(p, "gpus", 1); };
+  auto any = [](const auto&) { return true; };
+  for (const char* what : {"h2d_pinned", "d2h_pinned", "bidir_pinned", "h2d_pageable", "d2h_pageable", "bidir_pageable"}) {
+    auto c = curve(r, "host_copy", what, what, "bytes", one_gpu);
+    if (!c.points.empty()) cal.copies.push_back(std::move(c));
+  }
+  for (auto [bench, what, name] : {std::tuple{"kernels", "copy", "d2d"}, std::tuple{"p2p", "unidir", "p2p"},
+                                   std::tuple{"p2p", "bidir", "p2p_bidir"}}) {
+    auto c = curve(r, bench, what, name, "bytes", any);
+    if (!c.points.empty()) cal.copies.push_back(std::move(c));
+  }
+  // Storage curves by request size, each at the queue depth that served it best.
+  for (const char* op : {"read", "write"}) {
+    std::map<double, double> by_block;
+    for (const auto* m : r.select("storage", op)) {
+      double& v = by_block[param_number(m->params, "block_bytes")];
+      v = std::max(v, m->stats.median);
+    }
+    hw::BandwidthCurve c;
+    c.what = std::string("storage_") + op;
+    for (const auto& [b, v] : by_block) c.points.push_back({b, v});
+    if (!c.points.empty()) cal.copies.push_back(std::move(c));
+  }
+  if (auto c = curve(r, "storage_gpu", "storage_to_gpu", "storage_to_gpu", "block_bytes", any); !c.points.empty()) {
+    cal.copies.push_back(std::move(c));
+  }
+  for (const char* what : {"copy", "layernorm", "gelu", "softmax"}) {
+    auto c = curve(r, "kernels", what, what, "bytes", any);
+    if (!c.points.empty()) cal.kernels.push_back(std::move(c));
+  }
+  double params = 0, threads = 0;
+  for (const auto* m : r.select("cpu_adam", "bf16")) {
+    params = std::max(params, param_number(m->params, "params"));
+    threads = std::max(threads, param_number(m->params, "threads"));
+  }
+  if (const auto* m = r.find("cpu_adam", "bf16", [&](const auto& p) { return is(p, "params", params) && is(p, "threads", threads); })) {
+    cal.cpu_adam_params_per_s = m->stats.median;
+  }
+  return cal;
+}
+
+}  // namespace
+
+hw::ClusterProfile build_profile(const ProfileInputs& in) {
+  const Results& r = in.results;
+  const hw::ClusterProfile& base = in.base;
+  const std::string where = "measured by trainsim-calibrate on " + in.host.hostname + " " + in.host.date_day;
+  const std::string from_base = "copied from base profile " + in.base_name;
+  hw::ClusterProfile p;
+  p.name = in.options.name;
+  p.node_count = 1;
+  std::vector<std::string> notes;
+  p.calibration = calibration(in, notes);
+
+  // GPU: what CUDA reports is measured; peaks are datasheet figures from the base.
+  p.gpu = base.gpu;
+  const bool gpu = in.gpu.available && !in.gpu.devices.empty();
+  if (gpu) {
+    p.gpu.model = in.gpu.devices.front().name;
+    p.gpu.count_per_node = static_cast<int>(in.gpu.devices.size());
+    p.gpu.memory_GiB = round2(in.gpu.devices.front().memory_GiB);
+    if (p.gpu.reserved_GiB >= p.gpu.memory_GiB) p.gpu.reserved_GiB = round2(in.gpu.context_GiB);
+  }
+  const Measurement* copy = r.find("kernels", "copy", [](const auto& q) { return is(q, "bytes", GiB); });
+  if (gpu) {
+    p.gpu.source = "model, count_per_node and memory_GiB " + where + " (cudaGetDeviceProperties); peak_TFLOPs, hbm_GBps " +
+                   "and reserved_GiB " + from_base + " (datasheet peaks; a fresh CUDA context held " +
+                   g4(in.gpu.context_GiB) + " GiB here)" +
+                   (copy ? "; measured device copy of 1 GiB: " + g4(copy->stats.median) +
+                               " GB/s read + written (calibration.kernels copy)"
+                         : "") +
+                   ". Base source: " + base.gpu.source;
+  } else {
+    p.gpu.source = from_base + " (no GPU measured in this run). Base source: " + base.gpu.source;
+  }
+
+  // Intra-node fabric: NVML says what the links reach, a peer copy says how fast.
+  p.intra_node = base.intra_node;
+  const Measurement* p2p = nullptr;
+  for (const auto* m : r.select("p2p", "unidir")) {
+    if (p2p == nullptr || param_number(m->params, "bytes") > param_number(p2p->params, "bytes")) p2p = m;
+  }
+  const Measurement* p2p_lat = r.find("p2p", "latency", [](const auto&) { return true; });
+  if (gpu && p.gpu.count_per_node == 1) {
+    p.intra_node.link_GBps = 0;
+    p.intra_node.latency_us = 0;
+    p.intra_node.source = "one GPU: no GPU-to-GPU fabric to measure; fabric " + from_base;
+  } else if (p2p != nullptr) {
+    if (in.gpu.nvlink_remote == "switch") p.intra_node.fabric = hw::IntraNodeFabric::NVSWITCH;
+    if (in.gpu.nvlink_remote == "gpu") p.intra_node.fabric = hw::IntraNodeFabric::NVLINK_MESH;
+    if (in.gpu.nvlink_remote == "none") p.intra_node.fabric = hw::IntraNodeFabric::PCIE_ONLY;
+    p.intra_node.link_GBps = p2p->stats.median;
+    if (p2p_lat) p.intra_node.latency_us = p2p_lat->stats.median;
+    p.intra_node.source = "link_GBps " + where + ": GPU 0 -> GPU 1 cudaMemcpyPeerAsync of " +
+                          g4(param_number(p2p->params, "bytes") / GiB) + " GiB (one direction)" +
+                          (p2p_lat ? "; latency_us: 8-byte peer copy + synchronize as seen by the host" : "") +
+                          "; fabric from NVML: " + std::to_string(in.gpu.nvlinks_per_gpu) + " active NVLinks reaching '" +
+                          in.gpu.nvlink_remote + "'" + (in.gpu.nvlink_remote == "unknown" ? " (fabric " + from_base + ")" : "");
+  } else {
+    p.intra_node.source = from_base + " (not measured in this run). Base source: " + base.intra_node.source;
+  }
+
+  // PCIe: one GPU's pinned copies, then all GPUs at once to see whether they share an uplink.
+  p.pcie = base.pcie;
+  auto copy_at = [&](const char* what, int gpus) {
+    return r.find("host_copy", what, [gpus](const auto& q) { return is(q, "bytes", GiB) && is(q, "gpus", gpus); });
+  };
+  const Measurement* h2d = copy_at("h2d_pinned", 1);
+  const Measurement* d2h = copy_at("d2h_pinned", 1);
+  const int n = p.gpu.count_per_node;
+  if (gpu && h2d && d2h) {
+    const Measurement* all = copy_at("h2d_pinned", n);
+    const Measurement* lat = r.find("host_copy", "latency_h2d_pinned", [](const auto&) { return true; });
+    p.pcie.link_GBps = std::min(h2d->stats.median, d2h->stats.median);
+    if (lat) p.pcie.latency_us = lat->stats.median;
+    p.pcie.host_aggregate_GBps = all ? all->stats.median : p.pcie.link_GBps;
+    // Concurrent copies that gain less than half a link per extra GPU share one uplink.
+    const bool shared = n > 1 && all && all->stats.median < p.pcie.link_GBps * (1 + 0.5 * (n - 1));
+    p.pcie.gpus_per_switch = shared ? n : 1;
+    p.pcie.switch_uplink_GBps = shared ? all->stats.median : p.pcie.link_GBps;
+    p.pcie.source = "link_GBps " + where + ": the lower of pinned host-to-device (" + g4(h2d->stats.median) +
+                    ") and device-to-host (" + g4(d2h->stats.median) + ") GB/s for 1 GiB on one GPU; host_aggregate_GBps: " +
+                    "pinned host-to-device on all " + std::to_string(n) + " GPUs at once; gpus_per_switch and " +
+                    "switch_uplink_GBps inferred from that aggregate (" + (shared ? "shared" : "not shared") +
+                    "); latency_us: 8-byte pinned copy + synchronize as seen by the host";
+  } else {
+    if (n % p.pcie.gpus_per_switch != 0) p.pcie.gpus_per_switch = 1;
+    p.pcie.source = from_base + " (not measured in this run). Base source: " + base.pcie.source;
+  }
+
+  // Host: the operating system's view, plus the measured copy bandwidth.
+  p.host = base.host;
+  p.host.cpu = in.host.cpu_model;
+  p.host.sockets = in.host.sockets;
+  p.host.cores = in.host.physical_cores;
+  p.host.memory_GiB = round2(in.host.memory_GiB);
+  const Measurement* mem = r.find("host_memory", "copy", [](const auto&) { return true; });
+  if (mem) p.host.memory_GBps = mem->stats.median;
+  p.host.source = "cpu, sockets, cores (distinct physical cores) and memory_GiB (MemTotal) " + where + " from /proc; " +
+                  (mem ? "memory_GBps: parallel memcpy of 1 GiB on " + g4(param_number(mem->params, "threads")) +
+                             " threads, bytes read + written"
+                       : "memory_GBps " + from_base);
+
+  // Storage: the device holding --storage-dir.
+  p.storage = base.storage;
+  const Measurement* rd = best(r, "storage", "read");
+  const Measurement* wr = best(r, "storage", "write");
+  if (rd && wr && in.storage) {
+    std::string kind = in.options.storage_kind.value_or(in.storage->kind);
+    const std::map<std::string, hw::StorageKind> kinds{{"nvme", hw::StorageKind::NVME}, {"virtio", hw::StorageKind::VIRTIO},
+                                                        {"sata_ssd", hw::StorageKind::SATA_SSD}, {"hdd", hw::StorageKind::HDD}};
+    const bool known = kinds.contains(kind);
+    if (known) p.storage.kind = kinds.at(kind);
+    p.storage.count = 1;
+    p.storage.capacity_TB = std::max(0.001, std::round(in.storage->capacity_TB * 1000) / 1000);
+    p.storage.read_GBps = rd->stats.median;
+    p.storage.write_GBps = wr->stats.median;
+    p.storage.source = "read_GBps and write_GBps " + where + ": O_DIRECT sequential, best block size and queue depth (read " +
+                       g4(param_number(rd->params, "block_bytes") / 1024) + " KiB x " + g4(param_number(rd->params, "depth")) +
+                       ", write " + g4(param_number(wr->params, "block_bytes") / 1024) + " KiB x " +
+                       g4(param_number(wr->params, "depth")) + ", write timing includes fdatasync) on the " +
+                       in.storage->filesystem + " filesystem of /dev/" + in.storage->device + "; kind " +
+                       (in.options.storage_kind ? "given with --storage-kind" : known ? "detected from /sys/block" : from_base + " (not detected)") +
+                       "; count 1 and capacity_TB (that filesystem's size) describe only that device";
+  } else {
+    p.storage.source = from_base + " (not measured in this run). Base source: " + base.storage.source;
+  }
+
+  p.nic = {0, 0, 0, "single-node calibration: no NICs measured or modelled (node_count 1)"};
+  p.inter_node = {hw::InterNodeTopology::SINGLE_NODE, 1.0, 0.0, "single node: no inter-node fabric"};
+  p.cost = base.cost;
+  p.cost.source = from_base + " (a benchmark cannot measure price or power; the base describes its own node). Base source: " +
+                  base.cost.source;
+  p.description = "Measured by trainsim-calibrate on " + in.host.hostname + " (" + in.host.date_day + "): " +
+                  (gpu ? std::to_string(n) + " x " + p.gpu.model + ", " : "") + in.host.cpu_model + "; one node.";
+  p.provenance = in.provenance;
+  for (const auto& note : notes) p.provenance["notes"].push_back(note);
+  return p;
+}
+
+std::string profile_text(const hw::ClusterProfile& profile) {
+  const std::string text = hw::profile_to_json(profile).dump(2) + "\n";
+  try {
+    hw::load_profile(parse_json_text(text, "written profile " + profile.name));
+  } catch (const ConfigError& e) {
+    throw CalibrationError(std::string("the written profile does not load back through the strict loader: ") + e.what());
+  }
+  return text;
+}
+
+}  // namespace trainsim::calibrate

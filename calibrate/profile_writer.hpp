@@ -1,0 +1,36 @@
+#pragma once
+// Turns a run's measurements into a cluster profile in the foundation schema
+// (hwprofiles/cluster_profile.hpp). What was measured is used as measured; what a microbenchmark
+// cannot measure (datasheet peaks, price, power, reserved memory) is copied from the base
+// profile the user named, and every section's `source` says which is which.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "cluster_profile.hpp"
+#include "gpu_benchmarks.hpp"
+#include "host_info.hpp"
+#include "options.hpp"
+#include "results.hpp"
+
+namespace trainsim::calibrate {
+
+struct ProfileInputs {
+  const Options& options;
+  const HostInfo& host;
+  const GpuInfo& gpu;
+  const std::optional<StorageDevice>& storage;
+  const Results& results;
+  const hw::ClusterProfile& base;
+  const std::string& base_name;
+  const nlohmann::ordered_json& provenance;
+};
+
+hw::ClusterProfile build_profile(const ProfileInputs& in);
+
+// The profile as text, after checking that it loads back through the strict loader (throws
+// CalibrationError with the loader's message if it does not).
+std::string profile_text(const hw::ClusterProfile& profile);
+
+}  // namespace trainsim::calibrate
