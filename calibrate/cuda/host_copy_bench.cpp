@@ -108,6 +108,7 @@ void run_host_copy_bench(Mode mode, const GpuInfo& info, Results& results) {
   const std::uint64_t host_seed = rng(), dev_seed = rng();
   std::vector<std::unique_ptr<GpuSide>> gpus;
   for (const auto& d : info.devices) {
+    DeviceGuard guard(d.index);
     gpus.push_back(std::make_unique<GpuSide>(d.index, max_bytes));
     fill_pattern(gpus.back()->src.as<std::uint64_t>(), max_bytes / 8, dev_seed, gpus.back()->up.get());
     gpus.back()->up.sync();
@@ -184,11 +185,17 @@ void run_host_copy_bench(Mode mode, const GpuInfo& info, Results& results) {
     for (std::size_t bytes : sizes) {
       for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
         if (!both && x == &b) continue;
+        {
+          DeviceGuard guard(y->device);
+          poison(y->dst.get(), bytes, y->up.get());
+          y->up.sync();
+        }
+        {
+          DeviceGuard guard(x->device);
+          CUDA_CHECK(cudaMemcpyPeerAsync(y->dst.get(), y->device, x->src.get(), x->device, bytes, x->down.get()));
+          x->down.sync();
+        }
         DeviceGuard guard(y->device);
-        poison(y->dst.get(), bytes, y->up.get());
-        y->up.sync();
-        CUDA_CHECK(cudaMemcpyPeerAsync(y->dst.get(), y->device, x->src.get(), x->device, bytes, x->down.get()));
-        x->down.sync();
         const std::size_t bad = count_pattern_mismatches(y->dst.as<std::uint64_t>(), bytes / 8, dev_seed, y->up.get());
         if (bad) throw CalibrationError("peer copy check failed: " + std::to_string(bad) + " words wrong");
       }

@@ -1,0 +1,167 @@
+// Statistics, GEMM shapes, headlines, plots and the written profile (which must load back
+// through the strict loader), on synthetic measurements.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gemm_shapes.hpp"
+#include "headlines.hpp"
+#include "profile_loader.hpp"
+#include "profile_writer.hpp"
+#include "report.hpp"
+#include "stats.hpp"
+#include "strict_json.hpp"
+#include "svg_plot.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+constexpr double GiB = 1073741824.0;
+
+TEST(Stats, MedianQuartilesAndRange) {
+  const Stats s = summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.median, 3);
+  EXPECT_EQ(s.min, 1);
+  EXPECT_EQ(s.max, 5);
+  EXPECT_EQ(s.q1, 2);
+  EXPECT_EQ(s.q3, 4);
+  EXPECT_EQ(s.n, 5);
+  EXPECT_EQ(summarize({1, 2}).median, 1.5);
+  EXPECT_THROW(summarize({}), std::invalid_argument);
+  EXPECT_EQ(rates(10, {2, 5}), (std::vector<double>{5, 2}));
+}
+
+TEST(GemmShapes, LinearLayerProductsHaveTheFrameworkLayouts) {
+  const auto shapes = dense_layer_shapes({2048}, {4096});
+  ASSERT_EQ(shapes.size(), 12u);  // 4 layers x (forward, dgrad, wgrad)
+  const GemmShape& fwd = shapes[6];  // mlp_up forward: [T,h] x [4h,h]^T
+  EXPECT_EQ(fwd.layer, "mlp_up");
+  EXPECT_EQ(fwd.m, 2048);
+  EXPECT_EQ(fwd.n, 4 * 4096);
+  EXPECT_EQ(fwd.k, 4096);
+  EXPECT_EQ(fwd.layout(), "NT");
+  EXPECT_EQ(shapes[8].layout(), "TN");  // wgrad: dY^T X
+  EXPECT_EQ(shapes[8].k, 2048);
+  // Forward plus both backward products: 3x the forward FLOPs of the layer, 24 T h^2 forward.
+  double flops = 0;
+  for (const auto& s : shapes) flops += s.flops();
+  EXPECT_DOUBLE_EQ(flops, 3 * 24.0 * 2048 * 4096.0 * 4096);
+  const auto attn = attention_shapes({2048}, 128, 1 << 30);
+  ASSERT_EQ(attn.size(), 3u);
+  EXPECT_EQ(attn[0].batch, (1 << 30) / (2048 * 2048));
+}
+
+Results synthetic_results() {
+  Results r(false);
+  auto add = [&r](std::string bench, std::string what, nlohmann::ordered_json params, double v) {
+    r.add({std::move(bench), std::move(what), std::move(params), "x", summarize({v * 0.99, v, v * 1.01}), "checked"});
+  };
+  add("gemm", "bf16", {{"layer", "square"}, {"pass", "fwd"}, {"m", 8192}, {"n", 8192}, {"k", 8192}, {"batch", 1}, {"gpu", 0}}, 700);
+  add("gemm", "bf16", {{"layer", "square"}, {"pass", "fwd"}, {"m", 8192}, {"n", 8192}, {"k", 8192}, {"batch", 1}, {"gpu", 1}}, 690);
+  add("gemm", "bf16", {{"layer", "qkv"}, {"pass", "fwd"}, {"m", 2048}, {"n", 12288}, {"k", 4096}, {"batch", 1}, {"gpu", 0}}, 600);
+  add("gemm", "tf32", {{"layer", "square"}, {"pass", "fwd"}, {"m", 8192}, {"n", 8192}, {"k", 8192}, {"batch", 1}, {"gpu", 0}}, 350);
+  for (double b : {1 << 20, 1 << 30}) {
+    add("kernels", "copy", {{"bytes", b}}, 2900);
+    add("kernels", "gelu", {{"bytes", b}}, 2500);
+    for (int g : {1, 2}) {
+      add("host_copy", "h2d_pinned", {{"bytes", b}, {"gpus", g}}, 50 * g);
+      add("host_copy", "d2h_pinned", {{"bytes", b}, {"gpus", g}}, 48 * g);
+    }
+    add("nccl", "all_reduce", {{"bytes", b}, {"group_size", 2}}, 300);
+    add("p2p", "unidir", {{"bytes", b}, {"gpus", 2}}, 370);
+  }
+  add("host_copy", "latency_h2d_pinned", {{"bytes", 8}, {"gpus", 1}}, 9);
+  add("p2p", "latency", {{"bytes", 8}, {"gpus", 2}}, 12);
+  for (double blk : {131072.0, 8388608.0}) {
+    for (int d : {1, 64}) {
+      add("storage", "read", {{"block_bytes", blk}, {"depth", d}}, blk / 1e6 + d / 100.0);
+      add("storage", "write", {{"block_bytes", blk}, {"depth", d}}, 1 + d / 100.0);
+    }
+  }
+  add("cpu_adam", "bf16", {{"params", 1 << 26}, {"threads", 32}}, 3e9);
+  add("host_memory", "copy", {{"bytes", GiB}, {"threads", 32}}, 150);
+  return r;
+}
+
+TEST(Headlines, PickTheConfiguredFigures) {
+  const auto heads = headlines(synthetic_results());
+  ASSERT_EQ(heads.size(), 8u);
+  EXPECT_EQ(heads[0].name, "gemm_bf16_8192_tflops");
+  EXPECT_EQ(heads[0].stats->median, 690);  // the slower of the two GPUs
+  EXPECT_EQ(heads[1].stats->median, 2900);
+  EXPECT_EQ(heads[2].stats->median, 50);   // one GPU, 1 GiB
+  EXPECT_EQ(heads[4].stats->median, 300);
+  EXPECT_DOUBLE_EQ(heads[5].stats->median, 8388608 / 1e6 + 0.64);  // best read: 8 MiB blocks, depth 64
+  const auto j = summary_json(heads, {{"host", "h"}});
+  EXPECT_EQ(j["cpu_adam_params_per_s"], 3e9);
+  EXPECT_EQ(j["spread"]["gemm_bf16_8192_tflops"]["min"], 690 * 0.99);
+}
+
+TEST(Headlines, CompareFlagsFiguresBeyondTheTolerance) {
+  const nlohmann::json a{{"x", 100.0}, {"y", 10.0}, {"spread", {}}}, b{{"x", 104.0}, {"y", 11.0}};
+  EXPECT_FALSE(compare_summaries(a, b, "a", "b", 0.05).agree);
+  EXPECT_TRUE(compare_summaries(a, nlohmann::json{{"x", 103.0}, {"y", 10.2}}, "a", "b", 0.05).agree);
+}
+
+TEST(Report, PlotsAndMarkdownCoverEveryFamily) {
+  const Results r = synthetic_results();
+  const auto plots = render_plots(r);
+  std::vector<std::string> names;
+  for (const auto& [name, svg] : plots) {
+    names.push_back(name);
+    EXPECT_TRUE(svg.starts_with("<svg")) << name;
+    EXPECT_NE(svg.find("</svg>"), std::string::npos) << name;
+  }
+  for (const char* want : {"gemm.svg", "kernels.svg", "host_copy.svg", "p2p.svg", "nccl_2gpus.svg", "storage_read.svg",
+                           "storage_write.svg", "cpu_adam.svg"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  nlohmann::ordered_json prov{{"host", "h"}, {"mode", "quick"}, {"gpu", {{"available", false}}}, {"host_info", {{"cpu", "c"}}}};
+  const std::string md = summary_markdown(r, headlines(r), prov, plots);
+  EXPECT_NE(md.find("| `gemm_bf16_8192_tflops` | 690 TFLOP/s"), std::string::npos) << md;
+  EXPECT_NE(md.find("![nccl_2gpus.svg](nccl_2gpus.svg)"), std::string::npos);
+  EXPECT_EQ(axis_label(65536, AxisFormat::BYTES), "64K");
+  EXPECT_EQ(axis_label(1073741824.0 * 2, AxisFormat::BYTES), "2G");
+}
+
+TEST(ProfileWriter, WrittenProfileLoadsThroughTheStrictLoader) {
+  const Results r = synthetic_results();
+  Options o;
+  o.name = "unit-measured";
+  HostInfo host;
+  host.hostname = "testhost";
+  host.cpu_model = "Test CPU";
+  host.physical_cores = 32;
+  host.memory_GiB = 250;
+  host.date_day = "2026-11-26";
+  GpuInfo gpu;
+  gpu.available = true;
+  gpu.devices = {{0, "NVIDIA H100 80GB HBM3", "0000:00:05.0", 79.19, 132, 9, 0},
+                 {1, "NVIDIA H100 80GB HBM3", "0000:00:06.0", 79.19, 132, 9, 0}};
+  gpu.nvlinks_per_gpu = 18;
+  gpu.nvlink_remote = "switch";
+  std::optional<StorageDevice> storage = StorageDevice{"virtio", "vda", "ext4", 0.27, 1e11};
+  const hw::ClusterProfile base = hw::builtin_profile("dgx-h100");
+  const hw::ClusterProfile p = build_profile({o, host, gpu, storage, r, base, "dgx-h100", {{"kind", "measured"}}});
+  const std::string text = profile_text(p);
+  const hw::ClusterProfile back = hw::load_profile(parse_json_text(text, "test"));
+  EXPECT_EQ(back.name, "unit-measured");
+  EXPECT_EQ(back.gpu.count_per_node, 2);
+  EXPECT_EQ(back.node_count, 1);
+  EXPECT_EQ(back.inter_node.topology, hw::InterNodeTopology::SINGLE_NODE);
+  EXPECT_EQ(back.nic.count, 0);
+  EXPECT_EQ(back.storage.kind, hw::StorageKind::VIRTIO);
+  EXPECT_EQ(back.intra_node.fabric, hw::IntraNodeFabric::NVSWITCH);
+  EXPECT_EQ(back.intra_node.link_GBps, 370);
+  EXPECT_EQ(back.pcie.link_GBps, 48);
+  EXPECT_EQ(back.pcie.gpus_per_switch, 1);  // two GPUs doubled the aggregate: not shared
+  EXPECT_NEAR(back.calibration.gemm.front().efficiency, 700 / 989.4, 1e-12);
+  EXPECT_EQ(back.calibration.gemm.size(), 3u);  // the second GPU's 8192^3 is the same shape
+  ASSERT_TRUE(back.calibration.cpu_adam_params_per_s);
+  EXPECT_EQ(*back.calibration.cpu_adam_params_per_s, 3e9);
+  EXPECT_NE(back.cost.source.find("copied from base profile dgx-h100"), std::string::npos);
+  EXPECT_NE(back.storage.source.find("measured by trainsim-calibrate on testhost"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainsim::calibrate

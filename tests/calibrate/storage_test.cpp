@@ -1,0 +1,139 @@
+// The storage benchmark writes only inside the directory it was given, removes its files on
+// every exit path (destruction, SIGINT), and catches data that is not what was written.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "errors.hpp"
+#include "run_binary.hpp"
+#include "scratch_dir.hpp"
+#include "storage_bench.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+using test::TempDir;
+namespace fs = std::filesystem;
+
+// O_DIRECT needs a filesystem that supports it (tmpfs does not): skip where the temp dir lacks it.
+bool direct_io_supported(const TempDir& dir) {
+  const std::string probe = dir.str() + "/probe";
+  const int fd = ::open(probe.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0600);
+  if (fd >= 0) ::close(fd);
+  ::unlink(probe.c_str());
+  return fd >= 0;
+}
+
+TEST(ScratchDir, RefusesNamesThatLeaveTheDirectory) {
+  TempDir parent;
+  fs::create_directories(parent.path() / "inner");
+  ScratchDir dir((parent.path() / "inner").string());
+  for (const char* name : {"../escape", "/tmp/escape", "a/b", "..", ".", "", "sub/../../escape"}) {
+    EXPECT_THROW(dir.create(name), CalibrationError) << name;
+  }
+  EXPECT_FALSE(fs::exists(parent.path() / "escape"));
+  EXPECT_TRUE(fs::is_empty(parent.path() / "inner"));
+}
+
+TEST(ScratchDir, NeverFollowsOrOverwritesALink) {
+  TempDir outside, inside;
+  const fs::path target = outside.path() / "precious";
+  std::ofstream(target) << "keep me";
+  fs::create_symlink(target, inside.path() / "link");
+  ScratchDir dir(inside.str());
+  EXPECT_THROW(dir.create("link"), CalibrationError);
+  EXPECT_EQ(test::slurp(target.string()), "keep me");
+}
+
+TEST(ScratchDir, RejectsAMissingDirectoryOrAFileAsUsageErrors) {
+  TempDir parent;
+  std::ofstream(parent.path() / "file") << "x";
+  EXPECT_THROW(ScratchDir((parent.path() / "missing").string()), UsageError);
+  EXPECT_THROW(ScratchDir((parent.path() / "file").string()), UsageError);
+  try {
+    ScratchDir((parent.path() / "missing").string());
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--storage-dir"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ScratchDir, FilesAreRemovedWhenReleased) {
+  TempDir parent;
+  ScratchDir dir(parent.str());
+  {
+    ScratchFile a = dir.create(dir.unique_name("a"));
+    ScratchFile b = dir.create(dir.unique_name("b"));
+    EXPECT_TRUE(fs::exists(a.path()));
+    EXPECT_EQ(fs::path(a.path()).parent_path(), fs::canonical(parent.path()));
+  }
+  EXPECT_TRUE(parent.empty());
+}
+
+TEST(ScratchDir, FilesAreRemovedOnInterrupt) {
+  TempDir parent;
+  const std::string path = parent.str();
+  EXPECT_EXIT(
+      {
+        ScratchDir dir(path);
+        ScratchFile f = dir.create(dir.unique_name("interrupted"));
+        std::raise(SIGINT);
+      },
+      ::testing::KilledBySignal(SIGINT), "");
+  EXPECT_TRUE(parent.empty()) << "a temporary file survived SIGINT";
+}
+
+TEST(StorageBench, TransfersCheckWhatTheyReadWithBothBackends) {
+  TempDir parent;
+  if (!direct_io_supported(parent)) GTEST_SKIP() << "the temp directory's filesystem has no O_DIRECT";
+  for (const char* backend : {"io_uring", "libaio"}) {
+    std::unique_ptr<AsyncIo> io;
+    try {
+      io = open_async_io(4, backend);
+    } catch (const CalibrationError& e) {
+      std::cout << "[  SKIPPED ] " << backend << ": " << e.what() << "\n";
+      continue;
+    }
+    ScratchDir dir(parent.str());
+    ScratchFile f = create_pattern_file(dir, 8u << 20, backend);
+    AlignedBuffers buffers(4, 256u << 10);
+    Cursor cursor{8u << 20, 0};
+    EXPECT_GT(sequential_transfer(*io, f.fd(), false, 256u << 10, 4, 8u << 20, cursor, buffers), 0.0);
+    // Corrupt one sector behind the benchmark's back: the next read of it must fail the check.
+    std::vector<char> junk(SECTOR_BYTES, 'x');
+    const int fd = ::open(f.path().c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), 1 << 20), static_cast<ssize_t>(junk.size()));
+    ASSERT_EQ(::fsync(fd), 0);
+    ::close(fd);
+    Cursor again{8u << 20, 0};
+    EXPECT_THROW(sequential_transfer(*io, f.fd(), false, 256u << 10, 4, 8u << 20, again, buffers), CalibrationError)
+        << backend;
+  }
+}
+
+TEST(StorageBench, SmallSweepMeasuresAndLeavesNothingBehind) {
+  TempDir parent;
+  if (!direct_io_supported(parent)) GTEST_SKIP() << "the temp directory's filesystem has no O_DIRECT";
+  StorageConfig c;
+  c.block_bytes = {128u << 10, 1u << 20};
+  c.depths = {1, 4};
+  c.file_bytes = 16u << 20;
+  c.sample_seconds = 0.01;
+  c.samples = 2;
+  Results results(false);
+  {
+    ScratchDir dir(parent.str());
+    run_storage_bench(c, dir, results);
+  }
+  EXPECT_EQ(results.select("storage", "write").size(), 4u);
+  EXPECT_EQ(results.select("storage", "read").size(), 4u);
+  for (const auto& m : results.all()) EXPECT_GT(m.stats.median, 0.0);
+  EXPECT_TRUE(parent.empty());
+}
+
+}  // namespace
+}  // namespace trainsim::calibrate
