@@ -117,6 +117,11 @@ int run_calibration(const Options& o) {
   }
   Results results;
   for (const auto& n : o.skipped_notes) results.note(n);
+  if (base && gpu.available && gpu_family(gpu.devices.front().name) != gpu_family(base->gpu.model)) {
+    results.note("the base profile " + *o.base + " describes " + base->gpu.model + " but this machine has " +
+                 gpu.devices.front().name + ": datasheet peaks copied from the base (and GEMM efficiencies relative "
+                 "to them) may not apply");
+  }
   const std::vector<Part> order{Part::GEMM,        Part::KERNELS, Part::HOST_COPY, Part::NCCL,
                                 Part::STORAGE_GPU, Part::STORAGE, Part::CPU_ADAM,  Part::HOST_MEMORY};
   nlohmann::ordered_json timings;

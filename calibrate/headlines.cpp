@@ -85,8 +85,9 @@ std::vector<Headline> headlines(const Results& r) {
   out.push_back(from("cpu_adam_params_per_s", "params/s",
                      r.find("cpu_adam", "bf16",
                             [&](const auto& p) { return is(p, "params", params) && is(p, "threads", threads); }),
-                     fmt("CPU-Adam step (fp32 master, bf16 copy) on %.0f M parameters, %.0f threads", params / 1048576,
-                         threads)));
+                     params > 0 ? fmt("CPU-Adam step (fp32 master, bf16 copy) on %.0f M parameters, %.0f threads",
+                                      params / 1048576, threads)
+                                : "CPU-Adam step on all logical CPUs"));
   return out;
 }
 

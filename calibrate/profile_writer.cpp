@@ -1,6 +1,7 @@
 #include "profile_writer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -125,6 +126,18 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
 
 }  // namespace
 
+std::string gpu_family(const std::string& model) {
+  for (std::size_t i = 0; i + 4 <= model.size(); ++i) {
+    const bool letter = model[i] >= 'A' && model[i] <= 'Z' && (i == 0 || !std::isalnum(static_cast<unsigned char>(model[i - 1])));
+    if (letter && std::isdigit(static_cast<unsigned char>(model[i + 1])) && std::isdigit(static_cast<unsigned char>(model[i + 2])) &&
+        std::isdigit(static_cast<unsigned char>(model[i + 3])) &&
+        (i + 4 == model.size() || !std::isalnum(static_cast<unsigned char>(model[i + 4])))) {
+      return model.substr(i, 4);
+    }
+  }
+  return "";
+}
+
 hw::ClusterProfile build_profile(const ProfileInputs& in) {
   const Results& r = in.results;
   const hw::ClusterProfile& base = in.base;
@@ -154,6 +167,10 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
                                " GB/s read + written (calibration.kernels copy)"
                          : "") +
                    ". Base source: " + base.gpu.source;
+    if (gpu_family(p.gpu.model) != gpu_family(base.gpu.model)) {
+      p.gpu.source += " CAUTION: the base describes " + base.gpu.model + ", not the " + p.gpu.model +
+                      " measured here; its datasheet figures may not apply to this GPU.";
+    }
   } else {
     p.gpu.source = from_base + " (no GPU measured in this run). Base source: " + base.gpu.source;
   }

@@ -29,6 +29,10 @@ struct ProfileInputs {
 
 hw::ClusterProfile build_profile(const ProfileInputs& in);
 
+// "H100" from "NVIDIA H100 80GB HBM3" or "H100-SXM5-80GB": a letter and three digits, or "" when
+// the name has none. Used to warn when the base profile describes another GPU.
+std::string gpu_family(const std::string& model);
+
 // The profile as text, after checking that it loads back through the strict loader (throws
 // CalibrationError with the loader's message if it does not).
 std::string profile_text(const hw::ClusterProfile& profile);

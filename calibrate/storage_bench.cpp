@@ -31,13 +31,13 @@ StorageConfig storage_config(Mode mode) {
     c.block_bytes = {128 * KiB, 1 * MiB, 8 * MiB};
     c.depths = {1, 8, 64};
     c.file_bytes = 1 * GiB;
-    c.sample_seconds = 0.15;
-    c.samples = 3;
+    c.sample_seconds = 0.2;
+    c.samples = 5;
   } else {
     c.block_bytes = {128 * KiB, 256 * KiB, 512 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB};
     c.depths = {1, 2, 4, 8, 16, 32, 64};
     c.file_bytes = 2 * GiB;
-    c.sample_seconds = 0.15;
+    c.sample_seconds = 0.2;
     c.samples = 3;
   }
   return c;

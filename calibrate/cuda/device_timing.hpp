@@ -4,6 +4,7 @@
 // each, `reps` chosen so a sample lasts at least min_sample_s and launch gaps do not dominate.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -17,6 +18,9 @@ struct TimingPlan {
   int samples = 5;
   double min_sample_s = 2e-3;
   int max_reps = 2000;
+  // Keep launching until this much time has passed: long enough for clocks and power draw to
+  // settle, so the samples see the steady state a training step sees, not a cold GPU's boost.
+  double warmup_s = 0;
 };
 
 struct Timing {
@@ -28,6 +32,11 @@ inline Timing time_on_stream(const Stream& stream, const std::function<void()>& 
   Event start(stream.device()), stop(stream.device());
   for (int i = 0; i < plan.warmup; ++i) launch();
   stream.sync();
+  const auto warm_start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < plan.warmup_s) {
+    for (int i = 0; i < 4; ++i) launch();
+    stream.sync();
+  }
   start.record(stream.get());
   launch();
   stop.record(stream.get());

@@ -165,3 +165,15 @@ TEST(ProfileWriter, WrittenProfileLoadsThroughTheStrictLoader) {
 
 }  // namespace
 }  // namespace trainsim::calibrate
+
+namespace trainsim::calibrate {
+namespace {
+TEST(ProfileWriter, GpuFamilyTellsH100FromH200) {
+  EXPECT_EQ(gpu_family("NVIDIA H100 80GB HBM3"), "H100");
+  EXPECT_EQ(gpu_family("H100-SXM5-80GB"), "H100");
+  EXPECT_EQ(gpu_family("NVIDIA H200"), "H200");
+  EXPECT_EQ(gpu_family("Tesla V100-SXM2-32GB"), "V100");
+  EXPECT_EQ(gpu_family("GeForce RTX"), "");
+}
+}  // namespace
+}  // namespace trainsim::calibrate
