@@ -36,6 +36,8 @@ wl::StrategyInput strategy_from_flags(const InputFlags& f) {
   set(in.vpp, f.vpp, "--vpp");
   set(in.zero, f.zero, "--zero");
   set(in.sp, f.sp, "--sp");
+  set(in.l2l, f.l2l, "--l2l");
+  set(in.delayed_update, f.delayed_update, "--dpu");
   set(in.micro_batch, f.micro_batch, "--micro-batch");
   set(in.global_batch, f.global_batch, "--global-batch");
   set(in.seq, f.seq, "--seq");
@@ -143,6 +145,8 @@ nlohmann::ordered_json inputs_json(const Request& r) {
   strategy["offload_optimizer"] = wl::to_string(s.offload_optimizer);
   strategy["offload_activations"] = wl::to_string(s.offload_activations);
   strategy["recompute"] = wl::to_string(s.recompute);
+  strategy["l2l"] = s.l2l;
+  strategy["delayed_update"] = s.delayed_update;
   strategy["micro_batch"] = s.micro_batch;
   strategy["global_batch"] = s.global_batch;
   strategy["micro_batches"] = s.micro_batches();

@@ -22,7 +22,7 @@ struct InputFlags {
   std::string deepspeed_file;        // --deepspeed
   std::string megatron_args;         // --megatron-args
   std::optional<int> gpus, nodes, dp, tp, pp, vpp, zero;
-  std::optional<bool> sp;
+  std::optional<bool> sp, l2l, delayed_update;
   std::optional<std::string> schedule, offload_params, offload_optimizer, offload_activations, recompute,
       precision, attention;
   std::optional<std::int64_t> micro_batch, global_batch, seq;

@@ -115,11 +115,12 @@ class Replayer {
       }
       case OpKind::STORAGE_READ:
       case OpKind::STORAGE_WRITE: {
-        const auto bytes = static_cast<sg_size_t>(std::llround(op.bytes));
+        const auto bytes = static_cast<std::uint64_t>(std::llround(op.bytes));
         if (bytes == 0) break;
         if (platform_.storage() == nullptr) throw std::logic_error("replay: storage op on a platform without storage");
-        launch(id, platform_.storage()->io_init(bytes, op.kind == OpKind::STORAGE_READ ? sg::Io::OpType::READ
-                                                                                          : sg::Io::OpType::WRITE));
+        const bool read = op.kind == OpKind::STORAGE_READ;
+        launch(id, sg::Comm::sendto_init(read ? platform_.storage() : platform_.cpu(), read ? platform_.cpu() : platform_.storage())
+                       ->set_payload_size(bytes));
         break;
       }
       case OpKind::COLLECTIVE: {
@@ -165,7 +166,11 @@ class Replayer {
   // Ops whose work is empty finish at once; their successors may start at once too.
   void finish(OpId id) {
     result_.timing[id].end = sg::Engine::get_clock();
-    live_[id].clear();
+    // SimGrid still touches an activity after its completion signal, and releasing it there
+    // crashes (simgrid-3.32.md); keeping every one to the end makes SimGrid's own bookkeeping
+    // scan them all. So an op's activities are released at the next completion.
+    graveyard_.clear();
+    graveyard_.swap(live_[id]);
     ++completed_;
     for (auto [e, end] = boost::out_edges(id, graph_); e != end; ++e) {
       const OpId next = boost::target(*e, graph_);
@@ -190,6 +195,7 @@ class Replayer {
   std::vector<int> phase_;
   std::vector<std::vector<sg::ActivityPtr>> live_;
   std::vector<OpId> ready_;
+  std::vector<sg::ActivityPtr> graveyard_;
   std::size_t completed_ = 0;
   ReplayResult result_;
 };

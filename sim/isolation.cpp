@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -25,6 +26,15 @@ void write_all(int fd, const std::string& text) {
 }  // namespace
 
 std::string run_isolated(const std::function<std::string()>& fn) {
+  // For debuggers: TRAINSIM_NO_FORK=1 runs the one simulation of this process in place.
+  if (const char* no_fork = std::getenv("TRAINSIM_NO_FORK"); no_fork != nullptr && std::string(no_fork) == "1") {
+    char arg0[] = "trainsim";
+    char log1[] = "--log=root.thres:critical";
+    char* argv[] = {arg0, log1, nullptr};
+    int argc = 2;
+    configure_simgrid(&argc, argv);
+    return fn();
+  }
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("simulation: pipe failed: ") + std::strerror(errno));
   const pid_t pid = ::fork();

@@ -87,11 +87,13 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
   // Delays (collective latency) run here: as many cores as delays can ever overlap.
   delay_ = zone->create_host("delay", 1.0)->set_core_count(1 << 20)->seal();
   if (profile.storage.kind != hw::StorageKind::NONE && profile.storage.count > 0) {
-    // Drives are striped (DeepSpeed's aio across a RAID-0 of the node's NVMe): one disk with
-    // the aggregate bandwidth.
-    storage_ = cpu_->create_disk("storage", profile.storage.read_GBps * profile.storage.count * 1e9,
-                                 profile.storage.write_GBps * profile.storage.count * 1e9);
-    storage_->seal();
+    // Drives are striped (DeepSpeed's aio across a RAID-0 of the node's NVMe): one device with
+    // the aggregate bandwidth, reads and writes each with their own.
+    storage_ = zone->create_host("storage", 1.0)->seal();
+    auto* read = zone->create_link("storage_read", profile.storage.read_GBps * profile.storage.count * 1e9)->set_latency(0)->seal();
+    auto* write = zone->create_link("storage_write", profile.storage.write_GBps * profile.storage.count * 1e9)->set_latency(0)->seal();
+    zone->add_route(storage_->get_netpoint(), cpu_->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(read)}, false);
+    zone->add_route(cpu_->get_netpoint(), storage_->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(write)}, false);
   }
 
   for (int g = 0; g < shape.local_gpus; ++g) {

@@ -71,7 +71,7 @@ double weight_versions(const Strategy& s, int stage) {
   return 1;
 }
 
-void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st) {
+void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gpus_per_node) {
   const StateBytes b = state_bytes(m.numerics);
   const double psi = st.params_on_rank;
   // ZeRO Sec. 5 (Table 1): stage 1 partitions optimizer states, stage 2 also gradients, stage 3
@@ -82,6 +82,18 @@ void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st) {
   st.params_bytes = p_elems * b.params;
   st.grads_bytes = g_elems * b.grads;
   st.optimizer_bytes = o_elems * b.optimizer;
+  if (s.l2l) {
+    // L2L keeps one copy of the model states per node in host memory (its eager parameter
+    // server); each of the node's ranks is charged an equal share of it.
+    const double share = 1.0 / std::min(s.gpus, gpus_per_node);
+    st.params_bytes = psi * b.params * share;
+    st.grads_bytes = psi * b.grads * share;
+    st.optimizer_bytes = psi * b.optimizer * share;
+    st.params_at = place(st.params_bytes, OffloadTarget::CPU);
+    st.grads_at = place(st.grads_bytes, OffloadTarget::CPU);
+    st.optimizer_at = place(st.optimizer_bytes, OffloadTarget::CPU);
+    return;
+  }
   st.params_at = place(st.params_bytes, s.offload_params);
   st.optimizer_at = place(st.optimizer_bytes, s.offload_optimizer);
   // ZeRO-Offload (Ren et al. 2021, Sec. 4.1) moves the gradient partition to the host with the
@@ -123,7 +135,13 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
   BufferMemory& buf = st.buffers;
   const double psi = st.params_on_rank;
   const ZeroBuffers& z = s.buffers;
-  if (s.zero_stage == 0) {
+  if (s.l2l && modeled) {
+    // The block being computed and the next one (prefetched), and the block's gradients.
+    const RankParams r = rank_params(m, s.tp);
+    const double block = std::max(r.per_layer + r.embedding, r.per_layer + r.head);
+    buf.gathered_params_bytes = 2.0 * block * b.params;
+    buf.comm_bucket_bytes = block * b.grads;
+  } else if (s.zero_stage == 0) {
     buf.comm_bucket_bytes = std::min(z.ddp_bucket_bytes, psi * b.grads);
   } else if (s.zero_stage <= 2) {
     // DeepSpeed stages 1-2: the reduction bucket fills during backward, the all-gather bucket
@@ -131,11 +149,11 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
     buf.comm_bucket_bytes = std::min(std::max(z.reduce_bucket_elems, z.allgather_bucket_elems), psi) * b.grads;
   } else {
     buf.comm_bucket_bytes = std::min(z.reduce_bucket_elems, psi) * b.grads;
-    if (modeled) {
-      // ZeRO-3 gathers one operator at a time and prefetches the next ones up to
-      // stage3_prefetch_bucket_size, never holding more than stage3_max_live_parameters.
-      const double op = largest_operator_params(m, s.tp);
-      buf.gathered_params_bytes = std::min(std::max(op, z.max_live_parameters), op + z.prefetch_bucket_elems) * b.params;
+    if (modeled && !s.l2l) {
+      // ZeRO-3 gathers one unit (submodule) at a time and prefetches the next while computing:
+      // at most two consecutive units are gathered (DeepSpeed's coordinator always prefetches
+      // the next submodule, whatever stage3_prefetch_bucket_size says, and frees after use).
+      buf.gathered_params_bytes = largest_adjacent_gather(m, s.tp) * b.params;
     }
   }
   if (s.offload_params == OffloadTarget::NVME) {
@@ -162,7 +180,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Strategy& s, int gpus_p
     StageMemory st;
     st.stage = stage;
     st.params_on_rank = stage_params_per_rank(m, stage, s.pp, s.tp);
-    model_states(m, s, st);
+    model_states(m, s, st, gpus_per_node);
     if (est.activations_modeled) activations(m, s, st);
     buffers(m, s, st, est.activations_modeled);
     est.stages.push_back(st);

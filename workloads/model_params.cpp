@@ -70,17 +70,56 @@ double largest_operator_params(const ModelSpec& m, int tp) {
   return largest;
 }
 
+RankParams rank_params(const ModelSpec& m, int tp) {
+  RankParams r;
+  const double word_embedding = static_cast<double>(m.vocab * m.hidden);
+  r.per_layer = layer_params_per_tp_rank(m, tp);
+  r.embedding = static_cast<double>(embedding_params(m)) - word_embedding + word_embedding / tp;
+  r.head = static_cast<double>(head_params(m));
+  if (!m.tied_embeddings) r.head += -word_embedding + word_embedding / tp;
+  return r;
+}
+
+std::vector<GatherUnit> gather_units(const ModelSpec& m, int tp) {
+  const RankParams r = rank_params(m, tp);
+  const auto ops = layer_operators(m);
+  auto rank = [&](const char* name) {
+    for (const auto& op : ops) {
+      if (std::string_view(op.name) == name) return op.per_tp_rank(tp);
+    }
+    return 0.0;
+  };
+  const double norm = rank("attention_norm");
+  const double up = m.mlp == MlpKind::GELU ? rank("mlp_in") : rank("mlp_gate_up");
+  std::vector<GatherUnit> units;
+  units.push_back({-1, "embedding", r.embedding});
+  for (int l = 0; l < static_cast<int>(m.layers); ++l) {
+    units.push_back({l, "attention_in", norm + rank("qkv")});
+    units.push_back({l, "attention_out", rank("attention_out")});
+    units.push_back({l, "mlp_in", norm + up});
+    units.push_back({l, "mlp_out", rank("mlp_out")});
+  }
+  const double tied = m.tied_embeddings ? static_cast<double>(m.vocab * m.hidden) / tp : 0.0;
+  units.push_back({static_cast<int>(m.layers), "head", r.head + tied});
+  return units;
+}
+
+double largest_adjacent_gather(const ModelSpec& m, int tp) {
+  const auto units = gather_units(m, tp);
+  double best = units.front().params;
+  for (std::size_t i = 1; i < units.size(); ++i) best = std::max(best, units[i - 1].params + units[i].params);
+  return best;
+}
+
 double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp) {
   if (m.raw_params) return *m.raw_params;
-  double p = static_cast<double>(m.layers / pp) * layer_params_per_tp_rank(m, tp);
-  const double word_embedding = static_cast<double>(m.vocab * m.hidden);
-  if (stage == 0) p += static_cast<double>(embedding_params(m)) - word_embedding + word_embedding / tp;
+  const RankParams r = rank_params(m, tp);
+  double p = static_cast<double>(m.layers / pp) * r.per_layer;
+  if (stage == 0) p += r.embedding;
   if (stage == pp - 1) {
-    double head = static_cast<double>(head_params(m));
-    if (!m.tied_embeddings) head += -word_embedding + word_embedding / tp;
-    p += head;
+    p += r.head;
     // Megatron keeps a copy of a tied word embedding on the last stage to compute the logits.
-    if (m.tied_embeddings && pp > 1) p += word_embedding / tp;
+    if (m.tied_embeddings && pp > 1) p += static_cast<double>(m.vocab * m.hidden) / tp;
   }
   return p;
 }

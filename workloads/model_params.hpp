@@ -37,6 +37,29 @@ double largest_operator_params(const ModelSpec& m, int tp = 1);
 // last; a tied embedding is duplicated on the last stage when pp > 1).
 double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp);
 
+// Parameters on one tensor-parallel rank: per transformer layer, the embedding part (first
+// stage) and the head part (last stage; with a tied embedding, without its copy).
+struct RankParams {
+  double per_layer = 0;
+  double embedding = 0;
+  double head = 0;
+};
+RankParams rank_params(const ModelSpec& m, int tp);
+
+// The units ZeRO-3 gathers one at a time (DeepSpeed gathers per submodule), in forward order on
+// one tensor-parallel rank: the embedding; per layer the attention input (norm + QKV), the
+// attention output projection, the MLP input (norm + up projection) and the MLP output; the
+// head (final norm and the output layer, re-gathering a tied embedding).
+struct GatherUnit {
+  int layer = 0;        // -1 for the embedding, layers for the head
+  const char* name = "";
+  double params = 0;
+};
+std::vector<GatherUnit> gather_units(const ModelSpec& m, int tp);
+// The most parameters two consecutive units hold: ZeRO-3 computes with one unit while it
+// gathers the next.
+double largest_adjacent_gather(const ModelSpec& m, int tp);
+
 // Narayanan et al. 2021 (Megatron-LM, "Efficient Large-Scale Language Model Training on GPU
 // Clusters"), Sec. 5.1: P = 12 l h^2 (1 + 13/(12 h) + (V + s)/(12 l h)). It leaves out the final
 // layer norm (2h parameters), which total_params counts.

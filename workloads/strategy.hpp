@@ -49,6 +49,12 @@ struct Strategy {
   OffloadTarget offload_optimizer = OffloadTarget::NONE;
   ActivationOffload offload_activations = ActivationOffload::NONE;
   Recompute recompute = Recompute::NONE;
+  // L2L (Pudipeddi et al. 2020): one layer on the GPU at a time; model states in host memory,
+  // updated there once per node.
+  bool l2l = false;
+  // ZeRO-Offload's one-step delayed parameter update (Ren et al. 2021, Sec. 5.2): the CPU
+  // optimizer of step N overlaps the forward and backward of step N + 1.
+  bool delayed_update = false;
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 1;
   std::int64_t seq = 0;

@@ -43,6 +43,7 @@ struct StrategyInput {
   Setting<OffloadTarget> offload_params, offload_optimizer;
   Setting<ActivationOffload> offload_activations;
   Setting<Recompute> recompute;
+  Setting<bool> l2l, delayed_update;
   Setting<std::int64_t> micro_batch, global_batch, grad_accum, seq;
   Setting<Numerics> precision;
   Setting<AttentionImpl> attention;

@@ -89,6 +89,8 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   s.offload_optimizer = value_or(in.offload_optimizer, OffloadTarget::NONE);
   s.offload_activations = value_or(in.offload_activations, ActivationOffload::NONE);
   s.recompute = value_or(in.recompute, Recompute::NONE);
+  s.l2l = value_or(in.l2l, false);
+  s.delayed_update = value_or(in.delayed_update, false);
   s.buffers = in.buffers;
 
   // GPUs and nodes: either may be given; the other follows from the node size.
@@ -194,6 +196,19 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   if (raw && (s.recompute != Recompute::NONE || s.offload_activations != ActivationOffload::NONE)) {
     fail(s.recompute != Recompute::NONE ? in.recompute.origin : in.offload_activations.origin,
          "no activation settings with --params (activations need the architecture; use --model)", "a setting");
+  }
+  if (s.l2l) {
+    if (s.zero_stage != 0 || s.pp > 1 || s.offload_params != OffloadTarget::NONE ||
+        s.offload_optimizer != OffloadTarget::NONE) {
+      fail(in.l2l.origin,
+           "--zero 0, --pp 1 and no --offload-* with L2L (it keeps model states on the host by itself)",
+           "another setting");
+    }
+    if (raw) fail(in.l2l.origin, "a model architecture with L2L (use --model)", "--params");
+  }
+  if (s.delayed_update && s.offload_optimizer != OffloadTarget::CPU) {
+    fail(in.delayed_update.origin, "--offload-optimizer cpu: the delayed update overlaps the CPU optimizer step",
+         "offload-optimizer " + std::string(to_string(s.offload_optimizer)));
   }
   if (s.sp && s.tp == 1) out.notes.push_back("sequence parallelism has no effect with tp = 1");
 

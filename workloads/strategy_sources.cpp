@@ -136,6 +136,8 @@ void StrategyInput::merge(const StrategyInput& later) {
   take(offload_optimizer, later.offload_optimizer);
   take(offload_activations, later.offload_activations);
   take(recompute, later.recompute);
+  take(l2l, later.l2l);
+  take(delayed_update, later.delayed_update);
   take(micro_batch, later.micro_batch);
   take(global_batch, later.global_batch);
   take(grad_accum, later.grad_accum);
@@ -185,6 +187,8 @@ StrategyInput strategy_from_json(const std::string& path) {
   read_choice(o, "offload_optimizer", in.offload_optimizer, names::OFFLOAD);
   read_choice(o, "offload_activations", in.offload_activations, names::ACTIVATION_OFFLOAD);
   read_choice(o, "recompute", in.recompute, names::RECOMPUTE);
+  if (auto v = o.optional_boolean("l2l")) in.l2l.set(*v, at(o, "l2l"));
+  if (auto v = o.optional_boolean("delayed_update")) in.delayed_update.set(*v, at(o, "delayed_update"));
   read_int(o, "micro_batch", in.micro_batch, 1);
   read_int(o, "global_batch", in.global_batch, 1);
   read_int(o, "seq", in.seq, 1);

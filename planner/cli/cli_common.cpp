@@ -37,6 +37,8 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f) {
   app.add_option("--offload-activations", f.offload_activations, "Activation-checkpoint offload: none, cpu")
       ->group("Strategy");
   app.add_option("--recompute", f.recompute, "Activation recompute: none, selective, full")->group("Strategy");
+  app.add_flag("--l2l", f.l2l, "L2L: one layer on the GPU at a time, model states on the host")->group("Strategy");
+  app.add_flag("--dpu", f.delayed_update, "ZeRO-Offload's one-step delayed parameter update")->group("Strategy");
   app.add_option("--micro-batch", f.micro_batch, "Micro-batch size per GPU")->group("Strategy")->check(CLI::PositiveNumber);
   app.add_option("--global-batch", f.global_batch, "Global batch size (default: micro-batch x dp x pp)")
       ->group("Strategy")

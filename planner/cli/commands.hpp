@@ -16,5 +16,6 @@ void register_commands(CLI::App& app, Commands& commands);
 
 void register_memory(CLI::App& app, Commands& commands);
 void register_list(CLI::App& app, Commands& commands);
+void register_simulate(CLI::App& app, Commands& commands);
 
 }  // namespace trainsim::cli

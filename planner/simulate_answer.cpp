@@ -1,0 +1,169 @@
+#include "simulate_answer.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "config_error.hpp"
+#include "enum_names.hpp"
+
+namespace trainsim::planner {
+namespace {
+constexpr double GiB = 1073741824.0;
+
+std::string fits_reason(const MemoryAnswer& m) {
+  const auto& st = m.estimate.stages[static_cast<std::size_t>(m.estimate.peak_stage)];
+  std::vector<std::string> parts;
+  if (!m.fit.fits_gpu) {
+    parts.push_back(fmt::format("GPU memory: {:.2f} GiB needed, {:.2f} GiB usable", st.gpu_bytes() / GiB,
+                                m.fit.gpu_usable_bytes / GiB));
+  }
+  if (!m.fit.fits_cpu) {
+    parts.push_back(fmt::format("host memory: {:.1f} GiB needed per node, {:.1f} GiB available",
+                                m.estimate.peak_node.cpu_bytes / GiB, m.fit.cpu_capacity_bytes / GiB));
+  }
+  if (!m.fit.fits_nvme) {
+    parts.push_back(fmt::format("storage: {:.1f} TB needed per node, {:.1f} TB available",
+                                m.estimate.peak_node.nvme_bytes / 1e12, m.fit.nvme_capacity_bytes / 1e12));
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+}  // namespace
+
+SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) {
+  const auto& s = request.inputs.strategy;
+  if (!request.inputs.model.has_architecture()) {
+    throw ConfigError("--params", "--params", "a model architecture for simulate (use --model): a raw count has no layers",
+                      "a raw parameter count");
+  }
+  if (s.pp > 1) {
+    throw ConfigError("--pp", "--pp",
+                      "1 for simulate: this build replays the data-parallel family (DP, ZeRO, offload, L2L); "
+                      "pipeline schedules are answered by `trainsim memory` until the pipeline simulator lands",
+                      std::to_string(s.pp));
+  }
+  if (s.tp > request.profile.gpus_per_node()) {
+    throw ConfigError("--tp", "--tp",
+                      fmt::format("at most the {} GPUs of a node (tensor parallelism across nodes is not simulated)",
+                                  request.profile.gpus_per_node()),
+                      std::to_string(s.tp));
+  }
+  SimulateAnswer a;
+  a.memory = answer_memory(std::move(request));
+  const Request& r = a.memory.request;
+  if (r.infeasible_reason) {
+    a.result.fits = false;
+    a.result.infeasible_reason = r.infeasible_reason;
+    return a;
+  }
+  if (!a.memory.fit.fits()) {
+    a.result.fits = false;
+    a.result.infeasible_reason = "does not fit: " + fits_reason(a.memory);
+    return a;
+  }
+  const auto& peaks = r.profile.gpu.peak_TFLOPs;
+  const bool bf16 = r.inputs.model.numerics == wl::Numerics::BF16 || r.inputs.model.numerics == wl::Numerics::BF16_MIXED;
+  if (bf16 && peaks.count(hw::ComputePrecision::BF16) == 0) {
+    a.result.fits = false;
+    a.result.infeasible_reason = fmt::format("the {} has no bf16 arithmetic; use --precision fp16-mixed", r.profile.gpu.model);
+    return a;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  a.result = sim::simulate(r.inputs.model, s, r.profile, a.memory.estimate, options);
+  a.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (a.result.peak_memory_bytes > a.memory.fit.gpu_usable_bytes) {
+    a.result.fits = false;
+    a.result.infeasible_reason = fmt::format("the simulated peak ({:.2f} GiB) exceeds the usable {:.2f} GiB",
+                                             a.result.peak_memory_bytes / GiB, a.memory.fit.gpu_usable_bytes / GiB);
+  }
+  return a;
+}
+
+nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
+  const auto& r = a.result;
+  nlohmann::ordered_json j;
+  j["schema_version"] = SIMULATE_SCHEMA_VERSION;
+  j["kind"] = "trainsim.simulate";
+  j["provenance"] = provenance_json(a.memory.request, "simulate");
+  j["inputs"] = inputs_json(a.memory.request);
+  auto number_or_null = [&](double v) { return r.simulated ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
+  j["step_time_s"] = number_or_null(r.step_time_s);
+  j["tflops_per_gpu"] = number_or_null(r.tflops_per_gpu);
+  j["hardware_tflops_per_gpu"] = number_or_null(r.hardware_tflops_per_gpu);
+  j["tokens_per_s"] = number_or_null(r.tokens_per_s);
+  j["samples_per_s"] = number_or_null(r.samples_per_s);
+  j["bubble_fraction"] = number_or_null(r.bubble_fraction);
+  j["peak_memory_bytes"] = r.simulated ? nlohmann::ordered_json(std::llround(r.peak_memory_bytes)) : nlohmann::ordered_json();
+  j["per_gpu"] = nlohmann::ordered_json::array();
+  for (std::size_t g = 0; g < r.per_gpu.size(); ++g) {
+    const auto& x = r.per_gpu[g];
+    j["per_gpu"].push_back({{"gpu", g},
+                            {"peak_memory_bytes", std::llround(x.peak_memory_bytes)},
+                            {"busy_s",
+                             {{"compute", x.compute_s},
+                              {"exposed_communication", x.exposed_communication_s},
+                              {"exposed_offload_io", x.exposed_offload_io_s},
+                              {"optimizer", x.optimizer_s},
+                              {"idle", x.idle_s}}}});
+  }
+  j["host_peak_bytes"] = r.simulated ? nlohmann::ordered_json(std::llround(r.host_peak_bytes)) : nlohmann::ordered_json();
+  j["storage_peak_bytes"] = r.simulated ? nlohmann::ordered_json(std::llround(r.storage_peak_bytes)) : nlohmann::ordered_json();
+  j["memory_model_gpu_bytes"] = std::llround(a.memory.estimate.stages[0].gpu_bytes());
+  j["fits"] = r.fits;
+  j["infeasible_reason"] = r.infeasible_reason ? nlohmann::ordered_json(*r.infeasible_reason) : nlohmann::ordered_json();
+  j["simulation"] = {{"simulated_gpus", r.simulated_gpus},
+                     {"ops", r.ops},
+                     {"activities", r.activities},
+                     {"steps_simulated", r.steps_simulated}};
+  j["assumptions"] = r.assumptions;
+  return j;
+}
+
+std::string simulate_table(const SimulateAnswer& a) {
+  const auto& r = a.result;
+  const Request& q = a.memory.request;
+  const auto& s = q.inputs.strategy;
+  std::string out = fmt::format("trainsim simulate: {} ({}) on {} x {} ({} GPUs)\n", q.inputs.model.name,
+                                human_count(a.memory.estimate.total_params), s.nodes, q.profile.name, s.gpus);
+  out += fmt::format("  dp {} x tp {}, ZeRO-{}{}{}{}{}, micro-batch {} x {} micro-batches, seq {}, {}\n\n", s.dp, s.tp,
+                     s.zero_stage, s.offload_params != wl::OffloadTarget::NONE ? ", params -> " + std::string(wl::to_string(s.offload_params)) : "",
+                     s.offload_optimizer != wl::OffloadTarget::NONE ? ", optimizer -> " + std::string(wl::to_string(s.offload_optimizer)) : "",
+                     s.recompute != wl::Recompute::NONE ? ", recompute " + std::string(wl::to_string(s.recompute)) : "",
+                     s.l2l ? ", L2L" : s.delayed_update ? ", delayed update" : "", s.micro_batch, s.micro_batches(), s.seq,
+                     wl::to_string(q.inputs.model.numerics));
+  if (!r.simulated) {
+    out += "Not simulated: " + r.infeasible_reason.value_or("unknown") + "\n";
+    return out;
+  }
+  out += fmt::format("  {:<34}{:>12.4f} s\n", "step time", r.step_time_s);
+  out += fmt::format("  {:<34}{:>12.1f} TFLOP/s ({:.1f} with recompute)\n", "per GPU (model FLOPs)", r.tflops_per_gpu,
+                     r.hardware_tflops_per_gpu);
+  out += fmt::format("  {:<34}{:>12.0f} tokens/s, {:.2f} samples/s\n", "throughput", r.tokens_per_s, r.samples_per_s);
+  out += fmt::format("  {:<34}{:>12.1f} %\n", "bubble (idle)", 100 * r.bubble_fraction);
+  out += fmt::format("  {:<34}{:>12.2f} GiB of {:.2f} usable  {}\n", "peak GPU memory (simulated)", r.peak_memory_bytes / GiB,
+                     a.memory.fit.gpu_usable_bytes / GiB, r.fits ? "fits" : "OVERFLOWS");
+  out += fmt::format("  {:<34}{:>12.2f} GiB per node\n", "peak host memory", r.host_peak_bytes / GiB);
+  if (r.storage_peak_bytes > 0) out += fmt::format("  {:<34}{:>12.2f} TB per node\n", "storage in use", r.storage_peak_bytes / 1e12);
+  const auto& g = r.per_gpu.front();
+  const double step = r.step_time_s;
+  out += "\nWhere GPU 0's step goes\n";
+  auto row = [&](const char* what, double seconds) {
+    const int bar = static_cast<int>(std::lround(40 * seconds / step));
+    out += fmt::format("  {:<26}{:>10.4f} s {:>6.1f} %  {}\n", what, seconds, 100 * seconds / step, std::string(static_cast<std::size_t>(std::max(0, bar)), '#'));
+  };
+  row("compute", g.compute_s);
+  row("exposed communication", g.exposed_communication_s);
+  row("exposed offload I/O", g.exposed_offload_io_s);
+  row("optimizer", g.optimizer_s);
+  row("idle", g.idle_s);
+  if (!r.fits) out += "\nDoes not fit: " + r.infeasible_reason.value_or("") + "\n";
+  out += fmt::format("\nSimulated {} GPUs explicitly ({} ops, {} SimGrid activities, {:.2f} s wall)\n", r.simulated_gpus, r.ops,
+                     r.activities, a.wall_s);
+  for (const auto& note : r.assumptions) out += "Assumed: " + note + "\n";
+  return out;
+}
+
+}  // namespace trainsim::planner

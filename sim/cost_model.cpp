@@ -1,0 +1,134 @@
+#include "cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "activation_memory.hpp"
+
+namespace trainsim::sim {
+
+double interpolate_curve(const std::vector<hw::CurvePoint>& points, double bytes) {
+  if (points.empty()) return 0;
+  if (bytes <= points.front().bytes) return points.front().value;
+  if (bytes >= points.back().bytes) return points.back().value;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (bytes <= points[i].bytes) {
+      const double x0 = std::log(points[i - 1].bytes), x1 = std::log(points[i].bytes);
+      const double w = (std::log(bytes) - x0) / (x1 - x0);
+      return points[i - 1].value + w * (points[i].value - points[i - 1].value);
+    }
+  }
+  return points.back().value;
+}
+
+namespace {
+
+hw::ComputePrecision precision_of(wl::Numerics n) {
+  switch (n) {
+    case wl::Numerics::FP16_MIXED: return hw::ComputePrecision::FP16;
+    case wl::Numerics::BF16_MIXED:
+    case wl::Numerics::BF16: return hw::ComputePrecision::BF16;
+    case wl::Numerics::FP32: return hw::ComputePrecision::FP32;
+  }
+  return hw::ComputePrecision::FP16;
+}
+
+const hw::BandwidthCurve* find_curve(const std::vector<hw::BandwidthCurve>& curves, std::string_view what, int group) {
+  const hw::BandwidthCurve* best = nullptr;
+  for (const auto& c : curves) {
+    if (c.what != what) continue;
+    // The measured group closest in size (calibration covers the group sizes one node has).
+    if (best == nullptr || std::abs(c.group_size - group) < std::abs(best->group_size - group)) best = &c;
+  }
+  return best;
+}
+
+}  // namespace
+
+CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics)
+    : profile_(profile), precision_(precision_of(numerics)), element_bytes_(wl::activation_element_bytes(numerics)) {
+  auto it = profile.gpu.peak_TFLOPs.find(precision_);
+  if (it == profile.gpu.peak_TFLOPs.end()) {
+    throw std::invalid_argument(fmt::format("the {} of {} has no {} peak in its profile", profile.gpu.model,
+                                            profile.name, hw::to_string(precision_)));
+  }
+  peak_flops_ = it->second * 1e12;
+}
+
+double CostModel::gemm_seconds(const wl::Gemm& g) const {
+  double efficiency = DEFAULT_GEMM_EFFICIENCY;
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& e : profile_.calibration.gemm) {
+    if (e.precision != precision_) continue;
+    const double d = std::pow(std::log(e.m / g.m), 2) + std::pow(std::log(e.n / g.n), 2) + std::pow(std::log(e.k / g.k), 2);
+    if (d < best) {
+      best = d;
+      efficiency = e.efficiency;
+    }
+  }
+  const double compute = g.flops() / (peak_flops_ * efficiency);
+  // A roofline floor: the operands and the result cross HBM at least once.
+  const double traffic = (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch * element_bytes_;
+  return std::max(compute, traffic / (profile_.gpu.hbm_GBps * 1e9 * DEFAULT_KERNEL_EFFICIENCY));
+}
+
+double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
+  double GBps = profile_.gpu.hbm_GBps * DEFAULT_KERNEL_EFFICIENCY;
+  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.kernels, k.name, 1);
+  if (curve == nullptr) curve = find_curve(profile_.calibration.kernels, "copy", 1);
+  if (curve != nullptr) GBps = interpolate_curve(curve->points, k.bytes);
+  return k.bytes / (GBps * 1e9);
+}
+
+double CostModel::pass_seconds(const wl::PassCost& pass) const {
+  double t = 0;
+  for (const auto& g : pass.gemms) t += gemm_seconds(g);
+  for (const auto& k : pass.kernels) t += kernel_seconds(k);
+  return t;
+}
+
+double CostModel::gpu_adam_seconds(double params, wl::Numerics numerics) const {
+  return kernel_seconds({"adam", params * wl::adam_bytes_per_param(numerics)});
+}
+
+double CostModel::collective_cap(CollectiveKind kind, int group_size, double bytes) const {
+  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.collectives, to_string(kind), group_size);
+  return curve == nullptr ? 0.0 : interpolate_curve(curve->points, bytes) * 1e9;
+}
+
+double CostModel::copy_cap(OpKind kind, double bytes) const {
+  const char* what = kind == OpKind::COPY_H2D ? "h2d_pinned" : "d2h_pinned";
+  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.copies, what, 1);
+  return curve == nullptr ? 0.0 : interpolate_curve(curve->points, bytes) * 1e9;
+}
+
+std::vector<std::string> CostModel::assumptions() const {
+  std::vector<std::string> out;
+  const auto& cal = profile_.calibration;
+  bool gemm = false;
+  for (const auto& e : cal.gemm) gemm = gemm || e.precision == precision_;
+  if (!gemm) {
+    out.push_back(fmt::format("no calibrated {} GEMM table in {}: GEMMs at {:.0f}% of peak (assumed)",
+                              hw::to_string(precision_), profile_.name, DEFAULT_GEMM_EFFICIENCY * 100));
+  }
+  if (cal.kernels.empty()) {
+    out.push_back(fmt::format("no calibrated kernel bandwidth in {}: memory-bound kernels at {:.0f}% of HBM (assumed)",
+                              profile_.name, DEFAULT_KERNEL_EFFICIENCY * 100));
+  }
+  if (cal.collectives.empty()) {
+    out.push_back(fmt::format("no calibrated collectives in {}: rings run at link bandwidth", profile_.name));
+  }
+  if (cal.copies.empty()) {
+    out.push_back(fmt::format("no calibrated copy curves in {}: host<->device copies at the PCIe figures", profile_.name));
+  }
+  if (!cal.cpu_adam_params_per_s) {
+    out.push_back(fmt::format("no calibrated CPU-Adam rate in {}: scaled from ZeRO-Offload's DGX-2 figure by core count",
+                              profile_.name));
+  }
+  return out;
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,51 @@
+#pragma once
+// From work (FLOPs, bytes, parameters) to time on a cluster profile. GEMMs run at peak times an
+// efficiency looked up in the profile's calibrated GEMM table (nearest shape in log space, same
+// precision), memory-bound kernels at an achieved bandwidth from the calibrated kernel curves.
+// Without calibration the defaults below apply and every result lists them as assumptions.
+// Collective and copy rates are capped by calibrated bandwidth curves, explicitly per op.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster_profile.hpp"
+#include "layer_costs.hpp"
+#include "task_graph.hpp"
+
+namespace trainsim::sim {
+
+// Assumed where a profile has no calibration (and said so in every result).
+inline constexpr double DEFAULT_GEMM_EFFICIENCY = 0.7;    // large tensor-core GEMMs, cuBLAS
+inline constexpr double DEFAULT_KERNEL_EFFICIENCY = 0.8;  // elementwise kernels, of HBM bandwidth
+
+class CostModel {
+ public:
+  // Throws std::invalid_argument when the GPU has no peak for the model's precision.
+  CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics);
+
+  double gemm_seconds(const wl::Gemm& g) const;
+  double kernel_seconds(const wl::MemoryKernel& k) const;
+  double pass_seconds(const wl::PassCost& pass) const;
+  // Adam over `params` parameters on the GPU (memory-bound).
+  double gpu_adam_seconds(double params, wl::Numerics numerics) const;
+
+  // Calibrated rate caps (bytes/s of the op's ring hop or copy); 0 when uncalibrated.
+  double collective_cap(CollectiveKind kind, int group_size, double bytes) const;
+  double copy_cap(OpKind kind, double bytes) const;
+
+  hw::ComputePrecision precision() const { return precision_; }
+  double peak_flops() const { return peak_flops_; }
+  std::vector<std::string> assumptions() const;
+
+ private:
+  const hw::ClusterProfile& profile_;
+  hw::ComputePrecision precision_;
+  double peak_flops_ = 0;
+  double element_bytes_ = 2;
+};
+
+// Linear interpolation of a curve in log(bytes), clamped at its ends.
+double interpolate_curve(const std::vector<hw::CurvePoint>& points, double bytes);
+
+}  // namespace trainsim::sim

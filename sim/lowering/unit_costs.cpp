@@ -1,0 +1,150 @@
+#include "unit_costs.hpp"
+
+#include <string_view>
+
+#include "layer_costs.hpp"
+#include "model_params.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+enum Part { ATTENTION_IN, ATTENTION_OUT, MLP_IN, MLP_OUT, PARTS };
+
+// Which gather unit each GEMM and kernel of a layer belongs to; shared kernels (the two norms,
+// the two residual adds and dropouts) split evenly between the units they serve.
+struct Shares {
+  double part[PARTS] = {0, 0, 0, 0};
+};
+
+Shares shares_of(std::string_view name) {
+  Shares s;
+  if (name == "qkv" || name == "attention_scores" || name == "attention_context" || name == "softmax" ||
+      name == "attention_dropout") {
+    s.part[ATTENTION_IN] = 1;
+  } else if (name == "attention_out") {
+    s.part[ATTENTION_OUT] = 1;
+  } else if (name == "mlp_in" || name == "activation") {
+    s.part[MLP_IN] = 1;
+  } else if (name == "mlp_out") {
+    s.part[MLP_OUT] = 1;
+  } else if (name == "norm") {
+    s.part[ATTENTION_IN] = s.part[MLP_IN] = 0.5;
+  } else {  // residual_add, dropout
+    s.part[ATTENTION_OUT] = s.part[MLP_OUT] = 0.5;
+  }
+  return s;
+}
+
+struct PartTimes {
+  double seconds[PARTS] = {0, 0, 0, 0};
+  double flops[PARTS] = {0, 0, 0, 0};
+};
+
+PartTimes split(const CostModel& c, const wl::PassCost& pass) {
+  PartTimes t;
+  for (const auto& g : pass.gemms) {
+    const Shares s = shares_of(g.name);
+    for (int p = 0; p < PARTS; ++p) {
+      t.seconds[p] += s.part[p] * c.gemm_seconds(g);
+      t.flops[p] += s.part[p] * g.flops();
+    }
+  }
+  for (const auto& k : pass.kernels) {
+    const Shares s = shares_of(k.name);
+    for (int p = 0; p < PARTS; ++p) t.seconds[p] += s.part[p] * c.kernel_seconds(k);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& c, bool per_operator) {
+  const wl::LayerCost layer = wl::transformer_layer_cost(m, s);
+  const wl::LayerCost out = wl::output_layer_cost(m, s);
+  const wl::LayerCost emb = wl::embedding_cost(m, s);
+  const PartTimes fwd = split(c, layer.forward), bwd = split(c, layer.backward);
+  const bool tp = s.tp > 1;
+  // Selective recompute re-runs the attention core: scores, softmax, its dropout and context.
+  Segment core;
+  for (const auto& g : layer.forward.gemms) {
+    const std::string_view n = g.name;
+    if (n == "attention_scores" || n == "attention_context") {
+      core.seconds += c.gemm_seconds(g);
+      core.flops += g.flops();
+    }
+  }
+  for (const auto& k : layer.forward.kernels) {
+    const std::string_view n = k.name;
+    if (n == "softmax" || n == "attention_dropout") core.seconds += c.kernel_seconds(k);
+  }
+  const bool selective = s.recompute == wl::Recompute::SELECTIVE;
+  const int L = static_cast<int>(m.layers);
+  std::vector<UnitCost> units;
+
+  if (per_operator) {
+    for (const wl::GatherUnit& g : wl::gather_units(m, s.tp)) {
+      UnitCost u;
+      u.layer = g.layer;
+      u.name = g.name;
+      u.params = g.params;
+      const std::string_view n = g.name;
+      if (n == "embedding") {
+        u.forward = {{c.pass_seconds(emb.forward), 0, false}};
+        u.backward = {{c.pass_seconds(emb.backward), 0, false}};
+        u.holds_embedding = true;
+      } else if (n == "head") {
+        u.forward = {{c.pass_seconds(out.forward), out.forward.flops(), false}};
+        u.backward = {{c.pass_seconds(out.backward), out.backward.flops(), false}};
+        u.holds_head = true;
+      } else {
+        const Part p = n == "attention_in" ? ATTENTION_IN : n == "attention_out" ? ATTENTION_OUT : n == "mlp_in" ? MLP_IN : MLP_OUT;
+        u.forward = {{fwd.seconds[p], fwd.flops[p], tp && (p == ATTENTION_OUT || p == MLP_OUT)}};
+        u.backward = {{bwd.seconds[p], bwd.flops[p], tp && (p == ATTENTION_IN || p == MLP_IN)}};
+        u.full_recompute = u.forward;
+        if (selective && p == ATTENTION_IN) u.selective_recompute = {core};
+      }
+      units.push_back(std::move(u));
+    }
+    return units;
+  }
+
+  const wl::RankParams rp = wl::rank_params(m, s.tp);
+  for (int l = 0; l < L; ++l) {
+    UnitCost u;
+    u.layer = l;
+    u.name = "layer";
+    u.params = rp.per_layer + (l == 0 ? rp.embedding : 0.0) + (l == L - 1 ? rp.head : 0.0);
+    const double attn_f = fwd.seconds[ATTENTION_IN] + fwd.seconds[ATTENTION_OUT];
+    const double mlp_f = fwd.seconds[MLP_IN] + fwd.seconds[MLP_OUT];
+    const double attn_b = bwd.seconds[ATTENTION_IN] + bwd.seconds[ATTENTION_OUT];
+    const double mlp_b = bwd.seconds[MLP_IN] + bwd.seconds[MLP_OUT];
+    const double flops_f = layer.forward.flops(), flops_b = layer.backward.flops();
+    double pre_f = 0, post_f = 0, pre_b = 0, post_b = 0, extra_flops_f = 0, extra_flops_b = 0;
+    if (l == 0) {
+      pre_f += c.pass_seconds(emb.forward);
+      post_b += c.pass_seconds(emb.backward);
+      u.holds_embedding = true;
+    }
+    if (l == L - 1) {
+      post_f += c.pass_seconds(out.forward);
+      pre_b += c.pass_seconds(out.backward);
+      extra_flops_f += out.forward.flops();
+      extra_flops_b += out.backward.flops();
+      u.holds_head = true;
+    }
+    if (tp) {
+      u.forward = {{pre_f + attn_f, 0, true}, {mlp_f + post_f, flops_f + extra_flops_f, true}};
+      u.backward = {{pre_b + mlp_b, 0, true}, {attn_b + post_b, flops_b + extra_flops_b, true}};
+      u.full_recompute = {{attn_f, 0, true}, {mlp_f, flops_f, true}};
+    } else {
+      u.forward = {{pre_f + attn_f + mlp_f + post_f, flops_f + extra_flops_f, false}};
+      u.backward = {{pre_b + mlp_b + attn_b + post_b, flops_b + extra_flops_b, false}};
+      u.full_recompute = {{attn_f + mlp_f, flops_f, false}};
+    }
+    if (selective) u.selective_recompute = {core};
+    units.push_back(std::move(u));
+  }
+  return units;
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,37 @@
+#pragma once
+// The units a data-parallel step computes (whole layers, or ZeRO-3's gather units) with their
+// parameters and their compute time on one rank, cut where tensor parallelism places its
+// all-reduces (after the attention and after the MLP in the forward, Shoeybi et al. 2019 Fig. 3,
+// and after the MLP-input and QKV input gradients in the backward).
+
+#include <vector>
+
+#include "cost_model.hpp"
+#include "model.hpp"
+#include "strategy.hpp"
+
+namespace trainsim::sim {
+
+struct Segment {
+  double seconds = 0;
+  double flops = 0;
+  bool tp_allreduce_after = false;
+};
+
+struct UnitCost {
+  int layer = 0;           // -1 embedding, model.layers head (ZeRO-3 units); else a layer
+  const char* name = "";
+  double params = 0;       // on one tensor-parallel rank
+  std::vector<Segment> forward;
+  std::vector<Segment> backward;
+  std::vector<Segment> full_recompute;       // the layer's own forward again (no embedding or head)
+  std::vector<Segment> selective_recompute;  // empty unless this unit holds the attention core
+  bool holds_embedding = false;  // the embedding's activations start here
+  bool holds_head = false;       // the output layer's activations and logits live here
+};
+
+// ZeRO-3 gather units when `per_operator`, else one unit per layer (the embedding folded into
+// the first layer, the head into the last).
+std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& c, bool per_operator);
+
+}  // namespace trainsim::sim

@@ -1,0 +1,100 @@
+#include "metrics.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace trainsim::sim {
+namespace {
+
+using Interval = std::pair<double, double>;
+
+// Sorted, disjoint union of intervals clipped to [from, to).
+std::vector<Interval> normalize(std::vector<Interval> v, double from, double to) {
+  for (auto& [a, b] : v) {
+    a = std::max(a, from);
+    b = std::min(b, to);
+  }
+  std::erase_if(v, [](const Interval& i) { return i.second <= i.first; });
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& i : v) {
+    if (!out.empty() && i.first <= out.back().second) out.back().second = std::max(out.back().second, i.second);
+    else out.push_back(i);
+  }
+  return out;
+}
+
+double length(const std::vector<Interval>& v) {
+  double total = 0;
+  for (const auto& [a, b] : v) total += b - a;
+  return total;
+}
+
+// a minus b, both normalized.
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (auto [start, end] : a) {
+    while (j < b.size() && b[j].second <= start) ++j;
+    std::size_t k = j;
+    double cursor = start;
+    while (k < b.size() && b[k].first < end) {
+      if (b[k].first > cursor) out.push_back({cursor, b[k].first});
+      cursor = std::max(cursor, b[k].second);
+      ++k;
+    }
+    if (cursor < end) out.push_back({cursor, end});
+  }
+  return out;
+}
+
+std::vector<Interval> merge(const std::vector<Interval>& a, const std::vector<Interval>& b, double from, double to) {
+  std::vector<Interval> all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  return normalize(std::move(all), from, to);
+}
+
+}  // namespace
+
+std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay, int gpus, double from, double to) {
+  constexpr std::size_t CATEGORIES = 4;
+  std::vector<std::array<std::vector<Interval>, CATEGORIES>> raw(static_cast<std::size_t>(gpus));
+  std::vector<GpuBusy> out(static_cast<std::size_t>(gpus));
+  for (std::size_t v = 0; v < boost::num_vertices(graph); ++v) {
+    const Op& op = graph[v];
+    const Interval span{replay.timing[v].start, replay.timing[v].end};
+    const auto cat = static_cast<std::size_t>(op.category);
+    auto credit = [&](int g) {
+      raw[static_cast<std::size_t>(g)][cat].push_back(span);
+      if (op.kind == OpKind::COMPUTE && span.first >= from && span.first < to) {
+        out[static_cast<std::size_t>(g)].hardware_flops += op.flops;
+      }
+    };
+    if (!op.participants.empty()) {
+      for (int g : op.participants) credit(g);
+    } else if (op.gpu >= 0) {
+      credit(op.gpu);
+    } else {
+      for (int g = 0; g < gpus; ++g) credit(g);
+    }
+  }
+  for (int g = 0; g < gpus; ++g) {
+    auto& r = raw[static_cast<std::size_t>(g)];
+    auto& busy = out[static_cast<std::size_t>(g)];
+    const auto compute = normalize(r[static_cast<std::size_t>(Category::COMPUTE)], from, to);
+    const auto comm = subtract(normalize(r[static_cast<std::size_t>(Category::COMMUNICATION)], from, to), compute);
+    const auto covered = merge(compute, comm, from, to);
+    const auto io = subtract(normalize(r[static_cast<std::size_t>(Category::OFFLOAD_IO)], from, to), covered);
+    const auto covered2 = merge(covered, io, from, to);
+    const auto opt = subtract(normalize(r[static_cast<std::size_t>(Category::OPTIMIZER)], from, to), covered2);
+    busy.compute_s = length(compute);
+    busy.exposed_communication_s = length(comm);
+    busy.exposed_offload_io_s = length(io);
+    busy.optimizer_s = length(opt);
+    busy.idle_s = std::max(0.0, (to - from) - busy.compute_s - busy.exposed_communication_s - busy.exposed_offload_io_s -
+                                    busy.optimizer_s);
+  }
+  return out;
+}
+
+}  // namespace trainsim::sim

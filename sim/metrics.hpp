@@ -1,0 +1,26 @@
+#pragma once
+// Where each GPU's time goes in a step. Categories are exclusive and add up to the step time:
+// compute; communication not hidden behind compute (exposed); offload I/O (copies, storage)
+// hidden behind neither; optimizer work (GPU Adam, or waiting on the CPU optimizer) behind none
+// of those; and idle (the bubble).
+
+#include <vector>
+
+#include "engine.hpp"
+#include "task_graph.hpp"
+
+namespace trainsim::sim {
+
+struct GpuBusy {
+  double compute_s = 0;
+  double exposed_communication_s = 0;
+  double exposed_offload_io_s = 0;
+  double optimizer_s = 0;
+  double idle_s = 0;
+  double hardware_flops = 0;
+};
+
+// Busy time of each local GPU over [from, to). Node-level ops (gpu == -1) count for every GPU.
+std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay, int gpus, double from, double to);
+
+}  // namespace trainsim::sim

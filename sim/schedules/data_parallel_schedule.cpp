@@ -1,0 +1,193 @@
+#include "data_parallel_schedule.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace trainsim::sim {
+
+std::string_view to_string(Instr i) {
+  switch (i) {
+    case Instr::FETCH_PARAMS: return "fetch_params";
+    case Instr::GATHER_PARAMS: return "gather_params";
+    case Instr::FORWARD: return "forward";
+    case Instr::SAVE_CHECKPOINT: return "save_checkpoint";
+    case Instr::LOAD_CHECKPOINT: return "load_checkpoint";
+    case Instr::RECOMPUTE: return "recompute";
+    case Instr::BACKWARD: return "backward";
+    case Instr::REDUCE_GRADS: return "reduce_grads";
+    case Instr::OFFLOAD_GRADS: return "offload_grads";
+    case Instr::OPTIMIZER_STEP: return "optimizer_step";
+    case Instr::UPDATE_PARAMS: return "update_params";
+  }
+  return "?";
+}
+
+std::vector<int> assign_buckets(const std::vector<double>& unit_grad_bytes, double bucket_bytes) {
+  std::vector<int> bucket(unit_grad_bytes.size(), 0);
+  int current = 0;
+  double filled = 0;
+  for (int u = static_cast<int>(unit_grad_bytes.size()) - 1; u >= 0; --u) {
+    bucket[static_cast<std::size_t>(u)] = current;
+    filled += unit_grad_bytes[static_cast<std::size_t>(u)];
+    if (filled >= bucket_bytes && u > 0) {
+      ++current;
+      filled = 0;
+    }
+  }
+  return bucket;
+}
+
+namespace {
+
+// One compute of the step's sequence.
+struct Item {
+  Instr kind;
+  int unit;
+  int layer;
+  int micro_batch;
+  bool needs_params;
+};
+
+class Emitter {
+ public:
+  explicit Emitter(DataParallelPlan plan) : plan_(std::move(plan)) {
+    const int units = static_cast<int>(plan_.unit_layer.size());
+    if (plan_.bucket_of_unit.empty()) plan_.bucket_of_unit.assign(static_cast<std::size_t>(units), 0);
+  }
+
+  std::vector<Instruction> run() {
+    build_items();
+    for (std::size_t p = 0; p < items_.size(); ++p) {
+      emit_prefetches(static_cast<int>(p));
+      emit_compute(static_cast<int>(p));
+    }
+    std::vector<int> before_step = finals_;
+    if (before_step.empty()) {
+      for (int i = 0; i < static_cast<int>(out_.size()); ++i) {
+        if (out_[static_cast<std::size_t>(i)].kind == Instr::BACKWARD) before_step.push_back(i);
+      }
+    }
+    const int step = emit({Instr::OPTIMIZER_STEP, -1, -1, -1, -1, Pass::NONE, before_step});
+    if (plan_.update_params) emit({Instr::UPDATE_PARAMS, -1, -1, -1, -1, Pass::NONE, {step}});
+    return std::move(out_);
+  }
+
+ private:
+  int emit(Instruction in) {
+    out_.push_back(std::move(in));
+    return static_cast<int>(out_.size()) - 1;
+  }
+
+  std::vector<int> units_of_layer(int layer) const {
+    std::vector<int> out;
+    for (int u = 0; u < static_cast<int>(plan_.unit_layer.size()); ++u) {
+      if (plan_.unit_layer[static_cast<std::size_t>(u)] == layer) out.push_back(u);
+    }
+    return out;
+  }
+
+  void build_items() {
+    const int units = static_cast<int>(plan_.unit_layer.size());
+    for (int mb = 0; mb < plan_.micro_batches; ++mb) {
+      for (int u = 0; u < units; ++u) items_.push_back({Instr::FORWARD, u, plan_.unit_layer[static_cast<std::size_t>(u)], mb, true});
+      const int last_layer = plan_.unit_layer.back();
+      for (int layer = last_layer; layer >= plan_.unit_layer.front(); --layer) {
+        const std::vector<int> us = units_of_layer(layer);
+        if (us.empty()) continue;
+        first_backward_item_[{mb, layer}] = static_cast<int>(items_.size());
+        const bool checkpointed = layer >= 0 && layer < plan_.checkpointed_layers;
+        if (plan_.recompute_full && checkpointed) {
+          for (int u : us) items_.push_back({Instr::RECOMPUTE, u, layer, mb, true});
+        } else if (checkpointed && plan_.selective_unit_of_layer >= 0 &&
+                   plan_.selective_unit_of_layer < static_cast<int>(us.size())) {
+          items_.push_back({Instr::RECOMPUTE, us[static_cast<std::size_t>(plan_.selective_unit_of_layer)], layer, mb, false});
+        }
+        for (auto it = us.rbegin(); it != us.rend(); ++it) items_.push_back({Instr::BACKWARD, *it, layer, mb, true});
+      }
+    }
+  }
+
+  // A fetch or gather for compute `target`, issued once compute target - ahead - 1 has ended.
+  void trigger(Instruction& in, int target, int ahead) const {
+    const int t = target - ahead - 1;
+    if (t >= 0) in.after.push_back(computes_[static_cast<std::size_t>(t)]);
+  }
+
+  static Pass pass_of(Instr k) {
+    return k == Instr::FORWARD ? Pass::FORWARD : k == Instr::RECOMPUTE ? Pass::RECOMPUTE : Pass::BACKWARD;
+  }
+
+  void emit_prefetches(int position) {
+    const int n = static_cast<int>(items_.size());
+    for (int p = position; p <= std::min(n - 1, position + plan_.fetch_ahead); ++p) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      if (plan_.fetch_params && it.needs_params && fetch_.count(p) == 0) {
+        Instruction f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
+        trigger(f, p, plan_.fetch_ahead);
+        fetch_[p] = emit(f);
+      }
+      // A layer's checkpoint comes back before its first recompute or backward.
+      if (plan_.offload_checkpoints && it.kind != Instr::FORWARD && saved_.count({it.micro_batch, it.layer})) {
+        const auto key = std::make_pair(it.micro_batch, it.layer);
+        if (first_backward_item_.count(key) && first_backward_item_.at(key) == p && loaded_.count(key) == 0) {
+          Instruction c{Instr::LOAD_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {saved_.at(key)}};
+          trigger(c, p, plan_.fetch_ahead);
+          loaded_[key] = emit(c);
+        }
+      }
+    }
+    for (int p = position; plan_.gather_params && p <= std::min(n - 1, position + plan_.gather_ahead); ++p) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      if (!it.needs_params || gather_.count(p)) continue;
+      Instruction g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
+      trigger(g, p, plan_.gather_ahead);
+      if (fetch_.count(p)) g.after.push_back(fetch_[p]);
+      gather_[p] = emit(g);
+    }
+  }
+
+  void emit_compute(int position) {
+    const Item& it = items_[static_cast<std::size_t>(position)];
+    std::vector<int> needs;
+    if (gather_.count(position)) needs.push_back(gather_[position]);
+    else if (fetch_.count(position)) needs.push_back(fetch_[position]);
+    const auto key = std::make_pair(it.micro_batch, it.layer);
+    if (it.kind != Instr::FORWARD && loaded_.count(key)) needs.push_back(loaded_[key]);
+    // Within a layer's backward the recompute comes first; successive computes follow each other
+    // on the compute stream, so only data dependencies are listed.
+    const int id = emit({it.kind, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), needs});
+    computes_.push_back(id);
+    const auto& units = plan_.unit_layer;
+    const bool last_of_layer = it.unit + 1 == static_cast<int>(units.size()) ||
+                               units[static_cast<std::size_t>(it.unit + 1)] != it.layer;
+    const bool checkpointed = it.layer >= 0 && it.layer < plan_.checkpointed_layers;
+    if (it.kind == Instr::FORWARD && last_of_layer && plan_.offload_checkpoints && checkpointed) {
+      saved_[key] = emit({Instr::SAVE_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {id}});
+    }
+    if (it.kind != Instr::BACKWARD) return;
+    const bool reduce = plan_.reduce_every_micro_batch || it.micro_batch == plan_.micro_batches - 1;
+    const int u = it.unit;
+    const int bucket = plan_.bucket_of_unit[static_cast<std::size_t>(u)];
+    const bool closes = u == 0 || plan_.bucket_of_unit[static_cast<std::size_t>(u - 1)] != bucket;
+    if (reduce && closes) {
+      const int r = emit({Instr::REDUCE_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {id}});
+      finals_.push_back(r);
+      if (plan_.offload_grads) finals_.push_back(emit({Instr::OFFLOAD_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {r}}));
+    }
+  }
+
+  DataParallelPlan plan_;
+  std::vector<Item> items_;
+  std::vector<Instruction> out_;
+  std::vector<int> computes_;
+  std::vector<int> finals_;
+  std::map<int, int> fetch_, gather_;                    // compute position -> instruction
+  std::map<std::pair<int, int>, int> first_backward_item_;  // (micro-batch, layer) -> position
+  std::map<std::pair<int, int>, int> saved_, loaded_;     // (micro-batch, layer) -> instruction
+};
+
+}  // namespace
+
+std::vector<Instruction> data_parallel_schedule(const DataParallelPlan& plan) { return Emitter(plan).run(); }
+
+}  // namespace trainsim::sim

@@ -1,0 +1,70 @@
+#pragma once
+// The data-parallel family's schedule (plain DP, ZeRO-1/2/3, ZeRO-Offload, ZeRO-Infinity, L2L)
+// as a pure function: the ordered, typed instructions one rank executes in a training step, each
+// with the instructions it waits for. No SimGrid, no hardware: testable on its own.
+//
+// Work is cut into units: whole layers, or for ZeRO-3 the submodules DeepSpeed gathers one at a
+// time (workloads' gather_units). The computes of a step form one sequence: every unit forward,
+// then per layer (last to first) its recompute (units in forward order) and its backward (units
+// in reverse). A compute that needs parameters off the GPU or spread over ranks gets its own
+// fetch and gather, issued `ahead` computes early: when the compute `ahead` places before it
+// starts, i.e. once compute P - ahead - 1 has ended (the pre-forward hooks of ZeRO-3 and
+// ZeRO-Infinity's overlap-centric prefetch, Rajbhandari et al. 2021 Sec. 6.2).
+
+#include <string_view>
+#include <vector>
+
+namespace trainsim::sim {
+
+enum class Instr {
+  FETCH_PARAMS,     // bring this rank's parameters of a unit from CPU or NVMe to the GPU
+  GATHER_PARAMS,    // ZeRO-3: all-gather the unit's parameters across data-parallel ranks
+  FORWARD,
+  SAVE_CHECKPOINT,  // copy a layer's input (its checkpoint) to host memory
+  LOAD_CHECKPOINT,  // bring it back before the layer's recompute
+  RECOMPUTE,
+  BACKWARD,
+  REDUCE_GRADS,     // all-reduce (ZeRO 0-1) or reduce-scatter (ZeRO 2-3) one gradient bucket
+  OFFLOAD_GRADS,    // copy the reduced gradient shard of a bucket to host memory / storage
+  OPTIMIZER_STEP,
+  UPDATE_PARAMS,    // bring updated parameters back (H2D) and/or all-gather them (ZeRO 1-2)
+};
+std::string_view to_string(Instr i);
+
+enum class Pass { FORWARD, RECOMPUTE, BACKWARD, NONE };
+
+struct Instruction {
+  Instr kind = Instr::FORWARD;
+  int unit = -1;
+  int layer = -1;
+  int micro_batch = -1;
+  int bucket = -1;
+  Pass pass = Pass::NONE;  // the compute a fetch or gather serves
+  std::vector<int> after;  // indices of instructions this one waits for
+};
+
+struct DataParallelPlan {
+  std::vector<int> unit_layer;       // layer of each unit, forward order, non-decreasing
+  // Layers [0, checkpointed_layers) are transformer layers: recompute and checkpoints apply to
+  // them (units of layer -1, the embedding, and beyond, the head, are never recomputed).
+  int checkpointed_layers = 0;
+  int micro_batches = 1;
+  bool fetch_params = false;         // parameters live off the GPU (ZeRO-Infinity, L2L)
+  bool gather_params = false;        // ZeRO-3
+  int gather_ahead = 1;
+  int fetch_ahead = 2;               // one more than gathered: fetch, then gather, then compute
+  bool recompute_full = false;       // every unit's forward again before the layer's backward
+  int selective_unit_of_layer = -1;  // selective recompute: the unit index, within its layer, that recomputes its attention core (no parameters needed); -1 for none
+  bool offload_checkpoints = false;
+  bool reduce_every_micro_batch = false;  // ZeRO 2-3 partition gradients at every micro-batch
+  bool offload_grads = false;
+  bool update_params = false;
+  std::vector<int> bucket_of_unit;   // gradient bucket of each unit; buckets close in backward order
+};
+
+std::vector<Instruction> data_parallel_schedule(const DataParallelPlan& plan);
+
+// Buckets over units in backward order: a bucket closes once it holds `bucket_bytes` or more.
+std::vector<int> assign_buckets(const std::vector<double>& unit_grad_bytes, double bucket_bytes);
+
+}  // namespace trainsim::sim

@@ -1,0 +1,181 @@
+#include "simulator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+#include "cost_model.hpp"
+#include "data_parallel_lowering.hpp"
+#include "engine.hpp"
+#include "isolation.hpp"
+#include "layer_costs.hpp"
+#include "memory_timeline.hpp"
+#include "metrics.hpp"
+#include "platform.hpp"
+#include "trace_writer.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+double latest_end(const ReplayResult& replay, const std::vector<OpId>& ops) {
+  double t = 0;
+  for (OpId id : ops) {
+    if (id != GraphBuilder::NONE) t = std::max(t, replay.timing[id].end);
+  }
+  return t;
+}
+
+// Runs inside the isolated child: everything that touches SimGrid.
+SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                     const wl::MemoryEstimate& memory, const SimOptions& options) {
+  SimResult r;
+  const CostModel costs(profile, m.numerics);
+  LoweredGraph lowered = lower_data_parallel(m, s, profile, costs, memory);
+  const int gpus = lowered.topology.local_gpus;
+  Platform platform(profile, {gpus, lowered.topology.dp_crosses_nodes}, lowered.topology.rings);
+  const ReplayResult replay = sim::replay(lowered.graph, platform, lowered.caps);
+
+  // The step: the whole replay, or with the delayed update the steady state between the ends of
+  // the first and the last simulated steps.
+  double from = 0, to = replay.makespan;
+  int steps = 1;
+  if (lowered.steps > 1) {
+    from = latest_end(replay, lowered.step_ends.front());
+    to = latest_end(replay, lowered.step_ends.back());
+    steps = lowered.steps - 1;
+  }
+  r.simulated = true;
+  r.steps_simulated = lowered.steps;
+  r.step_time_s = (to - from) / steps;
+  r.simulated_gpus = gpus;
+  r.ops = boost::num_vertices(lowered.graph);
+  r.activities = replay.activities;
+
+  const MemoryTimeline timeline = build_memory_timeline(lowered.graph, replay, gpus, lowered.gpu_baseline_bytes,
+                                                        lowered.host_baseline_bytes, lowered.storage_baseline_bytes);
+  const std::vector<GpuBusy> busy = gpu_busy(lowered.graph, replay, gpus, from, to);
+  double idle = 0, hardware = 0;
+  for (int g = 0; g < gpus; ++g) {
+    const GpuBusy& b = busy[static_cast<std::size_t>(g)];
+    GpuResult gr;
+    gr.peak_memory_bytes = timeline.gpus[static_cast<std::size_t>(g)].peak_bytes;
+    gr.compute_s = b.compute_s / steps;
+    gr.exposed_communication_s = b.exposed_communication_s / steps;
+    gr.exposed_offload_io_s = b.exposed_offload_io_s / steps;
+    gr.optimizer_s = b.optimizer_s / steps;
+    gr.idle_s = b.idle_s / steps;
+    gr.hardware_flops = b.hardware_flops / steps;
+    r.peak_memory_bytes = std::max(r.peak_memory_bytes, gr.peak_memory_bytes);
+    idle += gr.idle_s;
+    hardware += gr.hardware_flops;
+    r.per_gpu.push_back(gr);
+  }
+  r.host_peak_bytes = timeline.host.peak_bytes;
+  r.storage_peak_bytes = timeline.storage.peak_bytes;
+  r.bubble_fraction = r.step_time_s > 0 ? idle / gpus / r.step_time_s : 0;
+  r.model_flops_per_step = wl::model_flops_per_step(m, s);
+  r.tflops_per_gpu = r.model_flops_per_step / r.step_time_s / s.gpus / 1e12;
+  r.hardware_tflops_per_gpu = hardware / gpus / r.step_time_s / 1e12;
+  r.tokens_per_s = static_cast<double>(s.global_batch * s.seq) / r.step_time_s;
+  r.samples_per_s = static_cast<double>(s.global_batch) / r.step_time_s;
+  r.assumptions = costs.assumptions();
+  if (lowered.topology.dp_crosses_nodes) {
+    r.assumptions.push_back(fmt::format(
+        "one node of {} simulated in full; the other {} nodes by symmetry (identical ranks, symmetric fabric)",
+        profile.name, s.nodes - 1));
+  }
+  if (!options.trace_path.empty()) {
+    const std::string title = fmt::format("trainsim: {} on {} x {}", m.name, s.nodes, profile.name);
+    const std::string temp = options.trace_path + ".tmp-trainsim";
+    {
+      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+      if (!out) throw std::runtime_error("cannot write the trace file " + options.trace_path);
+      out << chrome_trace(lowered.graph, replay, timeline, gpus, title);
+    }
+    if (std::rename(temp.c_str(), options.trace_path.c_str()) != 0) {
+      throw std::runtime_error("cannot write the trace file " + options.trace_path);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                   const wl::MemoryEstimate& memory, const SimOptions& options) {
+  const std::string text = run_isolated([&] { return to_json(run_replay(m, s, profile, memory, options)).dump(); });
+  return sim_result_from_json(nlohmann::json::parse(text));
+}
+
+nlohmann::ordered_json to_json(const SimResult& r) {
+  nlohmann::ordered_json j;
+  j["fits"] = r.fits;
+  j["infeasible_reason"] = r.infeasible_reason ? nlohmann::ordered_json(*r.infeasible_reason) : nlohmann::ordered_json();
+  j["simulated"] = r.simulated;
+  j["step_time_s"] = r.step_time_s;
+  j["model_flops_per_step"] = r.model_flops_per_step;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["samples_per_s"] = r.samples_per_s;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["host_peak_bytes"] = r.host_peak_bytes;
+  j["storage_peak_bytes"] = r.storage_peak_bytes;
+  j["per_gpu"] = nlohmann::ordered_json::array();
+  for (const auto& g : r.per_gpu) {
+    j["per_gpu"].push_back({{"peak_memory_bytes", g.peak_memory_bytes},
+                            {"busy_s",
+                             {{"compute", g.compute_s},
+                              {"exposed_communication", g.exposed_communication_s},
+                              {"exposed_offload_io", g.exposed_offload_io_s},
+                              {"optimizer", g.optimizer_s},
+                              {"idle", g.idle_s}}},
+                            {"hardware_flops", g.hardware_flops}});
+  }
+  j["simulated_gpus"] = r.simulated_gpus;
+  j["ops"] = r.ops;
+  j["activities"] = r.activities;
+  j["steps_simulated"] = r.steps_simulated;
+  j["assumptions"] = r.assumptions;
+  return j;
+}
+
+SimResult sim_result_from_json(const nlohmann::json& j) {
+  SimResult r;
+  r.fits = j.at("fits").get<bool>();
+  if (!j.at("infeasible_reason").is_null()) r.infeasible_reason = j.at("infeasible_reason").get<std::string>();
+  r.simulated = j.at("simulated").get<bool>();
+  r.step_time_s = j.at("step_time_s").get<double>();
+  r.model_flops_per_step = j.at("model_flops_per_step").get<double>();
+  r.tflops_per_gpu = j.at("tflops_per_gpu").get<double>();
+  r.hardware_tflops_per_gpu = j.at("hardware_tflops_per_gpu").get<double>();
+  r.tokens_per_s = j.at("tokens_per_s").get<double>();
+  r.samples_per_s = j.at("samples_per_s").get<double>();
+  r.bubble_fraction = j.at("bubble_fraction").get<double>();
+  r.peak_memory_bytes = j.at("peak_memory_bytes").get<double>();
+  r.host_peak_bytes = j.at("host_peak_bytes").get<double>();
+  r.storage_peak_bytes = j.at("storage_peak_bytes").get<double>();
+  for (const auto& g : j.at("per_gpu")) {
+    GpuResult gr;
+    gr.peak_memory_bytes = g.at("peak_memory_bytes").get<double>();
+    const auto& b = g.at("busy_s");
+    gr.compute_s = b.at("compute").get<double>();
+    gr.exposed_communication_s = b.at("exposed_communication").get<double>();
+    gr.exposed_offload_io_s = b.at("exposed_offload_io").get<double>();
+    gr.optimizer_s = b.at("optimizer").get<double>();
+    gr.idle_s = b.at("idle").get<double>();
+    gr.hardware_flops = g.at("hardware_flops").get<double>();
+    r.per_gpu.push_back(gr);
+  }
+  r.simulated_gpus = j.at("simulated_gpus").get<int>();
+  r.ops = j.at("ops").get<std::size_t>();
+  r.activities = j.at("activities").get<std::size_t>();
+  r.steps_simulated = j.at("steps_simulated").get<int>();
+  r.assumptions = j.at("assumptions").get<std::vector<std::string>>();
+  return r;
+}
+
+}  // namespace trainsim::sim

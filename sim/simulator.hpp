@@ -1,0 +1,55 @@
+#pragma once
+// The estimator interface the planner and the CLI see: simulate one training step of a model
+// with a strategy on a cluster. No SimGrid types here (DESIGN.md: SimGrid stays inside sim/).
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster_profile.hpp"
+#include "memory_model.hpp"
+#include "model.hpp"
+#include "strategy.hpp"
+
+namespace trainsim::sim {
+
+struct SimOptions {
+  std::string trace_path;  // write a Chrome trace here when not empty
+};
+
+struct GpuResult {
+  double peak_memory_bytes = 0;
+  double compute_s = 0, exposed_communication_s = 0, exposed_offload_io_s = 0, optimizer_s = 0, idle_s = 0;
+  double hardware_flops = 0;
+};
+
+struct SimResult {
+  bool fits = true;
+  std::optional<std::string> infeasible_reason;
+  bool simulated = false;
+  double step_time_s = 0;
+  double model_flops_per_step = 0;  // all GPUs, without recompute (Narayanan et al.'s numerator)
+  double tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;  // with recompute
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  double bubble_fraction = 0;
+  double peak_memory_bytes = 0;
+  double host_peak_bytes = 0;
+  double storage_peak_bytes = 0;
+  std::vector<GpuResult> per_gpu;  // the GPUs of the representative node
+  int simulated_gpus = 0;          // GPUs simulated explicitly (one node); the rest by symmetry
+  std::size_t ops = 0;
+  std::size_t activities = 0;
+  int steps_simulated = 1;
+  std::vector<std::string> assumptions;
+};
+
+SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                   const wl::MemoryEstimate& memory, const SimOptions& options = {});
+
+nlohmann::ordered_json to_json(const SimResult& r);
+SimResult sim_result_from_json(const nlohmann::json& j);
+
+}  // namespace trainsim::sim
