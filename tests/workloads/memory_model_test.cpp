@@ -56,18 +56,19 @@ TEST(Buffers, ZeroInfinityWorkingMemoryMatchesItsTable) {
   }
 }
 
-TEST(Buffers, ZeroThreeGathersTheLargestOperatorPlusThePrefetchWindow) {
+TEST(Buffers, ZeroThreeGathersTwoConsecutiveUnits) {
   const ModelSpec m = builtin_model("megatron-1t");
   Strategy s = data_parallel(16, 3);
   s.seq = 2048;
   const StageMemory st = estimate_memory(m, s, 16).stages[0];
-  // The 2.6e9-parameter MLP operator exceeds stage3_max_live_parameters (1e9): no prefetch
-  // fits beside it, only the operator itself is gathered.
-  EXPECT_DOUBLE_EQ(st.buffers.gathered_params_bytes, 2.0 * (25600.0 * 102400 + 102400));
+  // The MLP input (norm + 25600 x 102400 weights + bias) beside the MLP output (102400 x 25600 + bias).
+  const double mlp_in = 2 * 25600.0 + 25600.0 * 102400 + 102400, mlp_out = 102400.0 * 25600 + 25600;
+  EXPECT_DOUBLE_EQ(st.buffers.gathered_params_bytes, 2.0 * (mlp_in + mlp_out));
   EXPECT_DOUBLE_EQ(st.buffers.comm_bucket_bytes, 2.0 * 5e8);
-  // GPT-2 1.5B: the embedding table (80M) plus a 5e7-parameter prefetch bucket.
+  // GPT-2 1.5B: the last MLP output beside the head, which re-gathers the tied embedding.
   const StageMemory small = estimate_memory(builtin_model("gpt2-1.5b"), s, 16).stages[0];
-  EXPECT_DOUBLE_EQ(small.buffers.gathered_params_bytes, 2.0 * (50257.0 * 1600 + 5e7));
+  const double head = 2 * 1600.0 + 50257.0 * 1600, last_mlp_out = 6400.0 * 1600 + 1600;
+  EXPECT_DOUBLE_EQ(small.buffers.gathered_params_bytes, 2.0 * (head + last_mlp_out));
 }
 
 TEST(Buffers, PipeDreamStashesOneWeightVersionPerInFlightMicroBatch) {
