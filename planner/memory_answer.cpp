@@ -55,6 +55,7 @@ nlohmann::ordered_json stage_json(const wl::StageMemory& st, const MemoryFit& fi
                       {"working_bytes", whole(a.working_bytes)}};
   const auto& b = st.buffers;
   j["buffers"] = {{"gathered_params_bytes", whole(b.gathered_params_bytes)},
+                  {"staging_bytes", whole(b.staging_bytes)},
                   {"comm_bucket_bytes", whole(b.comm_bucket_bytes)},
                   {"logits_loss_bytes", whole(b.logits_loss_bytes)},
                   {"weight_stash_bytes", whole(b.weight_stash_bytes)},
@@ -167,6 +168,7 @@ std::string memory_table(const MemoryAnswer& a) {
     if (bytes > 0) out += fmt::format("    {:<40}{}\n", label, gib(bytes));
   };
   detail("gathered parameters + prefetch", buf.gathered_params_bytes);
+  detail("fetched parameter shards / layers", buf.staging_bytes);
   detail("communication buckets", buf.comm_bucket_bytes);
   detail("logits for the loss", buf.logits_loss_bytes);
   detail("stashed weight versions", buf.weight_stash_bytes);

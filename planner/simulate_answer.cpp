@@ -100,8 +100,11 @@ nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
   j["per_gpu"] = nlohmann::ordered_json::array();
   for (std::size_t g = 0; g < r.per_gpu.size(); ++g) {
     const auto& x = r.per_gpu[g];
+    nlohmann::ordered_json at_peak;
+    for (const auto& [cls, bytes] : x.at_peak) at_peak[cls] = std::llround(bytes);
     j["per_gpu"].push_back({{"gpu", g},
                             {"peak_memory_bytes", std::llround(x.peak_memory_bytes)},
+                            {"memory_at_peak", {{"resident_bytes", std::llround(x.baseline_bytes)}, {"transient_bytes", at_peak}}},
                             {"busy_s",
                              {{"compute", x.compute_s},
                               {"exposed_communication", x.exposed_communication_s},

@@ -60,7 +60,14 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
   for (int g = 0; g < gpus; ++g) {
     const GpuBusy& b = busy[static_cast<std::size_t>(g)];
     GpuResult gr;
-    gr.peak_memory_bytes = timeline.gpus[static_cast<std::size_t>(g)].peak_bytes;
+    const DeviceMemory& dm = timeline.gpus[static_cast<std::size_t>(g)];
+    gr.peak_memory_bytes = dm.peak_bytes;
+    gr.baseline_bytes = dm.baseline_bytes;
+    for (int c = 0; c < MEM_CLASSES; ++c) {
+      if (dm.at_peak[static_cast<std::size_t>(c)] != 0) {
+        gr.at_peak.emplace_back(std::string(to_string(static_cast<MemClass>(c))), dm.at_peak[static_cast<std::size_t>(c)]);
+      }
+    }
     gr.compute_s = b.compute_s / steps;
     gr.exposed_communication_s = b.exposed_communication_s / steps;
     gr.exposed_offload_io_s = b.exposed_offload_io_s / steps;
@@ -126,7 +133,11 @@ nlohmann::ordered_json to_json(const SimResult& r) {
   j["storage_peak_bytes"] = r.storage_peak_bytes;
   j["per_gpu"] = nlohmann::ordered_json::array();
   for (const auto& g : r.per_gpu) {
+    nlohmann::ordered_json at_peak;
+    for (const auto& [cls, bytes] : g.at_peak) at_peak[cls] = bytes;
     j["per_gpu"].push_back({{"peak_memory_bytes", g.peak_memory_bytes},
+                            {"baseline_bytes", g.baseline_bytes},
+                            {"at_peak", at_peak},
                             {"busy_s",
                              {{"compute", g.compute_s},
                               {"exposed_communication", g.exposed_communication_s},
@@ -161,6 +172,8 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
   for (const auto& g : j.at("per_gpu")) {
     GpuResult gr;
     gr.peak_memory_bytes = g.at("peak_memory_bytes").get<double>();
+    gr.baseline_bytes = g.at("baseline_bytes").get<double>();
+    for (const auto& [cls, bytes] : g.at("at_peak").items()) gr.at_peak.emplace_back(cls, bytes.get<double>());
     const auto& b = g.at("busy_s");
     gr.compute_s = b.at("compute").get<double>();
     gr.exposed_communication_s = b.at("exposed_communication").get<double>();

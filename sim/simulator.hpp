@@ -20,6 +20,8 @@ struct SimOptions {
 
 struct GpuResult {
   double peak_memory_bytes = 0;
+  double baseline_bytes = 0;                  // resident all step (model states, buckets)
+  std::vector<std::pair<std::string, double>> at_peak;  // the rest of the peak, by class
   double compute_s = 0, exposed_communication_s = 0, exposed_offload_io_s = 0, optimizer_s = 0, idle_s = 0;
   double hardware_flops = 0;
 };

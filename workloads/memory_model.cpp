@@ -19,8 +19,11 @@ StateBytes state_bytes(Numerics n) {
 }
 
 double StageMemory::gpu_bytes() const {
-  return params_at.gpu + grads_at.gpu + optimizer_at.gpu + activations.at.gpu + activations.working_bytes +
-         buffers.gpu_total();
+  const double resident = params_at.gpu + grads_at.gpu + optimizer_at.gpu + buffers.gathered_params_bytes +
+                          buffers.staging_bytes + buffers.comm_bucket_bytes + buffers.weight_stash_bytes;
+  const double end_of_forward = activations.at.gpu + buffers.logits_loss_bytes;
+  const double first_recompute = activations.at.gpu - activations.head_bytes + activations.working_bytes;
+  return resident + std::max(end_of_forward, first_recompute);
 }
 double StageMemory::cpu_bytes() const {
   return params_at.cpu + grads_at.cpu + optimizer_at.cpu + activations.at.cpu + buffers.pinned_host_bytes;
@@ -115,9 +118,14 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st) {
     a.working_bytes = layer.full;
   } else {
     a.stored_bytes = layer_bytes;
+    // Selective recompute re-materializes one layer's attention matrix during its backward.
+    if (s.recompute == Recompute::SELECTIVE) a.working_bytes = layer.full - layer.stored;
   }
   if (st.stage == 0) a.stored_bytes += embedding_activation_bytes(m, shape) * a.in_flight_microbatches;
-  if (st.stage == s.pp - 1) a.stored_bytes += output_norm_activation_bytes(m, shape) * a.in_flight_microbatches;
+  if (st.stage == s.pp - 1) {
+    a.stored_bytes += output_norm_activation_bytes(m, shape) * a.in_flight_microbatches;
+    a.head_bytes = output_norm_activation_bytes(m, shape);
+  }
   a.at.gpu = a.stored_bytes + a.checkpoint_bytes;
   if (s.offload_activations == ActivationOffload::CPU) {
     // ZeRO-Infinity Sec. 5.1.2: checkpoints go to host memory; two layers' worth stay on the GPU
@@ -136,11 +144,11 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
   const double psi = st.params_on_rank;
   const ZeroBuffers& z = s.buffers;
   if (s.l2l && modeled) {
-    // The block being computed and the next one (prefetched), and the block's gradients.
+    // The layer being computed and the next one (prefetched), and a bucket of gradients.
     const RankParams r = rank_params(m, s.tp);
-    const double block = std::max(r.per_layer + r.embedding, r.per_layer + r.head);
-    buf.gathered_params_bytes = 2.0 * block * b.params;
-    buf.comm_bucket_bytes = block * b.grads;
+    const double largest = std::max({r.per_layer, r.embedding, r.head});
+    buf.staging_bytes = 2.0 * largest * b.params;
+    buf.comm_bucket_bytes = std::min(z.ddp_bucket_bytes, psi * b.grads);
   } else if (s.zero_stage == 0) {
     buf.comm_bucket_bytes = std::min(z.ddp_bucket_bytes, psi * b.grads);
   } else if (s.zero_stage <= 2) {
@@ -154,6 +162,12 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
       // at most two consecutive units are gathered (DeepSpeed's coordinator always prefetches
       // the next submodule, whatever stage3_prefetch_bucket_size says, and frees after use).
       buf.gathered_params_bytes = largest_adjacent_gather(m, s.tp) * b.params;
+      if (s.offload_params != OffloadTarget::NONE) {
+        // ZeRO-Infinity reads each rank's shard of the next two units ahead of their gather.
+        double largest = 0;
+        for (const GatherUnit& u : gather_units(m, s.tp)) largest = std::max(largest, u.params);
+        buf.staging_bytes = 2.0 * shard(largest, s.dp) * b.params;
+      }
     }
   }
   if (s.offload_params == OffloadTarget::NVME) {

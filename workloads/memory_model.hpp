@@ -32,18 +32,22 @@ struct ActivationMemory {
   double per_layer_full_bytes = 0;    // the same with nothing recomputed
   double checkpoint_bytes = 0;        // layer inputs kept under full recompute
   double stored_bytes = 0;            // everything else stored from forward to backward
-  double working_bytes = 0;           // one layer re-materialized during its backward (full recompute)
+  double working_bytes = 0;           // one layer re-materialized during its backward (full: all of
+                                      // it; selective: its attention matrix)
+  double head_bytes = 0;              // the final norm's activations (last stage), freed by the
+                                      // head's backward before any recompute starts
   Placement at;                       // gpu: resident; cpu: offloaded checkpoints
 };
 
 struct BufferMemory {
-  double gathered_params_bytes = 0;  // ZeRO-3: the operator in use plus the prefetch window
+  double gathered_params_bytes = 0;  // ZeRO-3: the unit in use and the next one; L2L: two layers
+  double staging_bytes = 0;          // parameter shards fetched from CPU/NVMe, not yet gathered
   double comm_bucket_bytes = 0;      // gradient reduction (and stage 1-2 all-gather) buckets
   double logits_loss_bytes = 0;      // fp32 logits for the loss, last stage
   double weight_stash_bytes = 0;     // PipeDream / 2BW weight versions beyond the current one
   double pinned_host_bytes = 0;      // CPU side: NVMe staging buffers (ZeRO-Infinity)
   double gpu_total() const {
-    return gathered_params_bytes + comm_bucket_bytes + logits_loss_bytes + weight_stash_bytes;
+    return gathered_params_bytes + staging_bytes + comm_bucket_bytes + logits_loss_bytes + weight_stash_bytes;
   }
 };
 
@@ -56,7 +60,10 @@ struct StageMemory {
   BufferMemory buffers;
 
   double model_states_bytes() const { return params_bytes + grads_bytes + optimizer_bytes; }
-  double gpu_bytes() const;   // everything resident on the GPU at the peak
+  // The GPU's peak: model states and buffers, plus the larger of two moments: the end of the
+  // forward (every stored activation and the logits) and the first recompute of the backward
+  // (the logits and the final norm's activations already freed, one layer re-materialized).
+  double gpu_bytes() const;
   double cpu_bytes() const;   // what this rank keeps in host memory
   double nvme_bytes() const;  // what this rank keeps on NVMe
 };

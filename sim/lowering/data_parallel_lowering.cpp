@@ -74,6 +74,9 @@ class Lowerer {
     plan.checkpointed_layers = static_cast<int>(m_.layers);
     plan.micro_batches = static_cast<int>(s_.micro_batches());
     plan.fetch_params = s_.l2l || s_.offload_params != OffloadTarget::NONE;
+    // L2L keeps the layer in use and the next one (Pudipeddi et al. 2020); ZeRO-Infinity reads
+    // one unit further ahead than it gathers.
+    plan.fetch_ahead = s_.l2l ? 1 : 2;
     plan.gather_params = gather_;
     plan.recompute_full = s_.recompute == Recompute::FULL;
     plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;

@@ -108,42 +108,46 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
     return units;
   }
 
+  // One unit per layer, with the embedding before and the head after as units of their own
+  // (the head's backward runs before the last layer's recompute, as in Megatron-LM).
   const wl::RankParams rp = wl::rank_params(m, s.tp);
+  UnitCost embedding;
+  embedding.layer = -1;
+  embedding.name = "embedding";
+  embedding.params = rp.embedding;
+  embedding.forward = {{c.pass_seconds(emb.forward), 0, false}};
+  embedding.backward = {{c.pass_seconds(emb.backward), 0, false}};
+  embedding.holds_embedding = true;
+  units.push_back(std::move(embedding));
+  const double attn_f = fwd.seconds[ATTENTION_IN] + fwd.seconds[ATTENTION_OUT];
+  const double mlp_f = fwd.seconds[MLP_IN] + fwd.seconds[MLP_OUT];
+  const double attn_b = bwd.seconds[ATTENTION_IN] + bwd.seconds[ATTENTION_OUT];
+  const double mlp_b = bwd.seconds[MLP_IN] + bwd.seconds[MLP_OUT];
+  const double flops_f = layer.forward.flops(), flops_b = layer.backward.flops();
   for (int l = 0; l < L; ++l) {
     UnitCost u;
     u.layer = l;
     u.name = "layer";
-    u.params = rp.per_layer + (l == 0 ? rp.embedding : 0.0) + (l == L - 1 ? rp.head : 0.0);
-    const double attn_f = fwd.seconds[ATTENTION_IN] + fwd.seconds[ATTENTION_OUT];
-    const double mlp_f = fwd.seconds[MLP_IN] + fwd.seconds[MLP_OUT];
-    const double attn_b = bwd.seconds[ATTENTION_IN] + bwd.seconds[ATTENTION_OUT];
-    const double mlp_b = bwd.seconds[MLP_IN] + bwd.seconds[MLP_OUT];
-    const double flops_f = layer.forward.flops(), flops_b = layer.backward.flops();
-    double pre_f = 0, post_f = 0, pre_b = 0, post_b = 0, extra_flops_f = 0, extra_flops_b = 0;
-    if (l == 0) {
-      pre_f += c.pass_seconds(emb.forward);
-      post_b += c.pass_seconds(emb.backward);
-      u.holds_embedding = true;
-    }
-    if (l == L - 1) {
-      post_f += c.pass_seconds(out.forward);
-      pre_b += c.pass_seconds(out.backward);
-      extra_flops_f += out.forward.flops();
-      extra_flops_b += out.backward.flops();
-      u.holds_head = true;
-    }
+    u.params = rp.per_layer;
     if (tp) {
-      u.forward = {{pre_f + attn_f, 0, true}, {mlp_f + post_f, flops_f + extra_flops_f, true}};
-      u.backward = {{pre_b + mlp_b, 0, true}, {attn_b + post_b, flops_b + extra_flops_b, true}};
-      u.full_recompute = {{attn_f, 0, true}, {mlp_f, flops_f, true}};
+      u.forward = {{attn_f, 0, true}, {mlp_f, flops_f, true}};
+      u.backward = {{mlp_b, 0, true}, {attn_b, flops_b, true}};
     } else {
-      u.forward = {{pre_f + attn_f + mlp_f + post_f, flops_f + extra_flops_f, false}};
-      u.backward = {{pre_b + mlp_b + attn_b + post_b, flops_b + extra_flops_b, false}};
-      u.full_recompute = {{attn_f + mlp_f, flops_f, false}};
+      u.forward = {{attn_f + mlp_f, flops_f, false}};
+      u.backward = {{mlp_b + attn_b, flops_b, false}};
     }
+    u.full_recompute = u.forward;
     if (selective) u.selective_recompute = {core};
     units.push_back(std::move(u));
   }
+  UnitCost head;
+  head.layer = L;
+  head.name = "head";
+  head.params = rp.head;
+  head.forward = {{c.pass_seconds(out.forward), out.forward.flops(), false}};
+  head.backward = {{c.pass_seconds(out.backward), out.backward.flops(), false}};
+  head.holds_head = true;
+  units.push_back(std::move(head));
   return units;
 }
 

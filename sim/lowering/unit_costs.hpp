@@ -30,8 +30,7 @@ struct UnitCost {
   bool holds_head = false;       // the output layer's activations and logits live here
 };
 
-// ZeRO-3 gather units when `per_operator`, else one unit per layer (the embedding folded into
-// the first layer, the head into the last).
+// ZeRO-3 gather units when `per_operator`, else the embedding, one unit per layer and the head.
 std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& c, bool per_operator);
 
 }  // namespace trainsim::sim
