@@ -1,0 +1,155 @@
+// The data-parallel schedule is a pure function: its invariants are checked over many shapes,
+// with no SimGrid and no hardware (as Megatron-LM tests get_schedule_table).
+#include "data_parallel_schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace trainsim::sim {
+namespace {
+
+DataParallelPlan plan_of(int layers, int micro_batches) {
+  DataParallelPlan p;
+  p.unit_layer.push_back(-1);
+  for (int l = 0; l < layers; ++l) p.unit_layer.push_back(l);
+  p.unit_layer.push_back(layers);
+  p.checkpointed_layers = layers;
+  p.micro_batches = micro_batches;
+  return p;
+}
+
+int count(const std::vector<Instruction>& s, Instr kind) {
+  return static_cast<int>(std::count_if(s.begin(), s.end(), [&](const Instruction& i) { return i.kind == kind; }));
+}
+
+void expect_dependencies_point_backwards(const std::vector<Instruction>& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    for (int a : s[i].after) {
+      EXPECT_GE(a, 0);
+      EXPECT_LT(static_cast<std::size_t>(a), i) << to_string(s[i].kind) << " waits for a later instruction";
+    }
+  }
+}
+
+TEST(DataParallelSchedule, EveryBackwardFollowsItsForwardAndEveryUnitRunsOncePerMicroBatch) {
+  for (int layers : {1, 2, 5}) {
+    for (int mbs : {1, 3}) {
+      const auto s = data_parallel_schedule(plan_of(layers, mbs));
+      expect_dependencies_point_backwards(s);
+      const int units = layers + 2;
+      EXPECT_EQ(count(s, Instr::FORWARD), units * mbs);
+      EXPECT_EQ(count(s, Instr::BACKWARD), units * mbs);
+      EXPECT_EQ(count(s, Instr::OPTIMIZER_STEP), 1);
+      EXPECT_EQ(s.back().kind, Instr::OPTIMIZER_STEP);
+      std::set<std::pair<int, int>> forwarded;
+      for (const auto& i : s) {
+        if (i.kind == Instr::FORWARD) forwarded.insert({i.micro_batch, i.unit});
+        if (i.kind == Instr::BACKWARD) {
+          EXPECT_TRUE(forwarded.count({i.micro_batch, i.unit}));
+        }
+      }
+    }
+  }
+}
+
+TEST(DataParallelSchedule, GradientsReduceOnTheLastMicroBatchUnlessPartitioned) {
+  DataParallelPlan p = plan_of(4, 3);
+  p.bucket_of_unit = assign_buckets(std::vector<double>(6, 1.0), 2.0);  // two units per bucket
+  auto s = data_parallel_schedule(p);
+  EXPECT_EQ(count(s, Instr::REDUCE_GRADS), 3);
+  for (const auto& i : s) {
+    if (i.kind == Instr::REDUCE_GRADS) {
+      EXPECT_EQ(i.micro_batch, 2);
+    }
+  }
+  p.reduce_every_micro_batch = true;  // ZeRO 2-3
+  s = data_parallel_schedule(p);
+  EXPECT_EQ(count(s, Instr::REDUCE_GRADS), 9);
+  // The optimizer waits for every reduction.
+  EXPECT_EQ(s.back().after.size(), 9u);
+}
+
+TEST(DataParallelSchedule, ZeroThreeGathersEachComputeOneAheadAndRecomputesGatherAgain) {
+  DataParallelPlan p = plan_of(3, 1);
+  p.gather_params = true;
+  p.recompute_full = true;
+  const auto s = data_parallel_schedule(p);
+  expect_dependencies_point_backwards(s);
+  // 5 forwards, 3 recomputes (layers only), 5 backwards: each has its own gather.
+  EXPECT_EQ(count(s, Instr::RECOMPUTE), 3);
+  EXPECT_EQ(count(s, Instr::GATHER_PARAMS), 13);
+  // Each compute waits for its gather; a gather is issued once the compute two places before it
+  // has ended (it overlaps the compute just before it).
+  std::vector<int> computes;
+  std::map<int, int> gather_of;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const Instr k = s[i].kind;
+    if (k == Instr::FORWARD || k == Instr::RECOMPUTE || k == Instr::BACKWARD) {
+      ASSERT_EQ(s[i].after.size(), 1u);
+      EXPECT_EQ(s[static_cast<std::size_t>(s[i].after[0])].kind, Instr::GATHER_PARAMS);
+      gather_of[static_cast<int>(computes.size())] = s[i].after[0];
+      computes.push_back(static_cast<int>(i));
+    }
+  }
+  for (const auto& [position, gather] : gather_of) {
+    const auto& after = s[static_cast<std::size_t>(gather)].after;
+    if (position < 2) {
+      EXPECT_TRUE(after.empty());
+    } else {
+      ASSERT_EQ(after.size(), 1u);
+      EXPECT_EQ(after[0], computes[static_cast<std::size_t>(position - 2)]);
+    }
+  }
+}
+
+TEST(DataParallelSchedule, ZeroInfinityFetchesBeforeGatheringAndOffloadsCheckpointsAndGradients) {
+  DataParallelPlan p = plan_of(2, 1);
+  p.fetch_params = true;
+  p.gather_params = true;
+  p.recompute_full = true;
+  p.offload_checkpoints = true;
+  p.offload_grads = true;
+  const auto s = data_parallel_schedule(p);
+  expect_dependencies_point_backwards(s);
+  EXPECT_EQ(count(s, Instr::FETCH_PARAMS), count(s, Instr::GATHER_PARAMS));
+  for (const auto& i : s) {
+    if (i.kind != Instr::GATHER_PARAMS) continue;
+    bool after_fetch = false;
+    for (int a : i.after) after_fetch = after_fetch || s[static_cast<std::size_t>(a)].kind == Instr::FETCH_PARAMS;
+    EXPECT_TRUE(after_fetch);
+  }
+  EXPECT_EQ(count(s, Instr::SAVE_CHECKPOINT), 2);  // transformer layers only
+  EXPECT_EQ(count(s, Instr::LOAD_CHECKPOINT), 2);
+  // A layer's checkpoint is back before its first recompute.
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i].kind != Instr::RECOMPUTE) continue;
+    bool loaded = false;
+    for (std::size_t j = 0; j < i; ++j) loaded = loaded || (s[j].kind == Instr::LOAD_CHECKPOINT && s[j].layer == s[i].layer);
+    EXPECT_TRUE(loaded);
+  }
+  EXPECT_EQ(count(s, Instr::OFFLOAD_GRADS), count(s, Instr::REDUCE_GRADS));
+}
+
+TEST(DataParallelSchedule, SelectiveRecomputeNeedsNoParameters) {
+  DataParallelPlan p = plan_of(2, 1);
+  p.gather_params = true;
+  p.selective_unit_of_layer = 0;
+  const auto s = data_parallel_schedule(p);
+  EXPECT_EQ(count(s, Instr::RECOMPUTE), 2);
+  for (const auto& i : s) {
+    if (i.kind == Instr::RECOMPUTE) {
+      EXPECT_TRUE(i.after.empty());
+    }
+  }
+}
+
+TEST(Buckets, CloseInBackwardOrderOnceFull) {
+  EXPECT_EQ(assign_buckets({1, 1, 1, 1}, 2), (std::vector<int>{1, 1, 0, 0}));
+  EXPECT_EQ(assign_buckets({5, 1, 1}, 2), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(assign_buckets({1, 1, 1}, 100), (std::vector<int>{0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace trainsim::sim
