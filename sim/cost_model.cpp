@@ -110,24 +110,26 @@ std::vector<std::string> CostModel::assumptions() const {
   const auto& cal = profile_.calibration;
   bool gemm = false;
   for (const auto& e : cal.gemm) gemm = gemm || e.precision == precision_;
-  if (!gemm) {
-    out.push_back(fmt::format("no calibrated {} GEMM table in {}: GEMMs at {:.0f}% of peak (assumed)",
-                              hw::to_string(precision_), profile_.name, DEFAULT_GEMM_EFFICIENCY * 100));
-  }
-  if (cal.kernels.empty()) {
-    out.push_back(fmt::format("no calibrated kernel bandwidth in {}: memory-bound kernels at {:.0f}% of HBM (assumed)",
-                              profile_.name, DEFAULT_KERNEL_EFFICIENCY * 100));
-  }
-  if (cal.collectives.empty()) {
-    out.push_back(fmt::format("no calibrated collectives in {}: rings run at link bandwidth", profile_.name));
-  }
-  if (cal.copies.empty()) {
-    out.push_back(fmt::format("no calibrated copy curves in {}: host<->device copies at the PCIe figures", profile_.name));
-  }
-  if (!cal.cpu_adam_params_per_s) {
-    out.push_back(fmt::format("no calibrated CPU-Adam rate in {}: scaled from ZeRO-Offload's DGX-2 figure by core count",
-                              profile_.name));
-  }
+  // Say what is calibrated and applied as well as what is assumed.
+  out.push_back(gemm ? fmt::format("GEMM efficiency from {}'s calibrated {} table (nearest shape)", profile_.name,
+                                   hw::to_string(precision_))
+                     : fmt::format("no calibrated {} GEMM table in {}: GEMMs at {:.0f}% of peak (assumed)",
+                                   hw::to_string(precision_), profile_.name, DEFAULT_GEMM_EFFICIENCY * 100));
+  out.push_back(!cal.kernels.empty()
+                    ? fmt::format("memory-bound kernels at {}'s calibrated bandwidth by size", profile_.name)
+                    : fmt::format("no calibrated kernel bandwidth in {}: memory-bound kernels at {:.0f}% of HBM (assumed)",
+                                  profile_.name, DEFAULT_KERNEL_EFFICIENCY * 100));
+  out.push_back(!cal.collectives.empty()
+                    ? fmt::format("collectives capped at {}'s calibrated bus bandwidth by size and group", profile_.name)
+                    : fmt::format("no calibrated collectives in {}: rings run at link bandwidth", profile_.name));
+  out.push_back(!cal.copies.empty()
+                    ? fmt::format("host<->device copies capped at {}'s calibrated pinned bandwidth by size", profile_.name)
+                    : fmt::format("no calibrated copy curves in {}: host<->device copies at the PCIe figures", profile_.name));
+  out.push_back(cal.cpu_adam_params_per_s
+                    ? fmt::format("CPU-Adam at {}'s calibrated {:.3g} parameters/s per node", profile_.name,
+                                  *cal.cpu_adam_params_per_s)
+                    : fmt::format("no calibrated CPU-Adam rate in {}: scaled from ZeRO-Offload's DGX-2 figure by core count",
+                                  profile_.name));
   return out;
 }
 
