@@ -165,7 +165,7 @@ std::string simulate_table(const SimulateAnswer& a) {
   if (!r.fits) out += "\nDoes not fit: " + r.infeasible_reason.value_or("") + "\n";
   out += fmt::format("\nSimulated {} GPUs explicitly ({} ops, {} SimGrid activities, {:.2f} s wall)\n", r.simulated_gpus, r.ops,
                      r.activities, a.wall_s);
-  for (const auto& note : r.assumptions) out += "Assumed: " + note + "\n";
+  for (const auto& note : r.assumptions) out += "Basis: " + note + "\n";
   return out;
 }
 

@@ -20,7 +20,9 @@ struct GpuBusy {
   double hardware_flops = 0;
 };
 
-// Busy time of each local GPU over [from, to). Node-level ops (gpu == -1) count for every GPU.
-std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay, int gpus, double from, double to);
+// Busy time of each local GPU over [from, to); hardware FLOPs of the ops of steps >= first_step.
+// Node-level ops (gpu == -1) count for every GPU.
+std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay, int gpus, double from, double to,
+                              int first_step = 0);
 
 }  // namespace trainsim::sim

@@ -55,7 +55,7 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
 
   const MemoryTimeline timeline = build_memory_timeline(lowered.graph, replay, gpus, lowered.gpu_baseline_bytes,
                                                         lowered.host_baseline_bytes, lowered.storage_baseline_bytes);
-  const std::vector<GpuBusy> busy = gpu_busy(lowered.graph, replay, gpus, from, to);
+  const std::vector<GpuBusy> busy = gpu_busy(lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
   double idle = 0, hardware = 0;
   for (int g = 0; g < gpus; ++g) {
     const GpuBusy& b = busy[static_cast<std::size_t>(g)];
