@@ -59,6 +59,38 @@ std::string no_gpu_message(const GpuInfo& gpu, const Options& o) {
 
 }  // namespace
 
+std::vector<Headline> write_outputs(const OutputInputs& in) {
+  const Results& results = in.results;
+  const auto heads = headlines(results);
+  const auto plots = render_plots(results);
+  nlohmann::ordered_json raw;
+  raw["schema_version"] = 1;
+  raw["provenance"] = in.provenance;
+  raw["headlines"] = summary_json(heads, {})["spread"];
+  raw["measurements"] = results.to_json();
+
+  AtomicFileSet files;
+  files.stage(in.out_dir + "/raw_results.json", raw.dump(1) + "\n");
+  files.stage(in.out_dir + "/summary.json", summary_json(heads, in.provenance).dump(2) + "\n");
+  files.stage(in.out_dir + "/summary.md", summary_markdown(results, heads, in.provenance, plots));
+  for (const auto& [name, svg] : plots) files.stage(in.out_dir + "/" + name, svg);
+  if (in.base) {
+    nlohmann::ordered_json profile_prov = in.provenance;
+    profile_prov["calibration_source"] =
+        "calibration tables measured by trainsim-calibrate on " + in.host.hostname + " " + in.host.date_day +
+        ": gemm efficiency = median TFLOP/s / base peak_TFLOPs (one entry per m,n,k, first layout measured); "
+        "collectives = NCCL bus bandwidth (nccl-tests definition) by size; copies and kernels = median GB/s by size; "
+        "cpu_adam_params_per_s = bf16 copy, all threads, largest size. Every record, its spread and its output check "
+        "are under provenance.measurements and in raw_results.json.";
+    profile_prov["measurements"] = results.to_json();
+    const hw::ClusterProfile profile = build_profile(
+        {in.options, in.host, in.gpu, in.storage, results, *in.base, *in.options.base, profile_prov});
+    files.stage(in.out_dir + "/profile.json", profile_text(profile));
+  }
+  files.commit();
+  return heads;
+}
+
 int run_calibration(const Options& o) {
   const double t_start = now_s();
   const HostInfo host = probe_host();
@@ -143,39 +175,15 @@ int run_calibration(const Options& o) {
     timings[std::string(to_string(part))] = now_s() - t0;
     std::printf("[%s] done in %.1f s\n", std::string(to_string(part)).c_str(), now_s() - t0);
   }
+  if (!base) results.note("no --base given: profile.json not written (a profile needs datasheet peaks and costs from a base)");
   prov["seconds"] = timings;
   prov["seconds"]["total"] = now_s() - t_start;
   prov["notes"] = results.notes();
-
-  const auto heads = headlines(results);
-  const auto plots = render_plots(results);
-  nlohmann::ordered_json raw;
-  raw["schema_version"] = 1;
-  raw["provenance"] = prov;
-  raw["headlines"] = summary_json(heads, {})["spread"];
-  raw["measurements"] = results.to_json();
-
-  AtomicFileSet files;
-  files.stage(out_dir + "/raw_results.json", raw.dump(1) + "\n");
-  files.stage(out_dir + "/summary.json", summary_json(heads, prov).dump(2) + "\n");
-  files.stage(out_dir + "/summary.md", summary_markdown(results, heads, prov, plots));
-  for (const auto& [name, svg] : plots) files.stage(out_dir + "/" + name, svg);
-  if (base) {
-    nlohmann::ordered_json profile_prov = prov;
-    profile_prov["calibration_source"] =
-        "calibration tables measured by trainsim-calibrate on " + host.hostname + " " + host.date_day +
-        ": gemm efficiency = median TFLOP/s / base peak_TFLOPs (one entry per m,n,k, first layout measured); "
-        "collectives = NCCL bus bandwidth (nccl-tests definition) by size; copies and kernels = median GB/s by size; "
-        "cpu_adam_params_per_s = bf16 copy, all threads, largest size. Every record, its spread and its output check "
-        "are under provenance.measurements and in raw_results.json.";
-    profile_prov["measurements"] = results.to_json();
-    const hw::ClusterProfile profile =
-        build_profile({o, host, gpu, storage, results, *base, *o.base, profile_prov});
-    files.stage(out_dir + "/profile.json", profile_text(profile));
-  } else {
-    results.note("no --base given: profile.json not written (a profile needs datasheet peaks and costs from a base)");
-  }
-  files.commit();
+  // What `rebuild` needs to write the same profile again from raw_results.json.
+  prov["options"] = {{"name", o.name},
+                     {"base", o.base ? nlohmann::ordered_json(*o.base) : nlohmann::ordered_json(nullptr)},
+                     {"storage_kind", o.storage_kind ? nlohmann::ordered_json(*o.storage_kind) : nlohmann::ordered_json(nullptr)}};
+  const auto heads = write_outputs({o, out_dir, host, gpu, storage, results, prov, base});
   std::printf("\nheadline figures (median [min .. max]):\n");
   for (const auto& h : heads) {
     if (h.stats) {
@@ -185,15 +193,15 @@ int run_calibration(const Options& o) {
       std::printf("  %-28s %12s\n", h.name.c_str(), "not measured");
     }
   }
-  std::printf("wrote %s/{raw_results.json,summary.json,summary.md%s} and %zu plots in %.1f s\n", out_dir.c_str(),
-              base ? ",profile.json" : "", plots.size(), now_s() - t_start);
+  std::printf("wrote %s/{raw_results.json,summary.json,summary.md%s} and the plots in %.1f s\n", out_dir.c_str(),
+              base ? ",profile.json" : "", now_s() - t_start);
   return 0;
 }
 
 int run_compare(const ParsedCommand& command) {
   nlohmann::json docs[2];
   for (int i = 0; i < 2; ++i) {
-    const std::string& path = command.compare_files[static_cast<std::size_t>(i)];
+    const std::string& path = command.inputs[static_cast<std::size_t>(i)];
     std::ifstream in(path);
     if (!in) throw UsageError("compare", "a readable summary.json", "\"" + path + "\"");
     try {
@@ -202,7 +210,7 @@ int run_compare(const ParsedCommand& command) {
       throw UsageError("compare", "a summary.json written by trainsim-calibrate", "\"" + path + "\": " + e.what());
     }
   }
-  const auto c = compare_summaries(docs[0], docs[1], command.compare_files[0], command.compare_files[1], command.tolerance);
+  const auto c = compare_summaries(docs[0], docs[1], command.inputs[0], command.inputs[1], command.tolerance);
   std::printf("%s", c.text.c_str());
   std::printf("\n%s\n", c.agree ? "all compared figures agree within the tolerance"
                                 : "some figures differ by more than the tolerance");

@@ -1,7 +1,17 @@
 #pragma once
 // One calibration run from parsed options to files on disk, and the `compare` command.
 
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster_profile.hpp"
+#include "gpu_benchmarks.hpp"
+#include "headlines.hpp"
+#include "host_info.hpp"
 #include "options.hpp"
+#include "results.hpp"
 
 namespace trainsim::calibrate {
 
@@ -10,5 +20,21 @@ inline constexpr const char* TOOL_VERSION = "0.1.0";
 // Returns the exit code; throws UsageError / NoGpuError / CalibrationError (see errors.hpp).
 int run_calibration(const Options& options);
 int run_compare(const ParsedCommand& command);
+int run_rebuild(const ParsedCommand& command);
+
+struct OutputInputs {
+  const Options& options;
+  const std::string& out_dir;
+  const HostInfo& host;
+  const GpuInfo& gpu;
+  const std::optional<StorageDevice>& storage;
+  const Results& results;
+  const nlohmann::ordered_json& provenance;
+  const std::optional<hw::ClusterProfile>& base;
+};
+
+// raw_results.json, summary.json, summary.md, the plots and (with a base) profile.json, all
+// written atomically together. Returns the headline figures.
+std::vector<Headline> write_outputs(const OutputInputs& in);
 
 }  // namespace trainsim::calibrate

@@ -6,6 +6,7 @@
 
 #include "cpu_benchmarks.hpp"
 #include "errors.hpp"
+#include "huge_array.hpp"
 
 namespace trainsim::calibrate {
 
@@ -16,7 +17,7 @@ void run_host_memory_bench(Mode mode, Results& results) {
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::size_t bytes = std::size_t{1} << 30;
   ThreadPool pool(threads);
-  std::vector<std::uint64_t> src(bytes / 8), dst(bytes / 8);
+  HugeArray<std::uint64_t> src(bytes / 8), dst(bytes / 8);
   pool.run([&](int w) {
     const auto [b, e] = chunk_of(src.size(), pool.size(), w, 512);
     for (std::size_t i = b; i < e; ++i) {

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       case Action::HELP: std::printf("%s", usage_text().c_str()); return 0;
       case Action::VERSION: std::printf("trainsim-calibrate %s\n", TOOL_VERSION); return 0;
       case Action::COMPARE: return run_compare(cmd);
+      case Action::REBUILD: return run_rebuild(cmd);
       case Action::RUN: return run_calibration(cmd.options);
     }
   } catch (const UsageError& e) {

@@ -106,6 +106,7 @@ bool any_gpu_part(const std::set<Part>& parts) {
 std::string usage_text() {
   return "usage: trainsim-calibrate [--quick|--full] --out DIR [options]\n"
          "       trainsim-calibrate compare A/summary.json B/summary.json [--tolerance F]\n"
+         "       trainsim-calibrate rebuild RUN/raw_results.json --out DIR [--base NAME|PATH] [--name NAME]\n"
          "\n"
          "Measures this machine (GPU GEMMs, memory-bound kernels, host<->device copies, NCCL\n"
          "collectives, O_DIRECT storage, CPU-Adam) and writes raw_results.json, summary.json,\n"
@@ -126,6 +127,11 @@ std::string usage_text() {
          "  --gpus N             use the first N GPUs (default: all)\n"
          "  --threads N          most CPU-Adam threads (default: all logical CPUs)\n"
          "  --help, --version\n"
+         "\n"
+         "compare: the headline figures of two runs side by side; exit 1 if any differs by more than\n"
+         "the tolerance (default 0.05, relative to their mean).\n"
+         "rebuild: summary, plots and profile again from a run's raw results, measuring nothing (after\n"
+         "a change of base profile or of trainsim-calibrate's report code).\n"
          "\n"
          "Exit codes: 0 done, 1 a measurement failed or its check failed, 2 bad command line,\n"
          "3 GPU benchmarks asked for but no GPU (run the CPU parts with --only cpu).\n";
@@ -151,12 +157,46 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
       } else if (args[i].starts_with("-")) {
         throw UsageError(args[i], "no such flag for compare (only --tolerance)");
       } else {
-        cmd.compare_files.push_back(args[i]);
+        cmd.inputs.push_back(args[i]);
       }
     }
-    if (cmd.compare_files.size() != 2) {
-      throw UsageError("compare", "two summary.json files", std::to_string(cmd.compare_files.size()) + " files");
+    if (cmd.inputs.size() != 2) {
+      throw UsageError("compare", "two summary.json files", std::to_string(cmd.inputs.size()) + " files");
     }
+    return cmd;
+  }
+
+  if (!args.empty() && args[0] == "rebuild") {
+    cmd.action = Action::REBUILD;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto value = [&]() -> const std::string& {
+        if (i + 1 >= args.size() || args[i + 1].starts_with("--")) throw UsageError(a, "a value after the flag");
+        return args[++i];
+      };
+      if (a == "--out") {
+        o.out_dir = value();
+      } else if (a == "--base") {
+        o.base = value();
+      } else if (a == "--name") {
+        o.name = value();
+        if (!valid_profile_name(o.name)) {
+          throw UsageError("--name", "1 to 64 characters from a-z, 0-9, '-', '_', '.'", "\"" + o.name + "\"");
+        }
+      } else if (a == "--storage-kind") {
+        o.storage_kind = value();
+        if (*o.storage_kind != "nvme" && *o.storage_kind != "sata_ssd" && *o.storage_kind != "virtio" &&
+            *o.storage_kind != "hdd") {
+          throw UsageError("--storage-kind", "one of nvme, sata_ssd, virtio, hdd", "\"" + *o.storage_kind + "\"");
+        }
+      } else if (a.starts_with("-")) {
+        throw UsageError(a, "no such flag for rebuild (--out, --base, --name, --storage-kind)");
+      } else {
+        cmd.inputs.push_back(a);
+      }
+    }
+    if (cmd.inputs.size() != 1) throw UsageError("rebuild", "one raw_results.json", std::to_string(cmd.inputs.size()) + " files");
+    if (o.out_dir.empty()) throw UsageError("--out", "an output directory (--out DIR)");
     return cmd;
   }
 

@@ -35,13 +35,14 @@ struct Options {
 };
 
 // What main() should do.
-enum class Action { RUN, HELP, VERSION, COMPARE };
+enum class Action { RUN, HELP, VERSION, COMPARE, REBUILD };
 
 struct ParsedCommand {
   Action action = Action::RUN;
   Options options;
-  // `compare A B [--tolerance F]`: two summary.json files and the allowed relative difference.
-  std::vector<std::string> compare_files;
+  // `compare A B [--tolerance F]`: two summary.json files and the allowed relative difference;
+  // `rebuild RAW --out DIR [--base X] [--name N] [--storage-kind K]`: one raw_results.json.
+  std::vector<std::string> inputs;
   double tolerance = 0.05;
 };
 

@@ -244,8 +244,10 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
 
   // Storage: the device holding --storage-dir.
   p.storage = base.storage;
-  const Measurement* rd = best(r, "storage", "read");
-  const Measurement* wr = best(r, "storage", "write");
+  const Measurement* rd = best(r, "storage", "read_confirm");
+  const Measurement* wr = best(r, "storage", "write_confirm");
+  if (rd == nullptr) rd = best(r, "storage", "read");
+  if (wr == nullptr) wr = best(r, "storage", "write");
   if (rd && wr && in.storage) {
     std::string kind = in.options.storage_kind.value_or(in.storage->kind);
     const std::map<std::string, hw::StorageKind> kinds{{"nvme", hw::StorageKind::NVME}, {"virtio", hw::StorageKind::VIRTIO},
@@ -256,7 +258,7 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
     p.storage.capacity_TB = std::max(0.001, std::round(in.storage->capacity_TB * 1000) / 1000);
     p.storage.read_GBps = rd->stats.median;
     p.storage.write_GBps = wr->stats.median;
-    p.storage.source = "read_GBps and write_GBps " + where + ": O_DIRECT sequential, best block size and queue depth (read " +
+    p.storage.source = "read_GBps and write_GBps " + where + ": O_DIRECT sequential, best block size and queue depth of the sweep, re-measured with fresh samples (read " +
                        g4(param_number(rd->params, "block_bytes") / 1024) + " KiB x " + g4(param_number(rd->params, "depth")) +
                        ", write " + g4(param_number(wr->params, "block_bytes") / 1024) + " KiB x " +
                        g4(param_number(wr->params, "depth")) + ", write timing includes fdatasync) on the " +

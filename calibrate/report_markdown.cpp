@@ -105,9 +105,9 @@ std::string summary_markdown(const Results& r, const std::vector<Headline>& head
         if (m->stats.median > hi->stats.median) hi = m;
       }
       auto shape = [](const Measurement* m) {
+        auto dim = [&](const char* k) { return std::to_string(static_cast<long long>(param_number(m->params, k))); };
         return g4(m->stats.median) + " (" + m->params.value("layer", std::string()) + " " + m->params.value("pass", std::string()) +
-               " " + g4(param_number(m->params, "m")) + "x" + g4(param_number(m->params, "n")) + "x" +
-               g4(param_number(m->params, "k")) + ")";
+               " " + dim("m") + "x" + dim("n") + "x" + dim("k") + ")";
       };
       md += std::string("| ") + p + " | " + std::to_string(ms.size()) + " | " + shape(lo) + " | " +
             g4(summarize(med).median) + " | " + shape(hi) + " |\n";
@@ -154,6 +154,19 @@ std::string summary_markdown(const Results& r, const std::vector<Headline>& head
       md += std::string("## Storage, O_DIRECT sequential ") + op + " (GB/s)\n\n" + st.markdown() +
             plot_link(plots, std::string("storage_") + op);
     }
+  }
+  std::string confirm;
+  for (const char* op : {"read_confirm", "write_confirm"}) {
+    for (const auto* m : r.select("storage", op)) {
+      confirm += std::string("| ") + op + " | " + axis_label(param_number(m->params, "block_bytes"), AxisFormat::BYTES) +
+                 " | " + g4(param_number(m->params, "depth")) + " | " + cell(m->stats) + " | " +
+                 std::to_string(m->stats.n) + " |\n";
+    }
+  }
+  if (!confirm.empty()) {
+    md += "Best three configurations of each sweep, re-measured with fresh, longer samples (the headline takes the "
+          "best of these):\n\n| | block | depth | GB/s | samples |\n| --- | ---: | ---: | ---: | ---: |\n" +
+          confirm + "\n";
   }
   Pivot pipe{"block", {}, {}, AxisFormat::BYTES};
   for (const auto* m : r.select("storage_gpu", "storage_to_gpu")) {

@@ -89,6 +89,9 @@ double sequential_transfer(AsyncIo& io, int fd, bool write, std::size_t block, i
   std::vector<std::size_t> offset_of(static_cast<std::size_t>(depth));
   std::vector<IoCompletion> done;
   std::size_t issued = 0, completed = 0;
+  // The first failure stops new requests, but those in flight are still waited for: the kernel
+  // keeps writing into their buffers, which must not be freed before it is done.
+  std::string error;
   auto issue = [&](int slot) {
     const std::size_t offset = cursor.take(block);
     offset_of[static_cast<std::size_t>(slot)] = offset;
@@ -99,28 +102,29 @@ double sequential_transfer(AsyncIo& io, int fd, bool write, std::size_t block, i
   const double t0 = now_s();
   for (int slot = 0; slot < depth && issued < requests; ++slot) issue(slot);
   io.submit();
-  while (completed < requests) {
+  while (completed < issued) {
     done.clear();
     io.wait(done);
     for (const auto& c : done) {
       const int slot = static_cast<int>(c.tag);
-      if (c.result != static_cast<long>(block)) {
-        throw CalibrationError(std::string(write ? "write" : "read") + " of " + std::to_string(block) +
-                               " bytes at offset " + std::to_string(offset_of[c.tag]) + " returned " +
-                               (c.result < 0 ? std::strerror(static_cast<int>(-c.result)) : std::to_string(c.result)));
+      ++completed;
+      if (c.result != static_cast<long>(block) && error.empty()) {
+        error = std::string(write ? "write" : "read") + " of " + std::to_string(block) + " bytes at offset " +
+                std::to_string(offset_of[c.tag]) + " returned " +
+                (c.result < 0 ? std::strerror(static_cast<int>(-c.result)) : std::to_string(c.result));
       }
-      if (!write) {
+      if (!write && error.empty()) {
         const std::size_t bad = count_bad_sectors(buffers.at(slot), block, offset_of[c.tag]);
         if (bad != 0) {
-          throw CalibrationError("storage read check failed: " + std::to_string(bad) + " sectors at offset " +
-                                 std::to_string(offset_of[c.tag]) + " do not hold the data written there");
+          error = "storage read check failed: " + std::to_string(bad) + " sectors at offset " +
+                  std::to_string(offset_of[c.tag]) + " do not hold the data written there";
         }
       }
-      ++completed;
-      if (issued < requests) issue(slot);
+      if (error.empty() && issued < requests) issue(slot);
     }
-    io.submit();
+    if (error.empty()) io.submit();
   }
+  if (!error.empty()) throw CalibrationError(error);
   if (write && ::fdatasync(fd) != 0) throw CalibrationError(std::string("fdatasync: ") + std::strerror(errno));
   return now_s() - t0;
 }
@@ -145,33 +149,47 @@ void run_storage_bench(const StorageConfig& config, ScratchDir& dir, Results& re
                std::to_string(now_s() - t_fill) + " s: " + file.path());
   AlignedBuffers buffers(max_depth, max_block);
   Cursor cursor{config.file_bytes, 0};
+  auto measure = [&](bool write, std::size_t block, int depth, int samples, double sample_seconds, const char* what) {
+    auto io = open_async_io(depth, config.backend);
+    // Warm-up doubles as a rate estimate, so every sample lasts about sample_seconds.
+    const std::size_t warm = std::clamp<std::size_t>(block * static_cast<std::size_t>(depth) * 2, 16 * MiB, 64 * MiB);
+    const double warm_s = sequential_transfer(*io, file.fd(), write, block, depth, warm, cursor, buffers);
+    const double rate = static_cast<double>(warm) / warm_s;
+    std::size_t volume = static_cast<std::size_t>(rate * sample_seconds);
+    volume = std::clamp<std::size_t>(volume, block * static_cast<std::size_t>(depth) * 4, 1 * GiB);
+    volume = std::max<std::size_t>(block, volume / block * block);
+    std::vector<double> seconds;
+    for (int s = 0; s < samples; ++s) {
+      seconds.push_back(sequential_transfer(*io, file.fd(), write, block, depth, volume, cursor, buffers));
+    }
+    Measurement m;
+    m.bench = "storage";
+    m.what = what;
+    m.params = {{"block_bytes", block}, {"depth", depth}, {"bytes_per_sample", volume},
+                {"file_bytes", config.file_bytes}, {"io", std::string(io->backend())}, {"o_direct", true}};
+    m.unit = "GBps";
+    m.stats = summarize(rates(static_cast<double>(volume) / 1e9, seconds));
+    m.check = write ? "every write returned its full length; fdatasync inside the timing; the file was read back "
+                      "and checked by the read benchmarks"
+                    : "every 4 KiB sector read checked against the offset stamped into it when written";
+    results.add(std::move(m));
+  };
   for (bool write : {true, false}) {
+    const char* op = write ? "write" : "read";
     for (std::size_t block : config.block_bytes) {
-      for (int depth : config.depths) {
-        auto io = open_async_io(depth, config.backend);
-        // Warm-up doubles as a rate estimate, so every sample lasts about sample_seconds.
-        const std::size_t warm = std::clamp<std::size_t>(block * static_cast<std::size_t>(depth) * 2, 16 * MiB, 64 * MiB);
-        const double warm_s = sequential_transfer(*io, file.fd(), write, block, depth, warm, cursor, buffers);
-        const double rate = static_cast<double>(warm) / warm_s;
-        std::size_t volume = static_cast<std::size_t>(rate * config.sample_seconds);
-        volume = std::clamp<std::size_t>(volume, block * static_cast<std::size_t>(depth) * 4, 1 * GiB);
-        volume = std::max<std::size_t>(block, volume / block * block);
-        std::vector<double> seconds;
-        for (int s = 0; s < config.samples; ++s) {
-          seconds.push_back(sequential_transfer(*io, file.fd(), write, block, depth, volume, cursor, buffers));
-        }
-        Measurement m;
-        m.bench = "storage";
-        m.what = write ? "write" : "read";
-        m.params = {{"block_bytes", block}, {"depth", depth}, {"bytes_per_sample", volume},
-                    {"file_bytes", config.file_bytes}, {"io", std::string(io->backend())}, {"o_direct", true}};
-        m.unit = "GBps";
-        m.stats = summarize(rates(static_cast<double>(volume) / 1e9, seconds));
-        m.check = write ? "every write returned its full length; fdatasync inside the timing; the file was read back "
-                          "and checked by the read benchmarks"
-                        : "every 4 KiB sector read checked against the offset stamped into it when written";
-        results.add(std::move(m));
-      }
+      for (int depth : config.depths) measure(write, block, depth, config.samples, config.sample_seconds, op);
+    }
+    // The sweep picks the best configurations; fresh, longer samples then measure them, so the
+    // reported best is not the luckiest sample of a noisy device (the winner's curse).
+    auto sweep = results.select("storage", op);
+    std::sort(sweep.begin(), sweep.end(), [](const auto* a, const auto* b) { return a->stats.median > b->stats.median; });
+    std::vector<std::pair<std::size_t, int>> best;
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, sweep.size()); ++i) {
+      best.emplace_back(static_cast<std::size_t>(param_number(sweep[i]->params, "block_bytes")),
+                        static_cast<int>(param_number(sweep[i]->params, "depth")));
+    }
+    for (const auto& [block, depth] : best) {
+      measure(write, block, depth, 7, 1.5 * config.sample_seconds, write ? "write_confirm" : "read_confirm");
     }
   }
 }

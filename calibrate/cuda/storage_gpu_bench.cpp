@@ -49,10 +49,13 @@ struct Pipeline {
       ++issued;
       ++reading;
     };
+    // The first failure stops new reads; those in flight are waited for before throwing, since
+    // the kernel writes into their pinned buffers until they complete.
+    std::string error;
     const double t0 = now_s();
     for (int slot = 0; slot < depth && issued < requests; ++slot) read_into(slot);
     io.submit();
-    while (copies < requests) {
+    while (copies < requests && (error.empty() || reading > 0)) {
       // Refill every slot whose copy to the GPU has finished.
       bool refilled = false;
       while (!copying.empty()) {
@@ -65,7 +68,7 @@ struct Pipeline {
         }
         const int slot = copying.front();
         copying.pop_front();
-        if (issued < requests) {
+        if (issued < requests && error.empty()) {
           read_into(slot);
           refilled = true;
         }
@@ -78,9 +81,14 @@ struct Pipeline {
         const int slot = static_cast<int>(c.tag);
         --reading;
         const std::size_t off = offset_of[static_cast<std::size_t>(slot)];
-        if (c.result != static_cast<long>(block)) throw CalibrationError("storage read for the GPU pipeline failed");
+        if (!error.empty()) continue;
+        if (c.result != static_cast<long>(block)) {
+          error = "storage read for the GPU pipeline failed at offset " + std::to_string(off);
+          continue;
+        }
         if (count_bad_sectors(pinned[static_cast<std::size_t>(slot)]->get(), block, off) != 0) {
-          throw CalibrationError("storage-to-GPU check failed: the block at " + std::to_string(off) + " is wrong");
+          error = "storage-to-GPU check failed: the block at " + std::to_string(off) + " is wrong";
+          continue;
         }
         if (ring_next + block > ring.bytes()) ring_next = 0;
         CUDA_CHECK(cudaMemcpyAsync(ring.as<char>() + ring_next, pinned[static_cast<std::size_t>(slot)]->get(), block,
@@ -94,6 +102,7 @@ struct Pipeline {
       }
     }
     stream.sync();
+    if (!error.empty()) throw CalibrationError(error);
     return now_s() - t0;
   }
 };

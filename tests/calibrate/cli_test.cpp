@@ -64,6 +64,15 @@ TEST(Cli, CpuPartsRunWithoutAGpuAndWriteALoadableProfile) {
   const auto summary = nlohmann::json::parse(test::slurp(out + "/summary.json"));
   EXPECT_TRUE(summary["gemm_bf16_8192_tflops"].is_null());
   EXPECT_GT(summary["cpu_adam_params_per_s"].get<double>(), 0);
+
+  // rebuild: the same measurements give the same figures under another profile name.
+  const std::string again = (dir.path() / "again").string();
+  const auto rb = run_calibrate("rebuild " + out + "/raw_results.json --name cpu-again --out " + again);
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  const hw::ClusterProfile q = hw::load_profile_file(again + "/profile.json");
+  EXPECT_EQ(q.name, "cpu-again");
+  EXPECT_EQ(*q.calibration.cpu_adam_params_per_s, *p.calibration.cpu_adam_params_per_s);
+  EXPECT_EQ(run_calibrate("rebuild " + out + "/missing.json --out " + again).exit_code, 2);
 }
 
 TEST(Cli, CompareChecksTheTolerance) {

@@ -1,0 +1,136 @@
+// `trainsim-calibrate rebuild`: the summary, plots and profile of a past run, derived again from
+// its raw_results.json without measuring anything. The measurements and the run's provenance are
+// kept as they were; the rebuild adds when, how and against which base it was redone.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "calibrate_run.hpp"
+#include "config_error.hpp"
+#include "errors.hpp"
+#include "profile_loader.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+template <class T>
+T get(const nlohmann::json& j, const char* key, T fallback) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? fallback : it->get<T>();
+}
+
+HostInfo host_from(const nlohmann::json& prov) {
+  const auto& h = prov.at("host_info");
+  HostInfo host;
+  host.hostname = get<std::string>(h, "hostname", "?");
+  host.cpu_model = get<std::string>(h, "cpu", "?");
+  host.logical_cpus = get<int>(h, "logical_cpus", 0);
+  host.physical_cores = get<int>(h, "physical_cores", 0);
+  host.sockets = get<int>(h, "sockets", 1);
+  host.memory_GiB = get<double>(h, "memory_GiB", 0);
+  host.kernel = get<std::string>(h, "kernel", "");
+  host.os = get<std::string>(h, "os", "");
+  host.avx2 = get<bool>(h, "avx2", false);
+  host.avx512 = get<bool>(h, "avx512", false);
+  host.date_utc = get<std::string>(prov, "date", "?");
+  host.date_day = host.date_utc.substr(0, 10);
+  return host;
+}
+
+GpuInfo gpu_from(const nlohmann::json& g) {
+  GpuInfo gpu;
+  gpu.available = get<bool>(g, "available", false);
+  gpu.why_not = get<std::string>(g, "why_not", "");
+  gpu.built_with_cuda = get<bool>(g, "built_with_cuda", false);
+  gpu.visible = get<int>(g, "visible", 0);
+  if (g.contains("devices")) {
+    for (const auto& d : g["devices"]) {
+      const std::string cc = get<std::string>(d, "compute_capability", "0.0");
+      gpu.devices.push_back({get<int>(d, "index", 0), get<std::string>(d, "name", "?"), get<std::string>(d, "pci_bus_id", ""),
+                             get<double>(d, "memory_GiB", 0), get<int>(d, "sm_count", 0), std::stoi(cc),
+                             std::stoi(cc.substr(cc.find('.') + 1))});
+    }
+  }
+  gpu.driver_version = get<std::string>(g, "driver_version", "unknown");
+  gpu.cuda_driver_api = get<int>(g, "cuda_driver_api", 0);
+  gpu.cuda_runtime = get<int>(g, "cuda_runtime", 0);
+  gpu.cublas_version = get<std::string>(g, "cublas_version", "");
+  gpu.nccl_version = get<std::string>(g, "nccl_version", "");
+  gpu.nvlinks_per_gpu = get<int>(g, "nvlinks_per_gpu", -1);
+  gpu.nvlink_remote = get<std::string>(g, "nvlink_remote", "unknown");
+  gpu.p2p_all_pairs = get<bool>(g, "p2p_all_pairs", false);
+  gpu.context_GiB = get<double>(g, "context_GiB", 0);
+  return gpu;
+}
+
+Results results_from(const nlohmann::json& raw) {
+  Results r(false);
+  for (const auto& m : raw.at("measurements")) {
+    const auto& s = m.at("stats");
+    r.add({m.at("bench").get<std::string>(), m.at("what").get<std::string>(), nlohmann::ordered_json(m.at("params")),
+           m.at("unit").get<std::string>(),
+           Stats{s.at("median").get<double>(), s.at("min").get<double>(), s.at("max").get<double>(), s.at("q1").get<double>(),
+                 s.at("q3").get<double>(), s.at("n").get<int>()},
+           m.at("check").get<std::string>()});
+  }
+  for (const auto& n : raw.at("provenance").value("notes", nlohmann::json::array())) r.note(n.get<std::string>());
+  return r;
+}
+
+}  // namespace
+
+int run_rebuild(const ParsedCommand& command) {
+  const std::string& path = command.inputs.front();
+  std::ifstream in(path);
+  if (!in) throw UsageError("rebuild", "a readable raw_results.json", "\"" + path + "\"");
+  nlohmann::json raw;
+  try {
+    raw = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("rebuild", "a raw_results.json written by trainsim-calibrate", "\"" + path + "\": " + e.what());
+  }
+  if (!raw.contains("provenance") || !raw.contains("measurements")) {
+    throw UsageError("rebuild", "a raw_results.json with provenance and measurements", "\"" + path + "\"");
+  }
+  const nlohmann::json& prov_in = raw["provenance"];
+  Options o = command.options;
+  const nlohmann::json run_options = prov_in.value("options", nlohmann::json::object());
+  // Flags given now win; otherwise the run's own choices.
+  if (!o.base && run_options.contains("base") && !run_options["base"].is_null()) o.base = run_options["base"].get<std::string>();
+  if (o.name == "measured" && run_options.contains("name")) o.name = run_options["name"].get<std::string>();
+  if (!o.storage_kind && run_options.contains("storage_kind") && !run_options["storage_kind"].is_null()) {
+    o.storage_kind = run_options["storage_kind"].get<std::string>();
+  }
+  std::optional<hw::ClusterProfile> base;
+  if (o.base) {
+    try {
+      base = hw::resolve_profile(*o.base, "--base");
+    } catch (const ConfigError& e) {
+      throw UsageError("--base", "a built-in profile name or a readable profile .json", e.what());
+    }
+  }
+  const HostInfo host = host_from(prov_in);
+  const GpuInfo gpu = gpu_from(prov_in.value("gpu", nlohmann::json::object()));
+  std::optional<StorageDevice> storage;
+  if (prov_in.contains("storage")) {
+    const auto& s = prov_in["storage"];
+    storage = StorageDevice{get<std::string>(s, "kind", "unknown"), get<std::string>(s, "device", ""),
+                            get<std::string>(s, "filesystem", ""), get<double>(s, "capacity_TB", 0),
+                            get<double>(s, "free_bytes", 0)};
+  }
+  const Results results = results_from(raw);
+  nlohmann::ordered_json prov = nlohmann::ordered_json::parse(prov_in.dump());
+  prov["options"] = {{"name", o.name},
+                     {"base", o.base ? nlohmann::ordered_json(*o.base) : nlohmann::ordered_json(nullptr)},
+                     {"storage_kind", o.storage_kind ? nlohmann::ordered_json(*o.storage_kind) : nlohmann::ordered_json(nullptr)}};
+  prov["rebuilt"] = {{"by", o.command_line}, {"date", probe_host().date_utc}};
+  std::error_code ec;
+  std::filesystem::create_directories(o.out_dir, ec);
+  if (ec) throw UsageError("--out", "a directory that exists or can be created", "\"" + o.out_dir + "\"");
+  const auto heads = write_outputs({o, o.out_dir, host, gpu, storage, results, prov, base});
+  std::printf("rebuilt %s from %s (%zu measurements)%s\n", o.out_dir.c_str(), path.c_str(), results.all().size(),
+              base ? ", profile.json included" : "");
+  return 0;
+}
+
+}  // namespace trainsim::calibrate
