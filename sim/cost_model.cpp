@@ -75,9 +75,20 @@ double CostModel::gemm_seconds(const wl::Gemm& g) const {
   return std::max(compute, traffic / (profile_.gpu.hbm_GBps * 1e9 * DEFAULT_KERNEL_EFFICIENCY));
 }
 
+namespace {
+// The calibrated kernel (trainsim-calibrate measures copy, layernorm, gelu and softmax) closest in
+// access pattern to each kernel of the lowering; elementwise passes behave as a copy.
+std::string_view calibrated_kernel(std::string_view name) {
+  if (name == "norm" || name == "final_norm") return "layernorm";
+  if (name == "activation") return "gelu";
+  if (name == "softmax" || name == "attention_dropout" || name == "cross_entropy") return "softmax";
+  return "copy";
+}
+}  // namespace
+
 double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
   double GBps = profile_.gpu.hbm_GBps * DEFAULT_KERNEL_EFFICIENCY;
-  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.kernels, k.name, 1);
+  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.kernels, calibrated_kernel(k.name), 1);
   if (curve == nullptr) curve = find_curve(profile_.calibration.kernels, "copy", 1);
   if (curve != nullptr) GBps = interpolate_curve(curve->points, k.bytes);
   return k.bytes / (GBps * 1e9);
