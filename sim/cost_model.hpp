@@ -39,7 +39,7 @@ class CostModel {
   std::vector<std::string> assumptions() const;
 
  private:
-  const hw::ClusterProfile& profile_;
+  hw::ClusterProfile profile_;  // a copy: a cost model outlives the profile it was made from
   hw::ComputePrecision precision_;
   double peak_flops_ = 0;
   double element_bytes_ = 2;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -89,6 +90,14 @@ class Replayer {
 
   double cap_of(OpId id) const { return id < caps_.per_op.size() ? caps_.per_op[id] : 0.0; }
 
+  // Changing a link's bandwidth re-solves the sharing model: only when the cap changes.
+  void set_cap(sg::Link* link, double bytes_per_s) {
+    auto [it, inserted] = caps_in_force_.try_emplace(link, UNCAPPED);
+    if (it->second == bytes_per_s) return;
+    it->second = bytes_per_s;
+    link->set_bandwidth(bytes_per_s);
+  }
+
   void start(OpId id) {
     const Op& op = graph_[id];
     result_.timing[id].start = sg::Engine::get_clock();
@@ -108,9 +117,8 @@ class Replayer {
         if (bytes == 0) break;
         sg::Host* from = op.kind == OpKind::COPY_H2D ? platform_.cpu() : platform_.gpu(op.gpu);
         sg::Host* to = op.kind == OpKind::COPY_H2D ? platform_.gpu(op.gpu) : platform_.cpu();
-        auto comm = sg::Comm::sendto_init(from, to)->set_payload_size(bytes);
-        if (cap_of(id) > 0) comm->set_rate(cap_of(id));
-        launch(id, comm);
+        set_cap(platform_.copy_cap(op.gpu, op.kind == OpKind::COPY_H2D), cap_of(id) > 0 ? cap_of(id) : UNCAPPED);
+        launch(id, sg::Comm::sendto_init(from, to)->set_payload_size(bytes));
         break;
       }
       case OpKind::STORAGE_READ:
@@ -146,10 +154,10 @@ class Replayer {
     const double per_channel = ring_hop_bytes(op.collective, op.bytes, op.group_size) / static_cast<double>(ring.channels.size());
     const auto bytes = static_cast<std::uint64_t>(std::llround(per_channel));
     if (bytes == 0) return;
-    for (const auto& [src, dst] : ring.channels) {
-      auto comm = sg::Comm::sendto_init(src, dst)->set_payload_size(bytes);
-      if (cap_of(id) > 0) comm->set_rate(cap_of(id) / static_cast<double>(ring.channels.size()));
-      launch(id, comm);
+    const double cap = cap_of(id) > 0 ? cap_of(id) / static_cast<double>(ring.channels.size()) : UNCAPPED;
+    for (std::size_t ch = 0; ch < ring.channels.size(); ++ch) {
+      set_cap(ring.caps[ch], cap);
+      launch(id, sg::Comm::sendto_init(ring.channels[ch].first, ring.channels[ch].second)->set_payload_size(bytes));
     }
   }
 
@@ -196,6 +204,7 @@ class Replayer {
   std::vector<std::vector<sg::ActivityPtr>> live_;
   std::vector<OpId> ready_;
   std::vector<sg::ActivityPtr> graveyard_;
+  std::unordered_map<const sg::Link*, double> caps_in_force_;
   std::size_t completed_ = 0;
   ReplayResult result_;
 };

@@ -129,11 +129,15 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
   for (int g = 0; g < shape.local_gpus; ++g) {
     const auto s = static_cast<std::size_t>(b.switch_of_gpu(g));
     const auto gi = static_cast<std::size_t>(g);
+    h2d_caps_.push_back(zone->create_link(fmt::format("h2d_cap{}", g), UNCAPPED)->set_latency(0)->seal());
+    d2h_caps_.push_back(zone->create_link(fmt::format("d2h_cap{}", g), UNCAPPED)->set_latency(0)->seal());
     zone->add_route(cpu_->get_netpoint(), gpus_[gi]->get_netpoint(), nullptr, nullptr,
-                    {sg::LinkInRoute(b.copy_latency), {b.host_path, Dir::DOWN}, {b.uplink[s], Dir::DOWN}, {b.pcie[gi], Dir::DOWN}},
+                    {sg::LinkInRoute(b.copy_latency), sg::LinkInRoute(h2d_caps_[gi]), {b.host_path, Dir::DOWN},
+                     {b.uplink[s], Dir::DOWN}, {b.pcie[gi], Dir::DOWN}},
                     false);
     zone->add_route(gpus_[gi]->get_netpoint(), cpu_->get_netpoint(), nullptr, nullptr,
-                    {sg::LinkInRoute(b.copy_latency), {b.pcie[gi], Dir::UP}, {b.uplink[s], Dir::UP}, {b.host_path, Dir::UP}},
+                    {sg::LinkInRoute(b.copy_latency), sg::LinkInRoute(d2h_caps_[gi]), {b.pcie[gi], Dir::UP},
+                     {b.uplink[s], Dir::UP}, {b.host_path, Dir::UP}},
                     false);
   }
 
@@ -147,6 +151,7 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
     auto endpoint_pair = [&](std::size_t channel) {
       auto* src = zone->create_host(fmt::format("ring{}.{}.src", r, channel), 1.0)->seal();
       auto* dst = zone->create_host(fmt::format("ring{}.{}.dst", r, channel), 1.0)->seal();
+      route.caps.push_back(zone->create_link(fmt::format("ring{}.{}.cap", r, channel), UNCAPPED)->set_latency(0)->seal());
       return std::make_pair(src, dst);
     };
     const int k = static_cast<int>(spec.members.size());
@@ -154,8 +159,9 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
       // A group of one: its collectives move nothing.
     } else if (!spec.crosses_nodes) {
       std::vector<sg::LinkInRoute> links;
-      for (int i = 0; i < k; ++i) b.hop(spec.members[static_cast<std::size_t>(i)], spec.members[static_cast<std::size_t>((i + 1) % k)], links);
       auto ends = endpoint_pair(0);
+      links.emplace_back(route.caps.back());
+      for (int i = 0; i < k; ++i) b.hop(spec.members[static_cast<std::size_t>(i)], spec.members[static_cast<std::size_t>((i + 1) % k)], links);
       zone->add_route(ends.first->get_netpoint(), ends.second->get_netpoint(), nullptr, nullptr, links, false);
       route.channels.push_back(ends);
       route.step_latency_s = intra_latency;
@@ -190,6 +196,8 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
         order.insert(order.begin(), entry);
         if (exit != entry) order.push_back(exit);
         std::vector<sg::LinkInRoute> links;
+        auto ends = endpoint_pair(ch);
+        links.emplace_back(route.caps.back());
         for (std::size_t i = 0; i + 1 < order.size(); ++i) b.hop(order[i], order[i + 1], links);
         links.emplace_back(b.pcie[static_cast<std::size_t>(exit)], Dir::UP);
         links.emplace_back(b.nic[static_cast<std::size_t>(c)], Dir::UP);
@@ -199,7 +207,6 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
         }
         links.emplace_back(b.nic[static_cast<std::size_t>(c)], Dir::DOWN);
         links.emplace_back(b.pcie[static_cast<std::size_t>(entry)], Dir::DOWN);
-        auto ends = endpoint_pair(ch);
         zone->add_route(ends.first->get_netpoint(), ends.second->get_netpoint(), nullptr, nullptr, links, false);
         route.channels.push_back(ends);
         if (ch == 0) route.links = link_names(links);

@@ -33,6 +33,10 @@ struct RingSpec {
 
 struct RingRoute {
   std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> channels;  // one endpoint pair per channel
+  // A private link at the head of each channel's route: unlimited, or set to a calibrated rate
+  // for the collective in flight (ops of one ring run one after another on its members' NCCL
+  // stream). SimGrid 3.32 refuses Comm::set_rate on host-to-host comms.
+  std::vector<simgrid::s4u::Link*> caps;
   double step_latency_s = 0;  // per ring step (NCCL's per-hop latency)
   std::vector<std::string> links;  // the links each channel's route crosses, for traces
 };
@@ -44,6 +48,8 @@ struct PlatformShape {
 
 // Host speed of GPU hosts: an exec of `seconds` runs `seconds * GPU_SPEED` flops.
 inline constexpr double GPU_SPEED = 1e9;
+// The bandwidth of a rate-cap link with no cap in force (bytes/s): never the bottleneck.
+inline constexpr double UNCAPPED = 1e18;
 
 class Platform {
  public:
@@ -59,6 +65,10 @@ class Platform {
   simgrid::s4u::Host* storage() const { return storage_; }
   const RingRoute& ring(int id) const { return rings_[static_cast<std::size_t>(id)]; }
   int gpu_count() const { return static_cast<int>(gpus_.size()); }
+  // The private rate-cap link of a GPU's host-to-device or device-to-host copies.
+  simgrid::s4u::Link* copy_cap(int gpu, bool to_gpu) const {
+    return (to_gpu ? h2d_caps_ : d2h_caps_)[static_cast<std::size_t>(gpu)];
+  }
   double cpu_params_per_s() const { return cpu_speed_; }
 
  private:
@@ -67,6 +77,7 @@ class Platform {
   simgrid::s4u::Host* delay_ = nullptr;
   simgrid::s4u::Host* storage_ = nullptr;
   std::vector<RingRoute> rings_;
+  std::vector<simgrid::s4u::Link*> h2d_caps_, d2h_caps_;
   double cpu_speed_ = 0;
 };
 
