@@ -80,9 +80,13 @@ std::vector<Headline> write_outputs(const OutputInputs& in) {
         "calibration tables measured by trainsim-calibrate on " + in.host.hostname + " " + in.host.date_day +
         ": gemm efficiency = median TFLOP/s / base peak_TFLOPs (one entry per m,n,k, first layout measured); "
         "collectives = NCCL bus bandwidth (nccl-tests definition) by size; copies and kernels = median GB/s by size; "
-        "cpu_adam_params_per_s = bf16 copy, all threads, largest size. Every record, its spread and its output check "
-        "are under provenance.measurements and in raw_results.json.";
-    profile_prov["measurements"] = results.to_json();
+        "cpu_adam_params_per_s = bf16 copy, all threads, largest size. Figures rounded to 4 significant digits.";
+    // The raw measurements (every configuration with its spread and output check) are in
+    // raw_results.json beside the profile; embedding them would make the profile too large to be
+    // compiled in as a built-in. Their headline figures and spread are kept here.
+    profile_prov["raw_results"] = {{"file", "raw_results.json (written beside this profile)"},
+                                   {"measurements", results.all().size()}};
+    profile_prov["headlines"] = summary_json(heads, {})["spread"];
     const hw::ClusterProfile profile = build_profile(
         {in.options, in.host, in.gpu, in.storage, results, *in.base, *in.options.base, profile_prov});
     files.stage(in.out_dir + "/profile.json", profile_text(profile));

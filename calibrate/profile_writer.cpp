@@ -25,6 +25,14 @@ std::string g4(double v) {
 
 double round2(double v) { return std::round(v * 100) / 100; }
 
+// Measured figures are written with 4 significant digits: their run-to-run spread is larger than
+// that, and the profile stays small enough to be compiled in as a built-in.
+double sig4(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(std::fabs(v))));
+  return std::round(v * scale) / scale;
+}
+
 bool is(const nlohmann::ordered_json& p, const char* key, double value) {
   const auto it = p.find(key);
   return it != p.end() && it->is_number() && it->get<double>() == value;
@@ -35,7 +43,7 @@ hw::BandwidthCurve curve(const Results& r, const std::string& bench, const std::
                          const char* key, const std::function<bool(const nlohmann::ordered_json&)>& keep) {
   std::map<double, double> points;
   for (const auto* m : r.select(bench, what)) {
-    if (keep(m->params)) points.emplace(param_number(m->params, key), m->stats.median);
+    if (keep(m->params)) points.emplace(param_number(m->params, key), sig4(m->stats.median));
   }
   hw::BandwidthCurve c;
   c.what = name;
@@ -68,10 +76,22 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
     }
     // One entry per (m, n, k): the first measured (the forward layout where layouts share a shape).
     std::set<std::tuple<double, double, double>> seen;
+    int implausible = 0;
     for (const auto* m : ms) {
       const double mm = param_number(m->params, "m"), nn = param_number(m->params, "n"), kk = param_number(m->params, "k");
       if (!seen.insert({mm, nn, kk}).second) continue;
-      cal.gemm.push_back({precision, mm, nn, kk, m->stats.median / peak->second});
+      const double efficiency = sig4(m->stats.median / peak->second);
+      // Above 1.5x the base's peak the base must describe another GPU: such an entry would be
+      // wrong (and the strict loader rejects it), so it is left out and said so.
+      if (!(efficiency > 0 && efficiency <= 1.5)) {
+        ++implausible;
+        continue;
+      }
+      cal.gemm.push_back({precision, mm, nn, kk, efficiency});
+    }
+    if (implausible > 0) {
+      notes.push_back("gemm " + name + ": " + std::to_string(implausible) + " entries left out, their efficiency against " +
+                      "the base's peak of " + g4(peak->second) + " TFLOP/s is above 1.5 (does the base describe this GPU?)");
     }
   }
   std::set<std::pair<std::string, int>> groups;
@@ -103,7 +123,7 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
     }
     hw::BandwidthCurve c;
     c.what = std::string("storage_") + op;
-    for (const auto& [b, v] : by_block) c.points.push_back({b, v});
+    for (const auto& [b, v] : by_block) c.points.push_back({b, sig4(v)});
     if (!c.points.empty()) cal.copies.push_back(std::move(c));
   }
   if (auto c = curve(r, "storage_gpu", "storage_to_gpu", "storage_to_gpu", "block_bytes", any); !c.points.empty()) {
@@ -119,7 +139,7 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
     threads = std::max(threads, param_number(m->params, "threads"));
   }
   if (const auto* m = r.find("cpu_adam", "bf16", [&](const auto& p) { return is(p, "params", params) && is(p, "threads", threads); })) {
-    cal.cpu_adam_params_per_s = m->stats.median;
+    cal.cpu_adam_params_per_s = sig4(m->stats.median);
   }
   return cal;
 }
@@ -190,8 +210,8 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
     if (in.gpu.nvlink_remote == "switch") p.intra_node.fabric = hw::IntraNodeFabric::NVSWITCH;
     if (in.gpu.nvlink_remote == "gpu") p.intra_node.fabric = hw::IntraNodeFabric::NVLINK_MESH;
     if (in.gpu.nvlink_remote == "none") p.intra_node.fabric = hw::IntraNodeFabric::PCIE_ONLY;
-    p.intra_node.link_GBps = p2p->stats.median;
-    if (p2p_lat) p.intra_node.latency_us = p2p_lat->stats.median;
+    p.intra_node.link_GBps = sig4(p2p->stats.median);
+    if (p2p_lat) p.intra_node.latency_us = sig4(p2p_lat->stats.median);
     p.intra_node.source = "link_GBps " + where + ": GPU 0 -> GPU 1 cudaMemcpyPeerAsync of " +
                           g4(param_number(p2p->params, "bytes") / GiB) + " GiB (one direction)" +
                           (p2p_lat ? "; latency_us: 8-byte peer copy + synchronize as seen by the host" : "") +
@@ -212,13 +232,13 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
   if (gpu && h2d && d2h) {
     const Measurement* all = copy_at("h2d_pinned", n);
     const Measurement* lat = r.find("host_copy", "latency_h2d_pinned", [](const auto&) { return true; });
-    p.pcie.link_GBps = std::min(h2d->stats.median, d2h->stats.median);
-    if (lat) p.pcie.latency_us = lat->stats.median;
-    p.pcie.host_aggregate_GBps = all ? all->stats.median : p.pcie.link_GBps;
+    p.pcie.link_GBps = sig4(std::min(h2d->stats.median, d2h->stats.median));
+    if (lat) p.pcie.latency_us = sig4(lat->stats.median);
+    p.pcie.host_aggregate_GBps = all ? sig4(all->stats.median) : p.pcie.link_GBps;
     // Concurrent copies that gain less than half a link per extra GPU share one uplink.
     const bool shared = n > 1 && all && all->stats.median < p.pcie.link_GBps * (1 + 0.5 * (n - 1));
     p.pcie.gpus_per_switch = shared ? n : 1;
-    p.pcie.switch_uplink_GBps = shared ? all->stats.median : p.pcie.link_GBps;
+    p.pcie.switch_uplink_GBps = shared ? sig4(all->stats.median) : p.pcie.link_GBps;
     p.pcie.source = "link_GBps " + where + ": the lower of pinned host-to-device (" + g4(h2d->stats.median) +
                     ") and device-to-host (" + g4(d2h->stats.median) + ") GB/s for 1 GiB on one GPU; host_aggregate_GBps: " +
                     "pinned host-to-device on all " + std::to_string(n) + " GPUs at once; gpus_per_switch and " +
@@ -231,12 +251,13 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
 
   // Host: the operating system's view, plus the measured copy bandwidth.
   p.host = base.host;
-  p.host.cpu = in.host.cpu_model;
-  p.host.sockets = in.host.sockets;
-  p.host.cores = in.host.physical_cores;
-  p.host.memory_GiB = round2(in.host.memory_GiB);
+  // Facts /proc did not give (an empty model, zero cores) stay the base's rather than break the profile.
+  if (!in.host.cpu_model.empty()) p.host.cpu = in.host.cpu_model;
+  if (in.host.sockets >= 1) p.host.sockets = in.host.sockets;
+  if (in.host.physical_cores >= 1) p.host.cores = in.host.physical_cores;
+  if (in.host.memory_GiB > 0) p.host.memory_GiB = round2(in.host.memory_GiB);
   const Measurement* mem = r.find("host_memory", "copy", [](const auto&) { return true; });
-  if (mem) p.host.memory_GBps = mem->stats.median;
+  if (mem) p.host.memory_GBps = sig4(mem->stats.median);
   p.host.source = "cpu, sockets, cores (distinct physical cores) and memory_GiB (MemTotal) " + where + " from /proc; " +
                   (mem ? "memory_GBps: parallel memcpy of 1 GiB on " + g4(param_number(mem->params, "threads")) +
                              " threads, bytes read + written"
@@ -256,8 +277,8 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
     if (known) p.storage.kind = kinds.at(kind);
     p.storage.count = 1;
     p.storage.capacity_TB = std::max(0.001, std::round(in.storage->capacity_TB * 1000) / 1000);
-    p.storage.read_GBps = rd->stats.median;
-    p.storage.write_GBps = wr->stats.median;
+    p.storage.read_GBps = sig4(rd->stats.median);
+    p.storage.write_GBps = sig4(wr->stats.median);
     p.storage.source = "read_GBps and write_GBps " + where + ": O_DIRECT sequential, best block size and queue depth of the sweep, re-measured with fresh samples (read " +
                        g4(param_number(rd->params, "block_bytes") / 1024) + " KiB x " + g4(param_number(rd->params, "depth")) +
                        ", write " + g4(param_number(wr->params, "block_bytes") / 1024) + " KiB x " +
@@ -281,8 +302,33 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
   return p;
 }
 
+namespace {
+// Indented JSON, except that an object or array whose one-line form fits in 110 characters
+// stays on one line: one calibration point or GEMM entry per line instead of seven.
+void pretty(const nlohmann::ordered_json& j, int indent, std::string& out) {
+  const std::string flat = j.dump();
+  if (!j.is_structured() || j.empty() || flat.size() + static_cast<std::size_t>(indent) <= 110) {
+    out += flat;
+    return;
+  }
+  const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
+  out += j.is_object() ? "{\n" : "[\n";
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!first) out += ",\n";
+    first = false;
+    out += pad;
+    if (j.is_object()) out += nlohmann::ordered_json(it.key()).dump() + ": ";
+    pretty(*it, indent + 2, out);
+  }
+  out += "\n" + std::string(static_cast<std::size_t>(indent), ' ') + (j.is_object() ? "}" : "]");
+}
+}  // namespace
+
 std::string profile_text(const hw::ClusterProfile& profile) {
-  const std::string text = hw::profile_to_json(profile).dump(2) + "\n";
+  std::string text;
+  pretty(hw::profile_to_json(profile), 0, text);
+  text += "\n";
   try {
     hw::load_profile(parse_json_text(text, "written profile " + profile.name));
   } catch (const ConfigError& e) {
