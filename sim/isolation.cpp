@@ -50,9 +50,11 @@ std::string run_isolated(const std::function<std::string()>& fn) {
       char* argv[] = {arg0, log1, log2, nullptr};
       int argc = 3;
       configure_simgrid(&argc, argv);
-      out = "0" + fn();
+      out = "0";
+      out.append(fn());
     } catch (const std::exception& e) {
-      out = std::string("1") + e.what();
+      out = "1";
+      out.append(e.what());  // not operator+: GCC 12 -O3 -Wrestrict false positive (bug 105329)
       code = 3;
     }
     write_all(fds[1], out);
