@@ -42,6 +42,7 @@ std::string run_isolated(const std::function<std::string()>& fn) {
   if (pid == 0) {
     ::close(fds[0]);
     int code = 0;
+    char status = '0';
     std::string out;
     try {
       char arg0[] = "trainsim";
@@ -50,13 +51,13 @@ std::string run_isolated(const std::function<std::string()>& fn) {
       char* argv[] = {arg0, log1, log2, nullptr};
       int argc = 3;
       configure_simgrid(&argc, argv);
-      out = "0";
-      out.append(fn());
+      out = fn();
     } catch (const std::exception& e) {
-      out = "1";
-      out.append(e.what());  // not operator+: GCC 12 -O3 -Wrestrict false positive (bug 105329)
+      status = '1';
+      out = e.what();
       code = 3;
     }
+    write_all(fds[1], std::string(1, status));
     write_all(fds[1], out);
     ::close(fds[1]);
     ::_exit(code);
