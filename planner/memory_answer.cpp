@@ -94,11 +94,7 @@ MemoryAnswer answer_memory(Request request) {
 
 nlohmann::ordered_json memory_json(const MemoryAnswer& a) {
   const auto& est = a.estimate;
-  nlohmann::ordered_json j;
-  j["schema_version"] = MEMORY_SCHEMA_VERSION;
-  j["kind"] = "trainsim.memory";
-  j["provenance"] = provenance_json(a.request, "memory");
-  j["inputs"] = inputs_json(a.request);
+  nlohmann::ordered_json j = result_header(a.request, "memory", MEMORY_SCHEMA_VERSION);
   const auto& peak = est.stages[static_cast<std::size_t>(est.peak_stage)];
   j["per_gpu"] = stage_json(peak, a.fit, a.fit.fits_gpu);
   j["per_stage"] = nlohmann::ordered_json::array();

@@ -169,6 +169,15 @@ nlohmann::ordered_json inputs_json(const Request& r) {
   return j;
 }
 
+nlohmann::ordered_json result_header(const Request& r, std::string_view command, int schema_version) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = schema_version;
+  j["kind"] = "trainsim." + std::string(command);
+  j["provenance"] = provenance_json(r, command);
+  j["inputs"] = inputs_json(r);
+  return j;
+}
+
 nlohmann::ordered_json provenance_json(const Request& r, std::string_view command) {
   nlohmann::ordered_json j;
   j["tool"] = "trainsim";

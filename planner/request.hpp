@@ -39,6 +39,9 @@ Request resolve_request(const InputFlags& flags);
 
 nlohmann::ordered_json inputs_json(const Request& r);
 nlohmann::ordered_json provenance_json(const Request& r, std::string_view command);
+// What every result file starts with: schema_version, kind ("trainsim.<command>"), provenance
+// and the resolved inputs.
+nlohmann::ordered_json result_header(const Request& r, std::string_view command, int schema_version);
 
 // "1.008T", "7.50B", "340M": parameter counts for people.
 std::string human_count(double n);

@@ -84,11 +84,7 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
 
 nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
   const auto& r = a.result;
-  nlohmann::ordered_json j;
-  j["schema_version"] = SIMULATE_SCHEMA_VERSION;
-  j["kind"] = "trainsim.simulate";
-  j["provenance"] = provenance_json(a.memory.request, "simulate");
-  j["inputs"] = inputs_json(a.memory.request);
+  nlohmann::ordered_json j = result_header(a.memory.request, "simulate", SIMULATE_SCHEMA_VERSION);
   auto number_or_null = [&](double v) { return r.simulated ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
   j["step_time_s"] = number_or_null(r.step_time_s);
   j["tflops_per_gpu"] = number_or_null(r.tflops_per_gpu);
