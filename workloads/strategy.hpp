@@ -25,8 +25,6 @@ std::string_view to_string(Recompute v);
 struct ZeroBuffers {
   double reduce_bucket_elems = 5e8;           // reduce_bucket_size
   double allgather_bucket_elems = 5e8;        // allgather_bucket_size (stages 1-2)
-  double prefetch_bucket_elems = 5e7;         // stage3_prefetch_bucket_size
-  double max_live_parameters = 1e9;           // stage3_max_live_parameters
   double offload_param_buffer_count = 5;      // offload_param.buffer_count (NVMe)
   double offload_param_buffer_elems = 1e8;    // offload_param.buffer_size (NVMe)
   double offload_optimizer_buffer_count = 4;  // offload_optimizer.buffer_count (NVMe)

@@ -92,8 +92,6 @@ void read_zero(StrictObject z, StrategyInput& in) {
   static constexpr BufferKey BUFFER_KEYS[] = {
       {"reduce_bucket_size", &ZeroBuffers::reduce_bucket_elems},
       {"allgather_bucket_size", &ZeroBuffers::allgather_bucket_elems},
-      {"stage3_prefetch_bucket_size", &ZeroBuffers::prefetch_bucket_elems},
-      {"stage3_max_live_parameters", &ZeroBuffers::max_live_parameters},
       {"sub_group_size", &ZeroBuffers::sub_group_elems},
   };
   for (const auto& [key, field] : BUFFER_KEYS) {
@@ -103,8 +101,10 @@ void read_zero(StrictObject z, StrategyInput& in) {
       in.buffers_set = true;
     }
   }
+  // ZeRO-3 is modeled as DeepSpeed's coordinator behaves by default: the next submodule is always
+  // prefetched (whatever the bucket size) and freed after use, so these two change nothing here.
   mark_no_effect(z, in,
-                 {"overlap_comm", "contiguous_gradients", "reduce_scatter", "allgather_partitions",
+                 {"stage3_prefetch_bucket_size", "stage3_max_live_parameters", "overlap_comm", "contiguous_gradients", "reduce_scatter", "allgather_partitions",
                   "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
                   "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
                   "round_robin_gradients", "elastic_checkpoint", "ignore_unused_parameters", "load_from_fp32_weights",
