@@ -66,14 +66,6 @@ struct Builder {
   }
 };
 
-std::vector<std::string> link_names(const std::vector<sg::LinkInRoute>& route) {
-  std::vector<std::string> names;
-  for (const auto& l : route) {
-    names.push_back(l.get_link()->get_name() + (l.get_direction() == Dir::UP ? ":up" : l.get_direction() == Dir::DOWN ? ":down" : ""));
-  }
-  return names;
-}
-
 }  // namespace
 
 Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape, const std::vector<RingSpec>& rings) {
@@ -82,8 +74,7 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
   b.switches = (shape.local_gpus + profile.pcie.gpus_per_switch - 1) / profile.pcie.gpus_per_switch;
 
   for (int g = 0; g < shape.local_gpus; ++g) gpus_.push_back(zone->create_host(fmt::format("gpu{}", g), GPU_SPEED)->seal());
-  cpu_speed_ = cpu_adam_params_per_s(profile);
-  cpu_ = zone->create_host("cpu", cpu_speed_)->seal();
+  cpu_ = zone->create_host("cpu", cpu_adam_params_per_s(profile))->seal();
   // Delays (collective latency) run here: as many cores as delays can ever overlap.
   delay_ = zone->create_host("delay", 1.0)->set_core_count(1 << 20)->seal();
   if (profile.storage.kind != hw::StorageKind::NONE && profile.storage.count > 0) {
@@ -165,7 +156,6 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
       zone->add_route(ends.first->get_netpoint(), ends.second->get_netpoint(), nullptr, nullptr, links, false);
       route.channels.push_back(ends);
       route.step_latency_s = intra_latency;
-      route.links = link_names(links);
     } else {
       // One channel per NIC near the members (NCCL keeps rings on the GPU's own PCIe switch);
       // all NICs if none is near. The ring enters at a member beside the NIC and leaves from
@@ -209,7 +199,6 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape
         links.emplace_back(b.pcie[static_cast<std::size_t>(entry)], Dir::DOWN);
         zone->add_route(ends.first->get_netpoint(), ends.second->get_netpoint(), nullptr, nullptr, links, false);
         route.channels.push_back(ends);
-        if (ch == 0) route.links = link_names(links);
       }
       route.step_latency_s = std::max(intra_latency, inter_latency);
     }

@@ -38,7 +38,6 @@ struct RingRoute {
   // stream). SimGrid 3.32 refuses Comm::set_rate on host-to-host comms.
   std::vector<simgrid::s4u::Link*> caps;
   double step_latency_s = 0;  // per ring step (NCCL's per-hop latency)
-  std::vector<std::string> links;  // the links each channel's route crosses, for traces
 };
 
 struct PlatformShape {
@@ -64,12 +63,10 @@ class Platform {
   // completion scan a growing list: 40k such activities took 2.4 s instead of 0.04 s.)
   simgrid::s4u::Host* storage() const { return storage_; }
   const RingRoute& ring(int id) const { return rings_[static_cast<std::size_t>(id)]; }
-  int gpu_count() const { return static_cast<int>(gpus_.size()); }
   // The private rate-cap link of a GPU's host-to-device or device-to-host copies.
   simgrid::s4u::Link* copy_cap(int gpu, bool to_gpu) const {
     return (to_gpu ? h2d_caps_ : d2h_caps_)[static_cast<std::size_t>(gpu)];
   }
-  double cpu_params_per_s() const { return cpu_speed_; }
 
  private:
   std::vector<simgrid::s4u::Host*> gpus_;
@@ -78,7 +75,6 @@ class Platform {
   simgrid::s4u::Host* storage_ = nullptr;
   std::vector<RingRoute> rings_;
   std::vector<simgrid::s4u::Link*> h2d_caps_, d2h_caps_;
-  double cpu_speed_ = 0;
 };
 
 // CPU-Adam throughput of a node: the profile's calibration, else scaled from the ZeRO-Offload

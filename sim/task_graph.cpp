@@ -51,11 +51,6 @@ std::string_view to_string(MemClass c) {
   return "?";
 }
 
-OpId GraphBuilder::last(int gpu, Stream stream) const {
-  if (gpu < 0 || stream == Stream::NODE) return NONE;
-  return last_[static_cast<std::size_t>(gpu) * STREAMS + static_cast<std::size_t>(stream)];
-}
-
 void GraphBuilder::chain(OpId id, int gpu, Stream stream) {
   if (gpu < 0 || stream == Stream::NODE) return;
   OpId& previous = last_[static_cast<std::size_t>(gpu) * STREAMS + static_cast<std::size_t>(stream)];
@@ -80,9 +75,5 @@ OpId GraphBuilder::add(Op op, const std::vector<OpId>& deps) {
 }
 
 OpId GraphBuilder::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(op), std::vector<OpId>(deps)); }
-
-void GraphBuilder::depend(OpId op, OpId on) {
-  if (on != NONE && op != NONE) boost::add_edge(on, op, graph_);
-}
 
 }  // namespace trainsim::sim

@@ -72,9 +72,6 @@ class GraphBuilder {
 
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, const std::vector<OpId>& deps);
-  void depend(OpId op, OpId on);
-  // The last op on a GPU's stream, or NONE.
-  OpId last(int gpu, Stream stream) const;
   TaskGraph& graph() { return graph_; }
   TaskGraph take() { return std::move(graph_); }
 
