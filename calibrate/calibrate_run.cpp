@@ -95,18 +95,20 @@ std::vector<Headline> write_outputs(const OutputInputs& in) {
   return heads;
 }
 
+std::optional<hw::ClusterProfile> resolve_base_profile(const std::optional<std::string>& base) {
+  if (!base) return std::nullopt;
+  try {
+    return hw::resolve_profile(*base, "--base");
+  } catch (const ConfigError& e) {
+    throw UsageError("--base", "a built-in profile name or a readable profile .json", e.what());
+  }
+}
+
 int run_calibration(const Options& o) {
   const double t_start = now_s();
   const HostInfo host = probe_host();
   // Usage errors first, then "no GPU", and only then is anything created on disk.
-  std::optional<hw::ClusterProfile> base;
-  if (o.base) {
-    try {
-      base = hw::resolve_profile(*o.base, "--base");
-    } catch (const ConfigError& e) {
-      throw UsageError("--base", "a built-in profile name or a readable profile .json", e.what());
-    }
-  }
+  const std::optional<hw::ClusterProfile> base = resolve_base_profile(o.base);
   std::unique_ptr<ScratchDir> scratch;
   std::optional<StorageDevice> storage;
   if (o.storage_dir) {

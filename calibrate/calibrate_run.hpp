@@ -19,6 +19,8 @@ inline constexpr const char* TOOL_VERSION = "0.1.0";
 
 // Returns the exit code; throws UsageError / NoGpuError / CalibrationError (see errors.hpp).
 int run_calibration(const Options& options);
+// The --base profile (a built-in name or a path), or none; a bad one is a UsageError on --base.
+std::optional<hw::ClusterProfile> resolve_base_profile(const std::optional<std::string>& base);
 int run_compare(const ParsedCommand& command);
 int run_rebuild(const ParsedCommand& command);
 

@@ -101,14 +101,7 @@ int run_rebuild(const ParsedCommand& command) {
   if (!o.storage_kind && run_options.contains("storage_kind") && !run_options["storage_kind"].is_null()) {
     o.storage_kind = run_options["storage_kind"].get<std::string>();
   }
-  std::optional<hw::ClusterProfile> base;
-  if (o.base) {
-    try {
-      base = hw::resolve_profile(*o.base, "--base");
-    } catch (const ConfigError& e) {
-      throw UsageError("--base", "a built-in profile name or a readable profile .json", e.what());
-    }
-  }
+  const std::optional<hw::ClusterProfile> base = resolve_base_profile(o.base);
   const HostInfo host = host_from(prov_in);
   const GpuInfo gpu = gpu_from(prov_in.value("gpu", nlohmann::json::object()));
   std::optional<StorageDevice> storage;
