@@ -62,8 +62,6 @@ std::string join_names(std::span<const std::string_view> names) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (i > 0) out += ", ";
-    // append() rather than operator+ on temporaries: GCC 12 at -O3 warns falsely (-Wrestrict,
-    // GCC bug 105329) about the latter.
     out.append(1, '"').append(names[i]).append(1, '"');
   }
   return out;
