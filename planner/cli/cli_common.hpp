@@ -1,6 +1,6 @@
 #pragma once
-// Pieces every trainsim subcommand shares: the input flags, output formats and the writing of
-// results (atomically: a failed run leaves no partial file behind).
+// Pieces every trainsim subcommand shares: the input flags and the output flags (writing the
+// results is output.hpp's).
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -16,8 +16,5 @@ struct OutputFlags {
   std::string output;  // empty: stdout
 };
 void add_output_flags(CLI::App& app, OutputFlags& out, std::initializer_list<std::string> formats);
-
-// Writes to the --output file through a temporary and a rename, or to stdout.
-void emit(const OutputFlags& out, const std::string& text);
 
 }  // namespace trainsim::cli

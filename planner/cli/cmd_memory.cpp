@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "memory_answer.hpp"
 
 namespace trainsim::cli {
