@@ -1,4 +1,19 @@
 #pragma once
-// Reading input files with bounds (placeholder: filled in by the input-hardening work of issue 7).
+// Reading an input file (a profile, a model, a strategy, a DeepSpeed config) with bounds, so that
+// no path a user or an attacker gives can exhaust the machine: only regular files are read
+// (a directory, device, FIFO or socket is refused by name, before anything is read), and only up
+// to MAX_INPUT_FILE_BYTES.
 
-namespace trainsim {}  // namespace trainsim
+#include <cstddef>
+#include <string>
+
+namespace trainsim {
+
+// 16 MiB: the largest built-in input (a calibrated profile) is about 60 KiB.
+inline constexpr std::size_t MAX_INPUT_FILE_BYTES = std::size_t{16} << 20;
+
+// The whole text of `path`. Throws ConfigError naming the path when it does not exist, cannot be
+// read, is not a regular file ("got a directory") or is larger than MAX_INPUT_FILE_BYTES.
+std::string read_input_file(const std::string& path);
+
+}  // namespace trainsim

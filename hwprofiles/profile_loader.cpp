@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "embedded_file.hpp"
+#include "profile_ranges.hpp"
 
 namespace trainsim {
 std::span<const EmbeddedFile> builtin_profile_files();  // generated from hwprofiles/*.json
@@ -49,23 +50,23 @@ std::string_view name_of(Enum value, const std::array<std::pair<Enum, std::strin
 GpuSpec read_gpu(StrictObject o) {
   GpuSpec g;
   g.model = o.string("model");
-  g.count_per_node = static_cast<int>(o.integer("count_per_node", 1, 1024));
-  g.memory_GiB = o.number("memory_GiB", positive("GiB"));
-  g.reserved_GiB = o.number("reserved_GiB", non_negative("GiB"));
+  g.count_per_node = static_cast<int>(ranged_integer(o, "count_per_node"));
+  g.memory_GiB = ranged_number(o, "memory_GiB");
+  g.reserved_GiB = ranged_number(o, "reserved_GiB");
   if (g.reserved_GiB >= g.memory_GiB) {
     throw ConfigError(o.source(), o.path_of("reserved_GiB"), "less than gpu.memory_GiB",
                       std::to_string(g.reserved_GiB));
   }
   StrictObject peaks = o.object("peak_TFLOPs");
   for (const auto& [precision, name] : PRECISION_NAMES) {
-    if (auto v = peaks.optional_number(name, positive("TFLOP/s"))) g.peak_TFLOPs[precision] = *v;
+    if (auto v = optional_ranged_number(peaks, name)) g.peak_TFLOPs[precision] = *v;
   }
   peaks.finish();
   if (g.peak_TFLOPs.empty()) {
     throw ConfigError(o.source(), o.path_of("peak_TFLOPs"), "at least one precision (fp32, tf32, fp16, bf16, fp8)",
                       "an empty object");
   }
-  g.hbm_GBps = o.number("hbm_GBps", positive("GB/s"));
+  g.hbm_GBps = ranged_number(o, "hbm_GBps");
   g.source = o.string("source");
   o.finish();
   return g;
@@ -75,8 +76,8 @@ IntraNodeSpec read_intra_node(StrictObject o, int gpus_per_node) {
   IntraNodeSpec s;
   s.fabric = o.choice<IntraNodeFabric>("fabric", FABRIC_NAMES);
   // A single-GPU node has no GPU-GPU fabric; its bandwidth is then 0 by definition.
-  s.link_GBps = o.number("link_GBps", gpus_per_node == 1 ? non_negative("GB/s") : positive("GB/s"));
-  s.latency_us = o.number("latency_us", non_negative("microseconds"));
+  s.link_GBps = gpus_per_node == 1 && o.has("link_GBps") && o.raw("link_GBps") == 0 ? 0.0 : ranged_number(o, "link_GBps");
+  s.latency_us = ranged_number(o, "latency_us");
   s.source = o.string("source");
   o.finish();
   return s;
@@ -84,16 +85,16 @@ IntraNodeSpec read_intra_node(StrictObject o, int gpus_per_node) {
 
 PcieSpec read_pcie(StrictObject o, int gpus_per_node) {
   PcieSpec p;
-  p.link_GBps = o.number("link_GBps", positive("GB/s"));
-  p.latency_us = o.number("latency_us", non_negative("microseconds"));
-  p.gpus_per_switch = static_cast<int>(o.integer("gpus_per_switch", 1, gpus_per_node));
-  if (gpus_per_node % p.gpus_per_switch != 0) {
+  p.link_GBps = ranged_number(o, "link_GBps");
+  p.latency_us = ranged_number(o, "latency_us");
+  p.gpus_per_switch = static_cast<int>(ranged_integer(o, "gpus_per_switch"));
+  if (p.gpus_per_switch > gpus_per_node || gpus_per_node % p.gpus_per_switch != 0) {
     throw ConfigError(o.source(), o.path_of("gpus_per_switch"),
                       "a divisor of gpu.count_per_node (" + std::to_string(gpus_per_node) + ")",
                       std::to_string(p.gpus_per_switch));
   }
-  p.switch_uplink_GBps = o.number("switch_uplink_GBps", positive("GB/s"));
-  p.host_aggregate_GBps = o.number("host_aggregate_GBps", positive("GB/s"));
+  p.switch_uplink_GBps = ranged_number(o, "switch_uplink_GBps");
+  p.host_aggregate_GBps = ranged_number(o, "host_aggregate_GBps");
   p.source = o.string("source");
   o.finish();
   return p;
@@ -102,10 +103,10 @@ PcieSpec read_pcie(StrictObject o, int gpus_per_node) {
 HostSpec read_host(StrictObject o) {
   HostSpec h;
   h.cpu = o.string("cpu");
-  h.sockets = static_cast<int>(o.integer("sockets", 1, 16));
-  h.cores = static_cast<int>(o.integer("cores", 1, 100000));
-  h.memory_GiB = o.number("memory_GiB", positive("GiB"));
-  h.memory_GBps = o.number("memory_GBps", positive("GB/s"));
+  h.sockets = static_cast<int>(ranged_integer(o, "sockets"));
+  h.cores = static_cast<int>(ranged_integer(o, "cores"));
+  h.memory_GiB = ranged_number(o, "memory_GiB");
+  h.memory_GBps = ranged_number(o, "memory_GBps");
   h.source = o.string("source");
   o.finish();
   return h;
@@ -114,11 +115,17 @@ HostSpec read_host(StrictObject o) {
 StorageSpec read_storage(StrictObject o) {
   StorageSpec s;
   s.kind = o.choice<StorageKind>("kind", STORAGE_NAMES);
-  const bool none = s.kind == StorageKind::NONE;
-  s.count = static_cast<int>(o.integer("count", none ? 0 : 1, none ? 0 : 1024));
-  s.capacity_TB = o.number("capacity_TB", none ? non_negative("TB") : positive("TB"));
-  s.read_GBps = o.number("read_GBps", none ? non_negative("GB/s") : positive("GB/s"));
-  s.write_GBps = o.number("write_GBps", none ? non_negative("GB/s") : positive("GB/s"));
+  if (s.kind == StorageKind::NONE) {
+    // No storage: every figure is 0 by definition.
+    for (const char* key : {"count", "capacity_TB", "read_GBps", "write_GBps"}) {
+      o.number(key, NumberRange{0.0, 0.0, true, "0 when storage.kind is \"none\""});
+    }
+  } else {
+    s.count = static_cast<int>(ranged_integer(o, "count"));
+    s.capacity_TB = ranged_number(o, "capacity_TB");
+    s.read_GBps = ranged_number(o, "read_GBps");
+    s.write_GBps = ranged_number(o, "write_GBps");
+  }
   s.source = o.string("source");
   o.finish();
   return s;
@@ -126,9 +133,10 @@ StorageSpec read_storage(StrictObject o) {
 
 NicSpec read_nic(StrictObject o, bool single_node) {
   NicSpec n;
-  n.count = static_cast<int>(o.integer("count", single_node ? 0 : 1, 1024));
-  n.link_Gbps = o.number("link_Gbps", n.count == 0 ? non_negative("Gb/s") : positive("Gb/s"));
-  n.latency_us = o.number("latency_us", non_negative("microseconds"));
+  // A single node needs no NIC: a count of 0 (and a rate of 0) is allowed there.
+  n.count = single_node && o.has("count") && o.raw("count") == 0 ? 0 : static_cast<int>(ranged_integer(o, "count"));
+  n.link_Gbps = n.count == 0 && o.has("link_Gbps") && o.raw("link_Gbps") == 0 ? 0.0 : ranged_number(o, "link_Gbps");
+  n.latency_us = ranged_number(o, "latency_us");
   n.source = o.string("source");
   o.finish();
   return n;
@@ -137,8 +145,8 @@ NicSpec read_nic(StrictObject o, bool single_node) {
 InterNodeSpec read_inter_node(StrictObject o) {
   InterNodeSpec s;
   s.topology = o.choice<InterNodeTopology>("topology", TOPOLOGY_NAMES);
-  s.oversubscription = o.number("oversubscription", NumberRange{1.0, 1e6, true, "a ratio >= 1"});
-  s.latency_us = o.number("latency_us", non_negative("microseconds"));
+  s.oversubscription = ranged_number(o, "oversubscription");
+  s.latency_us = ranged_number(o, "latency_us");
   s.source = o.string("source");
   o.finish();
   return s;
@@ -146,18 +154,18 @@ InterNodeSpec read_inter_node(StrictObject o) {
 
 CostSpec read_cost(StrictObject o) {
   CostSpec c;
-  c.price_per_gpu_hour_usd = o.number("price_per_gpu_hour_usd", non_negative("US dollars"));
-  c.power_per_node_kW = o.number("power_per_node_kW", positive("kW"));
+  c.price_per_gpu_hour_usd = ranged_number(o, "price_per_gpu_hour_usd");
+  c.power_per_node_kW = ranged_number(o, "power_per_node_kW");
   c.source = o.string("source");
   o.finish();
   return c;
 }
 
-std::vector<CurvePoint> read_points(StrictObject& o, std::string_view value_key, const NumberRange& range) {
+std::vector<CurvePoint> read_points(StrictObject& o) {
   std::vector<CurvePoint> points;
   double previous = 0;
   for (StrictObject p : o.objects("points")) {
-    CurvePoint point{p.number("bytes", positive("bytes")), p.number(value_key, range)};
+    CurvePoint point{ranged_number(p, "bytes"), ranged_number(p, "GBps")};
     if (point.bytes <= previous) {
       throw ConfigError(p.source(), p.path_of("bytes"), "sizes in strictly ascending order",
                         std::to_string(point.bytes));
@@ -175,8 +183,8 @@ std::vector<BandwidthCurve> read_curves(StrictObject& o, std::string_view key, b
   for (StrictObject c : o.objects(key)) {
     BandwidthCurve curve;
     curve.what = c.string("what");
-    curve.group_size = grouped ? static_cast<int>(c.integer("group_size", 2, 1 << 20)) : 1;
-    curve.points = read_points(c, "GBps", positive("GB/s"));
+    curve.group_size = grouped ? static_cast<int>(ranged_integer(c, "group_size")) : 1;
+    curve.points = read_points(c);
     c.finish();
     curves.push_back(std::move(curve));
   }
@@ -189,10 +197,10 @@ Calibration read_calibration(StrictObject o) {
     for (StrictObject g : o.objects("gemm")) {
       GemmEfficiency e;
       e.precision = g.choice<ComputePrecision>("precision", PRECISION_NAMES);
-      e.m = g.number("m", positive());
-      e.n = g.number("n", positive());
-      e.k = g.number("k", positive());
-      e.efficiency = g.number("efficiency", NumberRange{0.0, 1.5, false, "a fraction of peak in (0, 1.5]"});
+      e.m = ranged_number(g, "m");
+      e.n = ranged_number(g, "n");
+      e.k = ranged_number(g, "k");
+      e.efficiency = ranged_number(g, "efficiency");
       g.finish();
       cal.gemm.push_back(e);
     }
@@ -200,7 +208,7 @@ Calibration read_calibration(StrictObject o) {
   cal.collectives = read_curves(o, "collectives", true);
   cal.copies = read_curves(o, "copies", false);
   cal.kernels = read_curves(o, "kernels", false);
-  cal.cpu_adam_params_per_s = o.optional_number("cpu_adam_params_per_s", positive("parameters per second"));
+  cal.cpu_adam_params_per_s = optional_ranged_number(o, "cpu_adam_params_per_s");
   o.finish();
   return cal;
 }
@@ -228,7 +236,7 @@ ClusterProfile load_profile(const JsonDocument& doc) {
   p.origin = doc.source;
   p.name = root.string("name");
   p.description = root.string("description");
-  p.node_count = static_cast<int>(root.integer("node_count", 1, 1 << 20));
+  p.node_count = static_cast<int>(ranged_integer(root, "node_count"));
   p.gpu = read_gpu(root.object("gpu"));
   p.intra_node = read_intra_node(root.object("intra_node"), p.gpu.count_per_node);
   p.pcie = read_pcie(root.object("pcie"), p.gpu.count_per_node);

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 namespace trainsim {
 
@@ -24,23 +22,6 @@ ConfigError::ConfigError(std::string source, std::string key_path, std::string e
       key_path_(std::move(key_path)),
       expected_(std::move(expected)),
       got_(std::move(got)) {}
-
-JsonDocument parse_json_text(std::string_view text, std::string source) {
-  try {
-    return {nlohmann::json::parse(text), std::move(source)};
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(source, "(document)", "valid JSON",
-                      fmt::format("a syntax error at byte {}", e.byte));
-  }
-}
-
-JsonDocument parse_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "(file)", "a readable JSON file", "a file that cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_json_text(text.str(), path);
-}
 
 bool NumberRange::contains(double v) const {
   if (!std::isfinite(v)) return false;

@@ -25,8 +25,12 @@ struct JsonDocument {
   std::string source;
 };
 
-// Throws ConfigError naming the file if it cannot be read or is not valid JSON (with the
-// parser's byte position).
+// Objects and arrays nest at most this deep in any input (our schemas need 4).
+inline constexpr std::size_t MAX_JSON_DEPTH = 64;
+
+// Throws ConfigError naming the source when the file cannot be read (input_file.hpp: regular
+// files of bounded size only), is not valid JSON (line and column), repeats a key in an object
+// (both lines), nests deeper than MAX_JSON_DEPTH or holds a number beyond a double's range.
 JsonDocument parse_json_file(const std::string& path);
 JsonDocument parse_json_text(std::string_view text, std::string source);
 

@@ -43,7 +43,7 @@ TEST(BadInput, EachCaseHasItsOwnMessageAndExitCode2AndWritesNothing) {
       {"unknown profile key", "--model gpt2-1.5b --hw {dir}/nounit.json",
        "{dir}/nounit.json: gpu.memory: expected a unit in the key name: \"memory_GiB\""},
       {"negative bandwidth", "--model gpt2-1.5b --hw {dir}/negative.json",
-       "{dir}/negative.json: intra_node.link_GBps: expected a positive number (GB/s), got -150"},
+       "{dir}/negative.json: intra_node.link_GBps: expected a number in [0.01, 100000] (GB/s), got -150"},
       {"wrong type", "--model gpt2-1.5b --hw {dir}/wrongtype.json",
        "{dir}/wrongtype.json: gpu.count_per_node: expected an integer in [1, 1024], got \"16\""},
       {"broken JSON", "--model gpt2-1.5b --hw {dir}/broken.json", "{dir}/broken.json: (document): expected valid JSON"},

@@ -82,14 +82,14 @@ INSTANTIATE_TEST_SUITE_P(
                          j["intra_node"].erase("link_GBps");
                          j["intra_node"]["link"] = 150;
                        },
-                       "intra_node.link_GBps", "expected a positive number (GB/s), got nothing"},
+                       "intra_node.link_GBps", "expected a number in [0.01, 100000] (GB/s), got nothing"},
         BadProfileCase{"wrong unit",
                        [](nlohmann::json& j) {
                          j["host"]["memory_GB"] = 1536;
                        },
                        "host.memory_GB", "the unit this schema uses"},
         BadProfileCase{"negative bandwidth", [](nlohmann::json& j) { j["pcie"]["link_GBps"] = -12; },
-                       "pcie.link_GBps", "expected a positive number (GB/s), got -12"},
+                       "pcie.link_GBps", "expected a number in [0.01, 10000] (GB/s), got -12"},
         BadProfileCase{"wrong type", [](nlohmann::json& j) { j["gpu"]["count_per_node"] = "sixteen"; },
                        "gpu.count_per_node", "expected an integer in [1, 1024], got \"sixteen\""},
         BadProfileCase{"unknown fabric", [](nlohmann::json& j) { j["intra_node"]["fabric"] = "ethernet"; },

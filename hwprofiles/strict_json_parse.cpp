@@ -1,0 +1,207 @@
+// Parsing JSON text strictly: nlohmann's parser drives our own document builder (its SAX
+// interface), which refuses what the default builder accepts silently or dangerously:
+// - a key given twice in one object (the default keeps the last: "layers": 96 then 2 quietly
+//   trains a 2-layer model); the error names both lines;
+// - nesting deeper than MAX_JSON_DEPTH (a 100,000-deep array parsed fine, then crashed the
+//   recursive copy that followed);
+// - numbers beyond the range of a double ("1e999"), reported at their key path.
+// Syntax errors name the line and column.
+#include <fmt/format.h>
+
+#include <iterator>
+#include <map>
+#include <vector>
+
+#include "input_file.hpp"
+#include "strict_json.hpp"
+
+namespace trainsim {
+namespace {
+
+using nlohmann::json;
+
+// Line and column (1-based) of a byte offset.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// A character iterator that publishes how far the parser has read, so the builder knows where
+// each key stands (nlohmann's SAX events carry no position).
+class TrackingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackingIterator(const char* p, const char** furthest) : p_(p), furthest_(furthest) {}
+  reference operator*() const { return *p_; }
+  TrackingIterator& operator++() {
+    ++p_;
+    if (p_ > *furthest_) *furthest_ = p_;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const TrackingIterator& o) const { return p_ == o.p_; }
+  bool operator!=(const TrackingIterator& o) const { return p_ != o.p_; }
+
+ private:
+  const char* p_;
+  const char** furthest_;
+};
+
+class StrictBuilder {
+ public:
+  StrictBuilder(std::string_view text, const std::string& source, const char** furthest)
+      : text_(text), source_(source), furthest_(furthest) {}
+
+  json take() { return std::move(root_); }
+
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool v) { return value(json(v)); }
+  bool number_integer(json::number_integer_t v) { return value(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return value(json(v)); }
+  bool string(json::string_t& v) { return value(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return value(json(json::binary_t(std::move(v)))); }
+
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(json::string_t& k) {
+    Frame& top = frames_.back();
+    // The parser has just read the closing quote: step back to the opening one.
+    const std::size_t end = offset();
+    const std::size_t here = end >= k.size() + 2 ? end - k.size() - 2 : 0;
+    const auto [it, inserted] = top.key_offsets.emplace(k, here);
+    if (!inserted) {
+      throw ConfigError(source_, path_with(top, k), "each key once in an object",
+                        fmt::format("\"{}\" twice: at {} (value {}) and again at {}", k, where(it->second),
+                                    describe_json((*top.container)[k]), where(here)));
+    }
+    top.pending_key = std::move(k);
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& e) {
+    const auto [line, column] = line_column(text_, position > 0 ? position - 1 : 0);
+    if (e.id == 406) {  // out_of_range.406: a number that overflows a double
+      throw ConfigError(source_, current_path(), "a number within the range of a double (at most about 1.8e308)",
+                        fmt::format("{} on line {}", shorten(last_token), line));
+    }
+    throw ConfigError(source_, "(document)", "valid JSON",
+                      fmt::format("a syntax error on line {}, column {} (near {})", line, column,
+                                  last_token.empty() ? std::string("the end of the text") : shorten(last_token)));
+  }
+
+ private:
+  struct Frame {
+    json* container;
+    std::string path;
+    std::map<std::string, std::size_t, std::less<>> key_offsets;  // objects: where each key stands
+    std::string pending_key;
+  };
+
+  static std::string shorten(const std::string& token) {
+    return token.size() > 40 ? "'" + token.substr(0, 37) + "...'" : "'" + token + "'";
+  }
+
+  std::string where(std::size_t at) const {
+    const auto [line, column] = line_column(text_, at);
+    return fmt::format("line {}, column {}", line, column);
+  }
+
+  std::size_t offset() const { return static_cast<std::size_t>(*furthest_ - text_.data()); }
+
+  static std::string path_with(const Frame& f, const std::string& key) {
+    return f.path.empty() ? key : f.path + "." + key;
+  }
+
+  std::string current_path() const {
+    if (frames_.empty()) return "(document)";
+    const Frame& top = frames_.back();
+    if (top.container->is_object()) return path_with(top, top.pending_key);
+    return fmt::format("{}[{}]", top.path, top.container->size());
+  }
+
+  // Where the next value goes; returns its path.
+  json* place(json v, std::string* path) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      *path = "";
+      return &root_;
+    }
+    Frame& top = frames_.back();
+    if (top.container->is_array()) {
+      *path = fmt::format("{}[{}]", top.path, top.container->size());
+      top.container->push_back(std::move(v));
+      return &top.container->back();
+    }
+    *path = path_with(top, top.pending_key);
+    json& slot = (*top.container)[top.pending_key];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  bool value(json v) {
+    std::string path;
+    place(std::move(v), &path);
+    return true;
+  }
+
+  bool open(json container) {
+    if (frames_.size() >= MAX_JSON_DEPTH) {
+      // The path of the outermost levels only: the full one would be as long as the nesting.
+      throw ConfigError(source_, frames_[std::min<std::size_t>(frames_.size() - 1, 3)].path + "...",
+                        fmt::format("objects and arrays nested at most {} deep", MAX_JSON_DEPTH),
+                        fmt::format("deeper nesting at {}", where(offset())));
+    }
+    std::string path;
+    json* slot = place(std::move(container), &path);
+    frames_.push_back(Frame{slot, std::move(path), {}, {}});
+    return true;
+  }
+
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  const char** furthest_;
+  json root_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+JsonDocument parse_json_text(std::string_view text, std::string source) {
+  const char* furthest = text.data();
+  StrictBuilder builder(text, source, &furthest);
+  TrackingIterator first(text.data(), &furthest), last(text.data() + text.size(), &furthest);
+  json::sax_parse(first, last, &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                  /*ignore_comments=*/false);
+  return {builder.take(), std::move(source)};
+}
+
+JsonDocument parse_json_file(const std::string& path) { return parse_json_text(read_input_file(path), path); }
+
+}  // namespace trainsim
