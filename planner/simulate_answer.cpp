@@ -82,6 +82,14 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
   return a;
 }
 
+std::string no_trace_reason(const SimulateAnswer& a) {
+  if (a.result.simulated) return {};
+  std::string reason = a.result.infeasible_reason.value_or("no reason given");
+  const std::string prefix = "does not fit: ";
+  if (reason.starts_with(prefix)) reason.erase(0, prefix.size());
+  return "the configuration does not fit, so it was not simulated (" + reason + ")";
+}
+
 nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
   const auto& r = a.result;
   nlohmann::ordered_json j = result_header(a.memory.request, "simulate", SIMULATE_SCHEMA_VERSION);

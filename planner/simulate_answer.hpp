@@ -23,6 +23,9 @@ struct SimulateAnswer {
 SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options);
 
 nlohmann::ordered_json simulate_json(const SimulateAnswer& a);
+// Why an answer has no trace (a.result.trace is empty): a configuration that does not fit is not
+// simulated. Empty when the step was simulated.
+std::string no_trace_reason(const SimulateAnswer& a);
 std::string simulate_table(const SimulateAnswer& a);
 
 }  // namespace trainsim::planner

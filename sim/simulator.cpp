@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <stdexcept>
 
 #include "cost_model.hpp"
@@ -93,17 +92,9 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
         "one node of {} simulated in full; the other {} nodes by symmetry (identical ranks, symmetric fabric)",
         profile.name, s.nodes - 1));
   }
-  if (!options.trace_path.empty()) {
+  if (options.trace) {
     const std::string title = fmt::format("trainsim: {} on {} x {}", m.name, s.nodes, profile.name);
-    const std::string temp = options.trace_path + ".tmp-trainsim";
-    {
-      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-      if (!out) throw std::runtime_error("cannot write the trace file " + options.trace_path);
-      out << chrome_trace(lowered.graph, replay, timeline, gpus, title);
-    }
-    if (std::rename(temp.c_str(), options.trace_path.c_str()) != 0) {
-      throw std::runtime_error("cannot write the trace file " + options.trace_path);
-    }
+    r.trace = chrome_trace(lowered.graph, replay, timeline, gpus, title);
   }
   return r;
 }
@@ -112,8 +103,15 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
 
 SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                    const wl::MemoryEstimate& memory, const SimOptions& options) {
-  const std::string text = run_isolated([&] { return to_json(run_replay(m, s, profile, memory, options)).dump(); });
-  return sim_result_from_json(nlohmann::json::parse(text));
+  // The child sends the result's JSON, then the trace (empty when none was asked for).
+  std::vector<std::string> parts = run_isolated_parts([&] {
+    SimResult r = run_replay(m, s, profile, memory, options);
+    return std::vector<std::string>{to_json(r).dump(), std::move(r.trace)};
+  });
+  if (parts.size() != 2) throw std::runtime_error("simulation: the simulator process returned an unexpected answer");
+  SimResult r = sim_result_from_json(nlohmann::json::parse(parts[0]));
+  r.trace = std::move(parts[1]);
+  return r;
 }
 
 nlohmann::ordered_json to_json(const SimResult& r) {

@@ -15,7 +15,7 @@
 namespace trainsim::sim {
 
 struct SimOptions {
-  std::string trace_path;  // write a Chrome trace here when not empty
+  bool trace = false;  // produce a Chrome trace (SimResult::trace); the caller writes it
 };
 
 struct GpuResult {
@@ -46,6 +46,10 @@ struct SimResult {
   std::size_t activities = 0;
   int steps_simulated = 1;
   std::vector<std::string> assumptions;
+  // The Chrome trace JSON when SimOptions::trace asked for one, else empty. Not part of to_json:
+  // it travels from the simulating child to the caller beside the result, and the caller writes
+  // it with its other outputs (the simulator writes no files).
+  std::string trace;
 };
 
 SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,

@@ -1,11 +1,10 @@
 // `trainsim list`: the built-in models and clusters.
 #include <fmt/format.h>
 
-#include <iostream>
-
 #include "commands.hpp"
 #include "model_loader.hpp"
 #include "model_params.hpp"
+#include "output.hpp"
 #include "profile_loader.hpp"
 #include "request.hpp"
 
@@ -13,6 +12,10 @@ namespace trainsim::cli {
 
 void register_list(CLI::App& app, Commands& commands) {
   CLI::App* sub = app.add_subcommand("list", "List the built-in models and cluster profiles");
+  sub->footer(std::string("Examples:\n"
+                          "  trainsim list\n"
+                          "  trainsim list | grep -i dgx\n\n") +
+              EXIT_CODES_HELP);
   sub->callback([&commands] {
     commands.run = [] {
       std::string out = "Models (--model):\n";
@@ -26,7 +29,7 @@ void register_list(CLI::App& app, Commands& commands) {
         out += fmt::format("  {:<18} {:>4} nodes x {:>2} {:<16} {}\n", name, p.node_count, p.gpus_per_node(),
                            p.gpu.model, p.description.substr(0, 60));
       }
-      std::cout << out;
+      emit({{"", "", std::move(out), true}});
       return 0;
     };
   });

@@ -1,5 +1,6 @@
 // trainsim: the command-line front door. Exit codes: 0 an answer (including "does not fit"),
-// 2 malformed input (ConfigError or a flag CLI11 rejects), 1 an internal error.
+// 2 malformed input (ConfigError or a flag CLI11 rejects: an output path that cannot be written is
+// one), 1 an internal error or an output that failed while being written (disk full).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,12 +9,15 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "config_error.hpp"
+#include "output_files.hpp"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
 #endif
 
 int main(int argc, char** argv) {
+  // Output temporaries and the simulator's child go away on SIGINT/SIGTERM/SIGHUP.
+  trainsim::install_cleanup_signal_handlers();
   CLI::App app{"trainsim: simulator and capacity planner for large-model training"};
   app.set_version_flag("--version", TRAINSIM_VERSION);
   app.require_subcommand(1);
@@ -35,6 +39,9 @@ int main(int argc, char** argv) {
   } catch (const trainsim::ConfigError& e) {
     std::cerr << "trainsim: error: " << e.what() << "\n";
     return 2;
+  } catch (const trainsim::OutputError& e) {
+    std::cerr << "trainsim: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "trainsim: internal error: " << e.what() << "\n";
     return 1;

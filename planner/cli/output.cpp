@@ -1,37 +1,49 @@
 #include "output.hpp"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
-#include "config_error.hpp"
+#include "output_files.hpp"
 
 namespace trainsim::cli {
+namespace {
 
-void emit(const OutputFlags& out, const std::string& text) {
-  if (out.output.empty()) {
-    std::cout << text;
-    std::cout.flush();
-    return;
+// `take_text`: the texts move into the set (a trace is tens of megabytes); else paths alone.
+void add_files(OutputSet& set, std::vector<Output>& outputs, bool take_text) {
+  for (Output& o : outputs) {
+    if (o.to_stdout) continue;
+    const bool streamable = o.flag == OUTPUT_FLAG;
+    set.add(o.flag, o.path, take_text ? std::move(o.text) : std::string(),
+            streamable ? "leave out -o to write to standard output" : "");
   }
-  const std::filesystem::path target(out.output);
-  const std::filesystem::path temp = target.string() + ".tmp-trainsim";
+}
+
+}  // namespace
+
+Output result_output(const CLI::App& sub, const OutputFlags& out) {
+  Output o;
+  o.flag = OUTPUT_FLAG;
+  o.path = out.output;
+  o.to_stdout = sub.count("--output") == 0;
+  return o;
+}
+
+void check_outputs(std::vector<Output> outputs) {
+  OutputSet set;
+  add_files(set, outputs, false);
+  set.check();
+}
+
+void emit(std::vector<Output> outputs) {
   {
-    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-    if (!file) throw ConfigError(out.output, "--output", "a writable file path", "a path that cannot be written");
-    file << text;
-    if (!file.flush()) {
-      std::error_code ignored;
-      std::filesystem::remove(temp, ignored);
-      throw ConfigError(out.output, "--output", "a writable file path", "a failed write");
-    }
+    OutputSet set;
+    add_files(set, outputs, true);
+    set.commit();
   }
-  std::error_code ec;
-  std::filesystem::rename(temp, target, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw ConfigError(out.output, "--output", "a writable file path", "a failed rename");
+  for (const Output& o : outputs) {
+    if (!o.to_stdout) continue;
+    std::cout << o.text;
+    std::cout.flush();
+    if (!std::cout) throw OutputError("cannot write to standard output");
   }
 }
 
