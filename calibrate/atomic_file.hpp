@@ -1,34 +1,26 @@
 #pragma once
-// Output files appear whole or not at all: each is written to "<name>.tmp-trainsim" beside its
-// final path and renamed over it once complete, so an interrupted run leaves no partial results.
+// trainsim-calibrate's outputs in --out, through the shared OutputSet
+// (hwprofiles/output_files.hpp): every file is checked before any is written, written to a fresh
+// temporary beside its target, synced, and all are renamed into place together at the end, so an
+// interrupted or failed run leaves no partial results, and two runs into one --out leave each
+// file whole (from one run or the other).
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainsim::calibrate {
 
-// Writes `text` to `path` atomically. Throws CalibrationError on any I/O failure.
-void write_file_atomically(const std::string& path, const std::string& text);
+// Checks --out before anything is measured: an existing directory (a symbolic link to one is
+// resolved here, once), or a missing path whose nearest existing ancestor is a directory this
+// user can write (it is created only when the results are written). The files `names` inside an
+// existing --out must be absent or regular files (see OutputSet). Throws UsageError naming
+// --out. Returns the directory as an absolute path, resolved when it exists.
+std::string check_out_dir(const std::string& dir, const std::vector<std::string>& names);
 
-// Several files that must all be written or none: each goes to its temporary name first, and the
-// renames happen only after every write succeeded.
-class AtomicFileSet {
- public:
-  AtomicFileSet() = default;
-  AtomicFileSet(const AtomicFileSet&) = delete;
-  AtomicFileSet& operator=(const AtomicFileSet&) = delete;
-  ~AtomicFileSet();  // removes temporaries that were never committed
-
-  void stage(const std::string& path, const std::string& text);
-  void commit();
-
- private:
-  struct Staged {
-    std::string final_path;
-    std::string temp_path;
-    int slot;
-  };
-  std::vector<Staged> staged_;
-};
+// Creates `dir` if missing and writes every (file name, text) inside it, all or none. A refused
+// target is a UsageError naming --out; a failed write is a CalibrationError. Directories created
+// here are removed again when nothing could be written.
+void write_out_dir(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace trainsim::calibrate

@@ -1,11 +1,8 @@
 #include "calibrate_run.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -25,8 +22,6 @@
 namespace trainsim::calibrate {
 namespace {
 
-namespace fs = std::filesystem;
-
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -36,15 +31,11 @@ std::string env_or(const char* name, const char* fallback) {
   return v ? v : fallback;
 }
 
-// The output directory must exist (or be creatable) and be writable before any measurement.
-std::string prepare_out_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw UsageError("--out", "a directory that exists or can be created", "\"" + dir + "\"" + (ec ? " (" + ec.message() + ")" : ""));
-  }
-  if (::access(dir.c_str(), W_OK) != 0) throw UsageError("--out", "a writable directory", "\"" + dir + "\"");
-  return fs::absolute(dir).lexically_normal().string();
+// The files every run writes into --out (plots and, with --base, profile.json come beside them).
+std::vector<std::string> output_names(bool with_profile) {
+  std::vector<std::string> names{"raw_results.json", "summary.json", "summary.md"};
+  if (with_profile) names.emplace_back("profile.json");
+  return names;
 }
 
 std::string no_gpu_message(const GpuInfo& gpu, const Options& o) {
@@ -69,11 +60,11 @@ std::vector<Headline> write_outputs(const OutputInputs& in) {
   raw["headlines"] = summary_json(heads, {})["spread"];
   raw["measurements"] = results.to_json();
 
-  AtomicFileSet files;
-  files.stage(in.out_dir + "/raw_results.json", raw.dump(1) + "\n");
-  files.stage(in.out_dir + "/summary.json", summary_json(heads, in.provenance).dump(2) + "\n");
-  files.stage(in.out_dir + "/summary.md", summary_markdown(results, heads, in.provenance, plots));
-  for (const auto& [name, svg] : plots) files.stage(in.out_dir + "/" + name, svg);
+  std::vector<std::pair<std::string, std::string>> files;
+  files.emplace_back("raw_results.json", raw.dump(1) + "\n");
+  files.emplace_back("summary.json", summary_json(heads, in.provenance).dump(2) + "\n");
+  files.emplace_back("summary.md", summary_markdown(results, heads, in.provenance, plots));
+  for (const auto& [name, svg] : plots) files.emplace_back(name, svg);
   if (in.base) {
     nlohmann::ordered_json profile_prov = in.provenance;
     profile_prov["calibration_source"] =
@@ -89,9 +80,9 @@ std::vector<Headline> write_outputs(const OutputInputs& in) {
     profile_prov["headlines"] = summary_json(heads, {})["spread"];
     const hw::ClusterProfile profile = build_profile(
         {in.options, in.host, in.gpu, in.storage, results, *in.base, *in.options.base, profile_prov});
-    files.stage(in.out_dir + "/profile.json", profile_text(profile));
+    files.emplace_back("profile.json", profile_text(profile));
   }
-  files.commit();
+  write_out_dir(in.out_dir, files);
   return heads;
 }
 
@@ -127,7 +118,8 @@ int run_calibration(const Options& o) {
   } else {
     gpu.why_not = "no GPU benchmark was asked for";
   }
-  const std::string out_dir = prepare_out_dir(o.out_dir);
+  // Checked before anything is measured; created (if missing) only when the results are written.
+  const std::string out_dir = check_out_dir(o.out_dir, output_names(base.has_value()));
 
   nlohmann::ordered_json prov;
   prov["kind"] = "measured";

@@ -8,10 +8,13 @@
 #include "calibrate_run.hpp"
 #include "errors.hpp"
 #include "options.hpp"
+#include "output_files.hpp"
 
 int main(int argc, char** argv) {
   using namespace trainsim::calibrate;
   const std::vector<std::string> args(argv + 1, argv + argc);
+  // Scratch files and output temporaries go away on SIGINT/SIGTERM/SIGHUP (output_files.hpp).
+  trainsim::install_cleanup_signal_handlers();
   try {
     const ParsedCommand cmd = parse_command_line(args);
     switch (cmd.action) {

@@ -2,9 +2,9 @@
 // its raw_results.json without measuring anything. The measurements and the run's provenance are
 // kept as they were; the rebuild adds when, how and against which base it was redone.
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 
+#include "atomic_file.hpp"
 #include "calibrate_run.hpp"
 #include "config_error.hpp"
 #include "errors.hpp"
@@ -117,10 +117,10 @@ int run_rebuild(const ParsedCommand& command) {
                      {"base", o.base ? nlohmann::ordered_json(*o.base) : nlohmann::ordered_json(nullptr)},
                      {"storage_kind", o.storage_kind ? nlohmann::ordered_json(*o.storage_kind) : nlohmann::ordered_json(nullptr)}};
   prov["rebuilt"] = {{"by", o.command_line}, {"date", probe_host().date_utc}};
-  std::error_code ec;
-  std::filesystem::create_directories(o.out_dir, ec);
-  if (ec) throw UsageError("--out", "a directory that exists or can be created", "\"" + o.out_dir + "\"");
-  const auto heads = write_outputs({o, o.out_dir, host, gpu, storage, results, prov, base});
+  std::vector<std::string> names{"raw_results.json", "summary.json", "summary.md"};
+  if (base) names.emplace_back("profile.json");
+  const std::string out_dir = check_out_dir(o.out_dir, names);
+  const auto heads = write_outputs({o, out_dir, host, gpu, storage, results, prov, base});
   std::printf("rebuilt %s from %s (%zu measurements)%s\n", o.out_dir.c_str(), path.c_str(), results.all().size(),
               base ? ", profile.json included" : "");
   return 0;

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "output_files.hpp"
+
 namespace trainsim::calibrate {
 
 class ScratchDir;
@@ -62,12 +64,13 @@ class ScratchDir {
   int counter_ = 0;
 };
 
-// Removes every registered file now (used by the signal handler and by tests). Safe to call
-// more than once. Files are registered by ScratchDir::create and by atomic output writes.
-void remove_registered_files() noexcept;
-int register_cleanup_path(const std::string& absolute_path);  // returns a slot, or -1 if full
-void unregister_cleanup_path(int slot) noexcept;
-// Installs SIGINT/SIGTERM/SIGHUP handlers that remove registered files, then die of the signal.
-void install_cleanup_signal_handlers();
+// The cleanup registry and the SIGINT/SIGTERM/SIGHUP handlers (register_cleanup_path,
+// remove_registered_files, install_cleanup_signal_handlers, ...) are the shared ones in
+// hwprofiles/output_files.hpp: one implementation for scratch files, output temporaries and the
+// simulator's child.
+using trainsim::install_cleanup_signal_handlers;
+using trainsim::register_cleanup_path;
+using trainsim::remove_registered_files;
+using trainsim::unregister_cleanup_path;
 
 }  // namespace trainsim::calibrate
