@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "byte_counts.hpp"
 #include "enum_names.hpp"
 
 namespace trainsim::planner {
@@ -12,8 +13,8 @@ namespace {
 constexpr double GiB = 1073741824.0;
 
 // Bytes are whole numbers in the JSON: ZeRO pads shards to whole elements, and activation terms
-// with a /t split are rounded to the nearest byte.
-std::int64_t whole(double bytes) { return std::llround(bytes); }
+// with a /t split are rounded to the nearest byte (byte_counts.hpp: exact below 2^53).
+nlohmann::ordered_json whole(double bytes) { return json_bytes(bytes); }
 
 nlohmann::ordered_json placement_json(const wl::Placement& p) {
   return {{"gpu", whole(p.gpu)}, {"cpu", whole(p.cpu)}, {"nvme", whole(p.nvme)}};
@@ -212,10 +213,10 @@ std::string memory_csv(const MemoryAnswer& a) {
       "stage,params_bytes,grads_bytes,optimizer_bytes,model_states_bytes,activations_bytes,buffers_bytes,total_bytes,"
       "cpu_bytes,nvme_bytes,fits\n";
   for (const auto& st : a.estimate.stages) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", st.stage, whole(st.params_bytes), whole(st.grads_bytes),
-                       whole(st.optimizer_bytes), whole(st.model_states_bytes()), whole(activations_total(st)),
-                       whole(st.buffers.gpu_total()), whole(st.gpu_bytes()), whole(st.cpu_bytes()),
-                       whole(st.nvme_bytes()), st.gpu_bytes() <= a.fit.gpu_usable_bytes ? "true" : "false");
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", st.stage, bytes_text(st.params_bytes),
+                       bytes_text(st.grads_bytes), bytes_text(st.optimizer_bytes), bytes_text(st.model_states_bytes()),
+                       bytes_text(activations_total(st)), bytes_text(st.buffers.gpu_total()), bytes_text(st.gpu_bytes()),
+                       bytes_text(st.cpu_bytes()), bytes_text(st.nvme_bytes()), st.gpu_bytes() <= a.fit.gpu_usable_bytes ? "true" : "false");
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cost_model.hpp"
 #include "enum_names.hpp"
 #include "feasibility.hpp"
 #include "model_loader.hpp"
@@ -60,6 +61,24 @@ wl::StrategyInput strategy_from_flags(const InputFlags& f) {
   return in;
 }
 
+// The profile must state a peak for the precision the model computes in; otherwise no step time
+// can be given (and `simulate` would fail deep inside). Raw parameter counts need no compute.
+void check_profile_has_peak(const Request& r) {
+  if (!r.inputs.model.has_architecture()) return;
+  const hw::ComputePrecision needed = sim::compute_precision(r.inputs.model.numerics);
+  if (r.profile.gpu.peak_TFLOPs.count(needed) > 0) return;
+  std::string listed;
+  for (const auto& [precision, tflops] : r.profile.gpu.peak_TFLOPs) {
+    listed += (listed.empty() ? "" : ", ") + std::string(hw::to_string(precision));
+  }
+  const std::string source = r.profile.origin == "built-in" ? "hwprofiles/" + r.profile.name + ".json" : r.profile.origin;
+  throw ConfigError(source, "gpu.peak_TFLOPs." + std::string(hw::to_string(needed)),
+                    fmt::format("a peak for {}, the precision {} training computes in (--precision chooses other "
+                                "numerics)",
+                                hw::to_string(needed), wl::to_string(r.inputs.model.numerics)),
+                    "a profile with peaks for " + listed + " only");
+}
+
 }  // namespace
 
 Request resolve_request(const InputFlags& f) {
@@ -95,12 +114,14 @@ Request resolve_request(const InputFlags& f) {
 
   const wl::ClusterShape shape{r.profile.gpus_per_node(), r.profile.node_count, r.profile.name};
   r.inputs = wl::resolve_inputs(input, *model, shape);
+  check_profile_has_peak(r);
   r.infeasible_reason = r.inputs.infeasible_reason;
   if (!r.infeasible_reason) r.infeasible_reason = cluster_infeasibility(r.inputs.strategy, r.profile);
   return r;
 }
 
 std::string human_count(double n) {
+  if (n >= 1e15) return fmt::format("{:.3g}", n);
   if (n >= 1e12) return fmt::format("{:.3f}T", n / 1e12);
   if (n >= 1e9) return fmt::format("{:.2f}B", n / 1e9);
   if (n >= 1e6) return fmt::format("{:.0f}M", n / 1e6);

@@ -26,16 +26,6 @@ double interpolate_curve(const std::vector<hw::CurvePoint>& points, double bytes
 
 namespace {
 
-hw::ComputePrecision precision_of(wl::Numerics n) {
-  switch (n) {
-    case wl::Numerics::FP16_MIXED: return hw::ComputePrecision::FP16;
-    case wl::Numerics::BF16_MIXED:
-    case wl::Numerics::BF16: return hw::ComputePrecision::BF16;
-    case wl::Numerics::FP32: return hw::ComputePrecision::FP32;
-  }
-  return hw::ComputePrecision::FP16;
-}
-
 const hw::BandwidthCurve* find_curve(const std::vector<hw::BandwidthCurve>& curves, std::string_view what, int group) {
   const hw::BandwidthCurve* best = nullptr;
   for (const auto& c : curves) {
@@ -48,8 +38,18 @@ const hw::BandwidthCurve* find_curve(const std::vector<hw::BandwidthCurve>& curv
 
 }  // namespace
 
+hw::ComputePrecision compute_precision(wl::Numerics n) {
+  switch (n) {
+    case wl::Numerics::FP16_MIXED: return hw::ComputePrecision::FP16;
+    case wl::Numerics::BF16_MIXED:
+    case wl::Numerics::BF16: return hw::ComputePrecision::BF16;
+    case wl::Numerics::FP32: return hw::ComputePrecision::FP32;
+  }
+  return hw::ComputePrecision::FP16;
+}
+
 CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics)
-    : profile_(profile), precision_(precision_of(numerics)), element_bytes_(wl::activation_element_bytes(numerics)) {
+    : profile_(profile), precision_(compute_precision(numerics)), element_bytes_(wl::activation_element_bytes(numerics)) {
   auto it = profile.gpu.peak_TFLOPs.find(precision_);
   if (it == profile.gpu.peak_TFLOPs.end()) {
     throw std::invalid_argument(fmt::format("the {} of {} has no {} peak in its profile", profile.gpu.model,

@@ -19,9 +19,14 @@ namespace trainsim::sim {
 inline constexpr double DEFAULT_GEMM_EFFICIENCY = 0.7;    // large tensor-core GEMMs, cuBLAS
 inline constexpr double DEFAULT_KERNEL_EFFICIENCY = 0.8;  // elementwise kernels, of HBM bandwidth
 
+// The tensor-core precision a model's numerics run their GEMMs in (mixed precision computes in
+// its half type; fp32 in fp32). The request checks the profile has that peak before simulating.
+hw::ComputePrecision compute_precision(wl::Numerics n);
+
 class CostModel {
  public:
-  // Throws std::invalid_argument when the GPU has no peak for the model's precision.
+  // Throws std::invalid_argument when the GPU has no peak for the model's precision (a request
+  // never gets here: planner/request.cpp refuses such a profile as a ConfigError).
   CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics);
 
   double gemm_seconds(const wl::Gemm& g) const;

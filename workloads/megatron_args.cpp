@@ -3,10 +3,12 @@
 
 #include <charconv>
 #include <cmath>
-#include <sstream>
+#include <set>
+#include <string_view>
 
 #include "config_error.hpp"
 #include "enum_names.hpp"
+#include "limits.hpp"
 #include "strategy_input.hpp"
 
 namespace trainsim::wl {
@@ -24,12 +26,12 @@ struct Args {
     }
     return tokens[next++];
   }
-  std::int64_t integer_of(const std::string& name, std::int64_t min) {
+  std::int64_t integer_of(const std::string& name, const IntLimit& limit) {
     const std::string text = value_of(name);
     std::int64_t v = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size() || v < min) {
-      throw ConfigError(flag, name, fmt::format("an integer >= {}", min), "\"" + text + "\"");
+    if (ec != std::errc() || ptr != text.data() + text.size() || !limit.contains(v)) {
+      throw ConfigError(flag, name, limit.text(), "\"" + text + "\"");
     }
     return v;
   }
@@ -74,18 +76,59 @@ bool contains(const std::string_view (&list)[N], const std::string& s) {
   return false;
 }
 
-std::vector<std::string> split_args(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  std::string token;
-  while (in >> token) {
-    // "--tp=8" is argparse's other spelling.
-    const auto eq = token.find('=');
-    if (token.rfind("--", 0) == 0 && eq != std::string::npos) {
-      out.push_back(token.substr(0, eq));
-      out.push_back(token.substr(eq + 1));
+// Splits the argument text as a POSIX shell would (single quotes literal, double quotes with
+// backslash escapes, backslash outside quotes), without expansion: "--data-path 'a b'" is two
+// arguments. "--tp=8" becomes "--tp" "8", as argparse reads it.
+std::vector<std::string> split_args(const std::string& text, const std::string& flag) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote == '\'') {
+      if (c == '\'') quote = 0;
+      else word += c;
+    } else if (quote == '"') {
+      if (c == '"') {
+        quote = 0;
+      } else if (c == '\\' && i + 1 < text.size() && std::string_view("\"\\$`").find(text[i + 1]) != std::string_view::npos) {
+        word += text[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\') {
+      if (i + 1 >= text.size()) throw ConfigError(flag, flag, "a character after the final backslash", "the end of the text");
+      if (text[i + 1] != '\n') {
+        word += text[i + 1];
+        in_word = true;
+      }
+      ++i;
     } else {
-      out.push_back(token);
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote != 0) {
+    throw ConfigError(flag, flag, fmt::format("a closing {} quote", quote == '"' ? "double" : "single"),
+                      "the end of the text");
+  }
+  if (in_word) words.push_back(std::move(word));
+  std::vector<std::string> out;
+  for (auto& w : words) {
+    const auto eq = w.find('=');
+    if (w.rfind("--", 0) == 0 && eq != std::string::npos) {
+      out.push_back(w.substr(0, eq));
+      out.push_back(w.substr(eq + 1));
+    } else {
+      out.push_back(std::move(w));
     }
   }
   return out;
@@ -94,7 +137,8 @@ std::vector<std::string> split_args(const std::string& text) {
 }  // namespace
 
 StrategyInput strategy_from_megatron_args(const std::string& text, const std::string& flag) {
-  Args a{split_args(text), 0, flag};
+  Args a{split_args(text, flag), 0, flag};
+  std::set<std::string> seen;
   StrategyInput in;
   std::optional<std::int64_t> layers_per_virtual_stage;
   auto origin = [&](const std::string& name) { return flag + ": " + name; };
@@ -103,23 +147,28 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     if (name.rfind("--", 0) != 0) {
       throw ConfigError(flag, name, "an argument starting with --", "the stray value \"" + name + "\"");
     }
-    auto set_int = [&](Setting<int>& s, std::int64_t min) { s.set(static_cast<int>(a.integer_of(name, min)), origin(name)); };
-    auto set_i64 = [&](Setting<std::int64_t>& s, std::int64_t min) { s.set(a.integer_of(name, min), origin(name)); };
-    if (name == "--tensor-model-parallel-size") set_int(in.tp, 1);
-    else if (name == "--pipeline-model-parallel-size") set_int(in.pp, 1);
-    else if (name == "--virtual-pipeline-model-parallel-size") set_int(in.vpp, 1);
-    else if (name == "--num-layers-per-virtual-pipeline-stage") layers_per_virtual_stage = a.integer_of(name, 1);
+    // argparse keeps the last of a repeated argument; a command line that says two things is
+    // more likely a mistake than a wish, so we ask which one is meant.
+    if (!seen.insert(name).second) throw ConfigError(flag, name, "each argument once", name + " twice");
+    auto set_int = [&](Setting<int>& s, const IntLimit& limit) {
+      s.set(static_cast<int>(a.integer_of(name, limit)), origin(name));
+    };
+    auto set_i64 = [&](Setting<std::int64_t>& s, const IntLimit& limit) { s.set(a.integer_of(name, limit), origin(name)); };
+    if (name == "--tensor-model-parallel-size") set_int(in.tp, limits::PARALLEL_DEGREE);
+    else if (name == "--pipeline-model-parallel-size") set_int(in.pp, limits::PARALLEL_DEGREE);
+    else if (name == "--virtual-pipeline-model-parallel-size") set_int(in.vpp, limits::PARALLEL_DEGREE);
+    else if (name == "--num-layers-per-virtual-pipeline-stage") layers_per_virtual_stage = a.integer_of(name, limits::LAYERS);
     else if (name == "--sequence-parallel") in.sp.set(true, origin(name));
-    else if (name == "--micro-batch-size") set_i64(in.micro_batch, 1);
-    else if (name == "--global-batch-size") set_i64(in.global_batch, 1);
-    else if (name == "--seq-length") set_i64(in.seq, 1);
-    else if (name == "--num-layers") set_i64(in.model.layers, 1);
-    else if (name == "--hidden-size") set_i64(in.model.hidden, 1);
-    else if (name == "--num-attention-heads") set_i64(in.model.heads, 1);
-    else if (name == "--num-query-groups") set_i64(in.model.kv_heads, 1);
-    else if (name == "--ffn-hidden-size") set_i64(in.model.ffn_hidden, 1);
-    else if (name == "--max-position-embeddings") set_i64(in.model.seq_len, 1);
-    else if (name == "--vocab-size") set_i64(in.model.vocab, 1);
+    else if (name == "--micro-batch-size") set_i64(in.micro_batch, limits::MICRO_BATCH);
+    else if (name == "--global-batch-size") set_i64(in.global_batch, limits::GLOBAL_BATCH);
+    else if (name == "--seq-length") set_i64(in.seq, limits::SEQ);
+    else if (name == "--num-layers") set_i64(in.model.layers, limits::LAYERS);
+    else if (name == "--hidden-size") set_i64(in.model.hidden, limits::HIDDEN);
+    else if (name == "--num-attention-heads") set_i64(in.model.heads, limits::HEADS);
+    else if (name == "--num-query-groups") set_i64(in.model.kv_heads, limits::HEADS);
+    else if (name == "--ffn-hidden-size") set_i64(in.model.ffn_hidden, limits::FFN_HIDDEN);
+    else if (name == "--max-position-embeddings") set_i64(in.model.seq_len, limits::SEQ);
+    else if (name == "--vocab-size") set_i64(in.model.vocab, limits::VOCAB);
     else if (name == "--fp16") in.precision.set(Numerics::FP16_MIXED, origin(name));
     else if (name == "--bf16") in.precision.set(Numerics::BF16_MIXED, origin(name));
     else if (name == "--recompute-activations") in.recompute.set(Recompute::SELECTIVE, origin(name));
@@ -158,6 +207,11 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
       throw ConfigError(flag, name, "a Megatron-LM argument trainsim knows (see README: Megatron-LM arguments)",
                         "the unknown argument \"" + name + "\"");
     }
+  }
+  if (layers_per_virtual_stage && in.vpp) {
+    // Megatron-LM itself refuses both (arguments.py asserts one of the two).
+    throw ConfigError(flag, "--num-layers-per-virtual-pipeline-stage",
+                      "either it or --virtual-pipeline-model-parallel-size, not both", "both");
   }
   if (layers_per_virtual_stage) {
     // Megatron: vpp = num_layers / pp / num_layers_per_virtual_pipeline_stage.

@@ -62,6 +62,8 @@ struct ModelSpec {
   std::optional<double> raw_params;
   // Keys of a Hugging Face config.json that do not change what we compute, reported back.
   std::vector<std::string> ignored_keys;
+  // What a loader assumed while reading (e.g. a float32 checkpoint's training numerics).
+  std::vector<std::string> notes;
 
   bool has_architecture() const { return !raw_params.has_value(); }
   std::int64_t head_dim() const { return hidden / heads; }

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "embedded_file.hpp"
 #include "enum_names.hpp"
+#include "limits.hpp"
 
 namespace trainsim {
 std::span<const EmbeddedFile> builtin_model_files();  // generated from workloads/models/*.json
@@ -15,7 +17,12 @@ std::span<const EmbeddedFile> builtin_model_files();  // generated from workload
 namespace trainsim::wl {
 namespace {
 
-constexpr std::int64_t BIG = std::numeric_limits<std::int32_t>::max();
+std::int64_t read_int(StrictObject& o, std::string_view key, const IntLimit& limit) {
+  return o.integer(key, limit.min, limit.max);
+}
+std::optional<std::int64_t> read_optional_int(StrictObject& o, std::string_view key, const IntLimit& limit) {
+  return o.optional_integer(key, limit.min, limit.max);
+}
 
 PublishedCount read_published(StrictObject o) {
   PublishedCount p;
@@ -38,14 +45,14 @@ ModelSpec load_own_model(const JsonDocument& doc) {
   m.name = root.string("name");
   m.description = root.string("description");
   StrictObject a = root.object("architecture");
-  m.layers = a.integer("layers", 1, BIG);
-  m.hidden = a.integer("hidden", 1, BIG);
-  m.heads = a.integer("heads", 1, BIG);
-  m.kv_heads = a.optional_integer("kv_heads", 1, BIG).value_or(m.heads);
-  m.ffn_hidden = a.optional_integer("ffn_hidden", 1, BIG).value_or(4 * m.hidden);
-  m.vocab = a.integer("vocab", 1, BIG);
-  m.seq_len = a.integer("seq_len", 1, BIG);
-  m.type_vocab = a.optional_integer("type_vocab", 0, BIG).value_or(0);
+  m.layers = read_int(a, "layers", limits::LAYERS);
+  m.hidden = read_int(a, "hidden", limits::HIDDEN);
+  m.heads = read_int(a, "heads", limits::HEADS);
+  m.kv_heads = read_optional_int(a, "kv_heads", limits::HEADS).value_or(m.heads);
+  m.ffn_hidden = read_optional_int(a, "ffn_hidden", limits::FFN_HIDDEN).value_or(4 * m.hidden);
+  m.vocab = read_int(a, "vocab", limits::VOCAB);
+  m.seq_len = read_int(a, "seq_len", limits::SEQ);
+  m.type_vocab = read_optional_int(a, "type_vocab", limits::TYPE_VOCAB).value_or(0);
   m.tied_embeddings = a.boolean("tied_embeddings");
   m.biases = a.boolean("biases");
   m.dropout = a.boolean("dropout");
@@ -65,9 +72,67 @@ ModelSpec load_own_model(const JsonDocument& doc) {
   return m;
 }
 
+// torch_dtype is the dtype the checkpoint is stored in. A half-precision checkpoint is trained in
+// mixed precision of that type; a float32 one says nothing about training numerics (the default,
+// fp16-mixed, stays, and a note says so); anything else (int8, float8, ...) is a quantized
+// checkpoint that is not trained as such, and an error.
+void read_torch_dtype(StrictObject& c, ModelSpec& m) {
+  const auto dtype = c.optional_string("torch_dtype");
+  if (!dtype) return;
+  if (*dtype == "bfloat16") {
+    m.numerics = Numerics::BF16_MIXED;
+  } else if (*dtype == "float16") {
+    m.numerics = Numerics::FP16_MIXED;
+  } else if (*dtype == "float32") {
+    m.notes.push_back(c.source() + ": torch_dtype float32 is the checkpoint's storage type; training numerics stay " +
+                      std::string(to_string(m.numerics)) + " (set --precision to change them)");
+  } else {
+    throw ConfigError(c.source(), "torch_dtype",
+                      "\"bfloat16\", \"float16\" or \"float32\" (a quantized checkpoint is not trained as such; set "
+                      "--precision for the training numerics)",
+                      "\"" + *dtype + "\"");
+  }
+}
+
+// head_dim: the width of one attention head. trainsim models heads of hidden / heads (as GPT,
+// Llama 1-3 and GPT-NeoX have); a config that says the same is honoured, another width is
+// refused rather than silently computed with the wrong attention shapes.
+void check_head_dim(StrictObject& c, const ModelSpec& m) {
+  if (!c.has("head_dim") || c.raw("head_dim").is_null()) {
+    c.has("head_dim");
+    return;
+  }
+  const std::int64_t head_dim = c.integer("head_dim", 1, limits::HIDDEN.max);
+  if (head_dim != m.head_dim()) {
+    throw ConfigError(c.source(), "head_dim",
+                      fmt::format("hidden_size / num_attention_heads = {} (attention heads of another width than "
+                                  "hidden / heads are not modeled)",
+                                  m.head_dim()),
+                      std::to_string(head_dim));
+  }
+}
+
 }  // namespace
 
 void validate_model(const ModelSpec& m, const std::string& source) {
+  // Each source checks its own keys against these limits; this is the net under all of them
+  // (a model assembled from Megatron-LM arguments over a built-in one).
+  const struct {
+    const char* key;
+    std::int64_t value;
+    IntLimit limit;
+  } bounded[] = {{"architecture.layers", m.layers, limits::LAYERS},
+                 {"architecture.hidden", m.hidden, limits::HIDDEN},
+                 {"architecture.heads", m.heads, limits::HEADS},
+                 {"architecture.kv_heads", m.kv_heads, limits::HEADS},
+                 {"architecture.ffn_hidden", m.ffn_hidden, limits::FFN_HIDDEN},
+                 {"architecture.vocab", m.vocab, limits::VOCAB},
+                 // 0: a model from Megatron-LM arguments without --max-position-embeddings.
+                 {"architecture.seq_len", m.seq_len, IntLimit{0, limits::SEQ.max}},
+                 {"architecture.type_vocab", m.type_vocab, limits::TYPE_VOCAB}};
+  for (const auto& b : bounded) {
+    if (!b.limit.contains(b.value)) throw ConfigError(source, b.key, b.limit.text(), std::to_string(b.value));
+  }
   if (m.hidden % m.heads != 0) {
     throw ConfigError(source, "architecture.heads", fmt::format("a divisor of hidden ({})", m.hidden),
                       std::to_string(m.heads));
@@ -89,24 +154,24 @@ ModelSpec load_huggingface_config(const JsonDocument& doc) {
     return c.optional_string(key).value_or(std::string(fallback));
   };
   if (type == "gpt2") {
-    m.layers = c.integer("n_layer", 1, BIG);
-    m.hidden = c.integer("n_embd", 1, BIG);
-    m.heads = c.integer("n_head", 1, BIG);
-    m.vocab = c.integer("vocab_size", 1, BIG);
-    m.seq_len = c.integer("n_positions", 1, BIG);
+    m.layers = read_int(c, "n_layer", limits::LAYERS);
+    m.hidden = read_int(c, "n_embd", limits::HIDDEN);
+    m.heads = read_int(c, "n_head", limits::HEADS);
+    m.vocab = read_int(c, "vocab_size", limits::VOCAB);
+    m.seq_len = read_int(c, "n_positions", limits::SEQ);
     // n_inner: null means 4 * n_embd (transformers GPT2Config).
     m.ffn_hidden = 4 * m.hidden;
-    if (c.has("n_inner") && !c.raw("n_inner").is_null()) m.ffn_hidden = c.integer("n_inner", 1, BIG);
+    if (c.has("n_inner") && !c.raw("n_inner").is_null()) m.ffn_hidden = read_int(c, "n_inner", limits::FFN_HIDDEN);
     m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
     hidden_act("activation_function", "gelu_new");
     m.position = PositionKind::LEARNED;
   } else if (type == "gpt_neox" || type == "llama" || type == "bert") {
-    m.layers = c.integer("num_hidden_layers", 1, BIG);
-    m.hidden = c.integer("hidden_size", 1, BIG);
-    m.heads = c.integer("num_attention_heads", 1, BIG);
-    m.ffn_hidden = c.integer("intermediate_size", 1, BIG);
-    m.vocab = c.integer("vocab_size", 1, BIG);
-    m.seq_len = c.integer("max_position_embeddings", 1, BIG);
+    m.layers = read_int(c, "num_hidden_layers", limits::LAYERS);
+    m.hidden = read_int(c, "hidden_size", limits::HIDDEN);
+    m.heads = read_int(c, "num_attention_heads", limits::HEADS);
+    m.ffn_hidden = read_int(c, "intermediate_size", limits::FFN_HIDDEN);
+    m.vocab = read_int(c, "vocab_size", limits::VOCAB);
+    m.seq_len = read_int(c, "max_position_embeddings", limits::SEQ);
     if (type == "gpt_neox") {
       m.position = PositionKind::ROTARY;
       m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
@@ -116,7 +181,7 @@ ModelSpec load_huggingface_config(const JsonDocument& doc) {
       m.norm = NormKind::RMSNORM;
       m.mlp = MlpKind::SWIGLU;
       m.dropout = false;
-      m.kv_heads = c.optional_integer("num_key_value_heads", 1, BIG).value_or(m.heads);
+      m.kv_heads = read_optional_int(c, "num_key_value_heads", limits::HEADS).value_or(m.heads);
       m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
       m.biases = c.optional_boolean("attention_bias").value_or(false);
       const std::string act = hidden_act("hidden_act", "silu");
@@ -126,7 +191,7 @@ ModelSpec load_huggingface_config(const JsonDocument& doc) {
     } else {
       m.position = PositionKind::LEARNED;
       m.head = HeadKind::BERT_PRETRAINING;
-      m.type_vocab = c.optional_integer("type_vocab_size", 0, BIG).value_or(2);
+      m.type_vocab = read_optional_int(c, "type_vocab_size", limits::TYPE_VOCAB).value_or(2);
       m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
       hidden_act("hidden_act", "gelu");
     }
@@ -135,11 +200,10 @@ ModelSpec load_huggingface_config(const JsonDocument& doc) {
                       "\"" + type + "\"");
   }
   if (m.kv_heads == 0) m.kv_heads = m.heads;
-  if (auto dtype = c.optional_string("torch_dtype")) {
-    m.numerics = *dtype == "bfloat16" ? Numerics::BF16_MIXED : Numerics::FP16_MIXED;
-  }
-  m.ignored_keys = c.unread_keys();
+  read_torch_dtype(c, m);
   validate_model(m, doc.source);
+  check_head_dim(c, m);
+  m.ignored_keys = c.unread_keys();
   return m;
 }
 
@@ -185,8 +249,9 @@ ModelSpec resolve_model(const std::string& name_or_path, const std::string& flag
 }
 
 ModelSpec model_from_param_count(double params, const std::string& flag) {
-  if (!std::isfinite(params) || params < 1) {
-    throw ConfigError(flag, flag, "a parameter count >= 1 (e.g. 7.5e9)", fmt::format("{}", params));
+  if (!std::isfinite(params) || params < 1 || params > limits::MAX_RAW_PARAMS) {
+    throw ConfigError(flag, flag, fmt::format("a parameter count in [1, {:g}] (e.g. 7.5e9)", limits::MAX_RAW_PARAMS),
+                      fmt::format("{}", params));
   }
   ModelSpec m;
   m.name = fmt::format("{:g} parameters", params);

@@ -31,31 +31,59 @@ std::string origin_or(const Setting<T>& s, std::string flag) {
 
 }  // namespace
 
+namespace {
+
+// A model argument given beside a --model must say what the model already is: trainsim will
+// not quietly train gpt2-1.5b's name with a 175B architecture.
+template <class T>
+void check_agrees(const Setting<T>& given, T model_value, const ModelSpec& base, const std::string& what) {
+  if (!given || *given == model_value) return;
+  fail(given.origin,
+       fmt::format("{} as {} has it ({}), or no --model to take the architecture from the arguments alone", what,
+                   base.name, model_value),
+       fmt::format("{}", *given));
+}
+
+void check_overrides_agree(const ModelOverrides& o, const ModelSpec& m) {
+  check_agrees(o.layers, m.layers, m, "the layer count");
+  check_agrees(o.hidden, m.hidden, m, "the hidden size");
+  check_agrees(o.heads, m.heads, m, "the attention heads");
+  check_agrees(o.kv_heads, m.kv_heads, m, "the key/value heads");
+  check_agrees(o.ffn_hidden, m.ffn_hidden, m, "the MLP hidden size");
+  check_agrees(o.vocab, m.vocab, m, "the vocabulary");
+  check_agrees(o.seq_len, m.seq_len, m, "the position table");
+  check_agrees(o.swiglu, m.mlp == MlpKind::SWIGLU, m, "SwiGLU");
+  check_agrees(o.rmsnorm, m.norm == NormKind::RMSNORM, m, "RMSNorm");
+  check_agrees(o.untied_embeddings, !m.tied_embeddings, m, "untied embeddings");
+  check_agrees(o.no_biases, !m.biases, m, "no linear biases");
+  check_agrees(o.rotary, m.position == PositionKind::ROTARY, m, "rotary positions");
+  check_agrees(o.no_dropout, !m.dropout, m, "no dropout");
+  check_agrees(o.fp32_residual, m.fp32_residual, m, "an fp32 residual stream");
+}
+
+}  // namespace
+
 ModelSpec apply_model_overrides(const ModelOverrides& o, std::optional<ModelSpec> base, int tp_for_vocab_padding) {
-  ModelSpec m;
   if (base) {
-    m = *base;
-  } else {
-    m.name = "megatron-args";
-    m.description = "model given by Megatron-LM arguments";
-    m.origin = o.layers.origin.substr(0, o.layers.origin.find(':'));
-    m.seq_len = 0;
+    check_overrides_agree(o, *base);
+    return *base;
   }
-  if (o.layers) m.layers = *o.layers;
-  if (o.hidden) m.hidden = *o.hidden;
-  if (o.heads) m.heads = *o.heads;
-  m.kv_heads = o.kv_heads ? *o.kv_heads : (base && !o.heads ? m.kv_heads : m.heads);
-  if (o.ffn_hidden) {
-    m.ffn_hidden = *o.ffn_hidden;
-  } else if (!base || o.hidden) {
-    // Megatron's default: 4h, or 4h * 2/3 for SwiGLU (arguments.py).
-    const bool swiglu = o.swiglu && *o.swiglu;
-    m.ffn_hidden = swiglu ? (4 * m.hidden * 2 / 3) : 4 * m.hidden;
-  }
+  ModelSpec m;
+  m.name = "megatron-args";
+  m.description = "model given by Megatron-LM arguments";
+  m.origin = o.layers.origin.substr(0, o.layers.origin.find(':'));
+  m.seq_len = 0;
+  m.layers = *o.layers;
+  m.hidden = *o.hidden;
+  m.heads = *o.heads;
+  m.kv_heads = o.kv_heads ? *o.kv_heads : m.heads;
+  // Megatron's default MLP width: 4h, or 4h * 2/3 for SwiGLU (arguments.py).
+  const bool swiglu = o.swiglu && *o.swiglu;
+  m.ffn_hidden = o.ffn_hidden ? *o.ffn_hidden : (swiglu ? (4 * m.hidden * 2 / 3) : 4 * m.hidden);
   if (o.seq_len) m.seq_len = *o.seq_len;
   if (o.vocab) {
     m.vocab = *o.vocab;
-  } else if (!base) {
+  } else {
     // Megatron pads the GPT-2 BPE vocabulary (50257) to a multiple of 128 * tp.
     const std::int64_t multiple = 128LL * tp_for_vocab_padding;
     m.vocab = (50257 + multiple - 1) / multiple * multiple;
@@ -67,14 +95,14 @@ ModelSpec apply_model_overrides(const ModelOverrides& o, std::optional<ModelSpec
   if (o.rotary) m.position = *o.rotary ? PositionKind::ROTARY : PositionKind::LEARNED;
   if (o.no_dropout) m.dropout = !*o.no_dropout;
   if (o.fp32_residual) m.fp32_residual = *o.fp32_residual;
-  m.published.reset();
-  validate_model(m, base ? m.origin : "--megatron-args");
+  validate_model(m, "--megatron-args");
   return m;
 }
 
 ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const ClusterShape& cluster) {
   ResolvedInputs out;
   out.notes = in.notes;
+  out.notes.insert(out.notes.end(), model.notes.begin(), model.notes.end());
   out.no_effect = in.no_effect;
   Strategy s;
   if (in.precision) model.numerics = *in.precision;

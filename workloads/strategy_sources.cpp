@@ -4,13 +4,12 @@
 #include <limits>
 
 #include "enum_names.hpp"
+#include "limits.hpp"
 #include "strategy_input.hpp"
 #include "strict_json.hpp"
 
 namespace trainsim::wl {
 namespace {
-
-constexpr std::int64_t BIG = std::numeric_limits<std::int32_t>::max();
 
 template <class T>
 void take(Setting<T>& into, const Setting<T>& from) {
@@ -19,9 +18,14 @@ void take(Setting<T>& into, const Setting<T>& from) {
 
 std::string at(const StrictObject& o, std::string_view key) { return o.source() + ": " + o.path_of(key); }
 
+// DeepSpeed's buffer and bucket sizes, in elements: up to 10^12 (4 TB of fp32), beyond any GPU's
+// or host's memory; buffer counts up to 1024.
+const NumberRange ELEMENTS{1.0, 1e12, true, "a number of elements in [1, 1e12]"};
+const NumberRange BUFFER_COUNT{1.0, 1024.0, true, "a buffer count in [1, 1024]"};
+
 template <class T>
-void read_int(StrictObject& o, std::string_view key, Setting<T>& out, std::int64_t min, std::int64_t max = BIG) {
-  if (auto v = o.optional_integer(key, min, max)) out.set(static_cast<T>(*v), at(o, key));
+void read_int(StrictObject& o, std::string_view key, Setting<T>& out, const IntLimit& limit) {
+  if (auto v = o.optional_integer(key, limit.min, limit.max)) out.set(static_cast<T>(*v), at(o, key));
 }
 
 template <class E, std::size_t N>
@@ -56,15 +60,15 @@ OffloadTarget read_device(StrictObject& o) {
 
 void read_offload_param(StrictObject o, StrategyInput& in) {
   in.offload_params.set(read_device(o), at(o, "device"));
-  if (auto v = o.optional_number("buffer_count", positive())) in.buffers.offload_param_buffer_count = *v;
-  if (auto v = o.optional_number("buffer_size", positive("elements"))) in.buffers.offload_param_buffer_elems = *v;
+  if (auto v = o.optional_number("buffer_count", BUFFER_COUNT)) in.buffers.offload_param_buffer_count = *v;
+  if (auto v = o.optional_number("buffer_size", ELEMENTS)) in.buffers.offload_param_buffer_elems = *v;
   mark_no_effect(o, in, {"nvme_path", "pin_memory", "max_in_cpu"});
   o.finish();
 }
 
 void read_offload_optimizer(StrictObject o, StrategyInput& in) {
   in.offload_optimizer.set(read_device(o), at(o, "device"));
-  if (auto v = o.optional_number("buffer_count", positive())) in.buffers.offload_optimizer_buffer_count = *v;
+  if (auto v = o.optional_number("buffer_count", BUFFER_COUNT)) in.buffers.offload_optimizer_buffer_count = *v;
   if (o.has("ratio")) {
     const double ratio = o.number("ratio", fraction());
     if (ratio != 1.0) {
@@ -77,7 +81,7 @@ void read_offload_optimizer(StrictObject o, StrategyInput& in) {
 }
 
 void read_zero(StrictObject z, StrategyInput& in) {
-  read_int(z, "stage", in.zero, 0, 3);
+  read_int(z, "stage", in.zero, IntLimit{0, 3});
   if (auto p = z.optional_object("offload_param")) read_offload_param(*p, in);
   if (auto p = z.optional_object("offload_optimizer")) read_offload_optimizer(*p, in);
   if (z.has("cpu_offload")) {
@@ -96,7 +100,7 @@ void read_zero(StrictObject z, StrategyInput& in) {
   };
   for (const auto& [key, field] : BUFFER_KEYS) {
     reject_auto(z, z.json(), key);
-    if (auto v = z.optional_number(key, positive("elements"))) {
+    if (auto v = z.optional_number(key, ELEMENTS)) {
       in.buffers.*field = *v;
       in.buffers_set = true;
     }
@@ -174,24 +178,24 @@ StrategyInput strategy_from_json(const std::string& path) {
   const auto version = o.integer("schema_version", 1, 1000);
   if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
   StrategyInput in;
-  read_int(o, "gpus", in.gpus, 1);
-  read_int(o, "nodes", in.nodes, 1);
-  read_int(o, "dp", in.dp, 1);
-  read_int(o, "tp", in.tp, 1);
-  read_int(o, "pp", in.pp, 1);
-  read_int(o, "vpp", in.vpp, 1);
+  read_int(o, "gpus", in.gpus, limits::GPUS);
+  read_int(o, "nodes", in.nodes, limits::NODES);
+  read_int(o, "dp", in.dp, limits::PARALLEL_DEGREE);
+  read_int(o, "tp", in.tp, limits::PARALLEL_DEGREE);
+  read_int(o, "pp", in.pp, limits::PARALLEL_DEGREE);
+  read_int(o, "vpp", in.vpp, limits::PARALLEL_DEGREE);
   if (auto v = o.optional_boolean("sp")) in.sp.set(*v, at(o, "sp"));
   read_choice(o, "schedule", in.schedule, names::SCHEDULE);
-  read_int(o, "zero", in.zero, 0, 3);
+  read_int(o, "zero", in.zero, IntLimit{0, 3});
   read_choice(o, "offload_params", in.offload_params, names::OFFLOAD);
   read_choice(o, "offload_optimizer", in.offload_optimizer, names::OFFLOAD);
   read_choice(o, "offload_activations", in.offload_activations, names::ACTIVATION_OFFLOAD);
   read_choice(o, "recompute", in.recompute, names::RECOMPUTE);
   if (auto v = o.optional_boolean("l2l")) in.l2l.set(*v, at(o, "l2l"));
   if (auto v = o.optional_boolean("delayed_update")) in.delayed_update.set(*v, at(o, "delayed_update"));
-  read_int(o, "micro_batch", in.micro_batch, 1);
-  read_int(o, "global_batch", in.global_batch, 1);
-  read_int(o, "seq", in.seq, 1);
+  read_int(o, "micro_batch", in.micro_batch, limits::MICRO_BATCH);
+  read_int(o, "global_batch", in.global_batch, limits::GLOBAL_BATCH);
+  read_int(o, "seq", in.seq, limits::SEQ);
   read_choice(o, "precision", in.precision, names::NUMERICS);
   read_choice(o, "attention", in.attention, names::ATTENTION);
   o.finish();
@@ -205,9 +209,9 @@ StrategyInput strategy_from_deepspeed(const std::string& path) {
   for (auto key : {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
     reject_auto(o, doc.json, key);
   }
-  read_int(o, "train_batch_size", in.global_batch, 1);
-  read_int(o, "train_micro_batch_size_per_gpu", in.micro_batch, 1);
-  read_int(o, "gradient_accumulation_steps", in.grad_accum, 1);
+  read_int(o, "train_batch_size", in.global_batch, limits::GLOBAL_BATCH);
+  read_int(o, "train_micro_batch_size_per_gpu", in.micro_batch, limits::MICRO_BATCH);
+  read_int(o, "gradient_accumulation_steps", in.grad_accum, limits::GRAD_ACCUM);
   bool fp16 = false, bf16 = false;
   if (auto f = o.optional_object("fp16")) {
     fp16 = f->optional_boolean("enabled").value_or(false);

@@ -1,29 +1,72 @@
 #include "cli_common.hpp"
 
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
 namespace trainsim::cli {
 
-void add_input_flags(CLI::App& app, planner::InputFlags& f) {
+CLI::Validator whole_number(const wl::IntLimit& limit) {
+  return CLI::Validator(
+      [limit](std::string& text) -> std::string {
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec == std::errc::result_out_of_range || (ec == std::errc() && end == text.data() + text.size() && v > limit.max)) {
+          return fmt::format("expected a whole number <= {}, got {}", limit.max, text);
+        }
+        if (ec != std::errc() || end != text.data() + text.size()) {
+          return fmt::format("expected a whole number in [{}, {}], got \"{}\"", limit.min, limit.max, text);
+        }
+        if (v < limit.min) return fmt::format("expected a whole number >= {}, got {}", limit.min, text);
+        return std::string();
+      },
+      "", "");
+}
+
+namespace {
+// --params: a count such as 7.5e9, checked for being a number here and for its range where the
+// model is made (model_loader.cpp).
+CLI::Validator a_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+          return fmt::format("expected a number such as 7.5e9, got \"{}\"", text);
+        }
+        return std::string();
+      },
+      "", "");
+}
+}  // namespace
+
+void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_flags) {
+  namespace lim = wl::limits;
   app.add_option("--model", f.model, "Model: a built-in name (see `trainsim list`), a model JSON or a Hugging Face config.json")
       ->group("Model");
-  app.add_option("--params", f.params, "A raw parameter count (e.g. 7.5e9): model states only, as ZeRO's Table 1")
-      ->group("Model");
+  if (model_flags == ModelFlags::ANY) {
+    app.add_option("--params", f.params, "A raw parameter count (e.g. 7.5e9): model states only, as ZeRO's Table 1")
+        ->group("Model")
+        ->check(a_number());
+  }
   app.add_option("--hw", f.hw, "Cluster: a built-in profile name or a profile JSON")->group("Cluster")->capture_default_str();
-  app.add_option("--gpus", f.gpus, "GPUs in total")->group("Cluster")->check(CLI::PositiveNumber);
-  app.add_option("--nodes", f.nodes, "Nodes")->group("Cluster")->check(CLI::PositiveNumber);
+  app.add_option("--gpus", f.gpus, "GPUs in total")->group("Cluster")->check(whole_number(lim::GPUS));
+  app.add_option("--nodes", f.nodes, "Nodes")->group("Cluster")->check(whole_number(lim::NODES));
   app.add_option("--strategy", f.strategy_file, "Strategy JSON (flags override it)")->group("Strategy");
   app.add_option("--deepspeed", f.deepspeed_file, "DeepSpeed ds_config.json (flags override it)")->group("Strategy");
   app.add_option("--megatron-args", f.megatron_args, "Megatron-LM arguments, quoted (flags override them)")
       ->group("Strategy");
-  app.add_option("--dp", f.dp, "Data-parallel degree")->group("Strategy")->check(CLI::PositiveNumber);
-  app.add_option("--tp", f.tp, "Tensor-parallel degree")->group("Strategy")->check(CLI::PositiveNumber);
-  app.add_option("--pp", f.pp, "Pipeline-parallel degree")->group("Strategy")->check(CLI::PositiveNumber);
+  app.add_option("--dp", f.dp, "Data-parallel degree")->group("Strategy")->check(whole_number(lim::PARALLEL_DEGREE));
+  app.add_option("--tp", f.tp, "Tensor-parallel degree")->group("Strategy")->check(whole_number(lim::PARALLEL_DEGREE));
+  app.add_option("--pp", f.pp, "Pipeline-parallel degree")->group("Strategy")->check(whole_number(lim::PARALLEL_DEGREE));
   app.add_option("--vpp", f.vpp, "Virtual pipeline stages per GPU (interleaved schedule)")
       ->group("Strategy")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(lim::PARALLEL_DEGREE));
   app.add_flag("--sp,!--no-sp", f.sp, "Sequence parallelism (with tensor parallelism)")->group("Strategy");
   app.add_option("--schedule", f.schedule, "Pipeline schedule: gpipe, 1f1b, interleaved, pipedream, 2bw")
       ->group("Strategy");
-  app.add_option("--zero", f.zero, "ZeRO stage 0-3")->group("Strategy")->check(CLI::Range(0, 3));
+  app.add_option("--zero", f.zero, "ZeRO stage 0-3")->group("Strategy")->check(whole_number(wl::IntLimit{0, 3}));
   app.add_option("--offload-params", f.offload_params, "Parameter offload: none, cpu, nvme (ZeRO-3)")->group("Strategy");
   app.add_option("--offload-optimizer", f.offload_optimizer, "Optimizer-state offload: none, cpu, nvme")
       ->group("Strategy");
@@ -32,11 +75,15 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f) {
   app.add_option("--recompute", f.recompute, "Activation recompute: none, selective, full")->group("Strategy");
   app.add_flag("--l2l", f.l2l, "L2L: one layer on the GPU at a time, model states on the host")->group("Strategy");
   app.add_flag("--dpu", f.delayed_update, "ZeRO-Offload's one-step delayed parameter update")->group("Strategy");
-  app.add_option("--micro-batch", f.micro_batch, "Micro-batch size per GPU")->group("Strategy")->check(CLI::PositiveNumber);
+  app.add_option("--micro-batch", f.micro_batch, "Micro-batch size per GPU")
+      ->group("Strategy")
+      ->check(whole_number(lim::MICRO_BATCH));
   app.add_option("--global-batch", f.global_batch, "Global batch size (default: micro-batch x dp x pp)")
       ->group("Strategy")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seq", f.seq, "Sequence length (default: the model's)")->group("Strategy")->check(CLI::PositiveNumber);
+      ->check(whole_number(lim::GLOBAL_BATCH));
+  app.add_option("--seq", f.seq, "Sequence length (default: the model's)")
+      ->group("Strategy")
+      ->check(whole_number(lim::SEQ));
   app.add_option("--precision", f.precision, "Numerics: fp16-mixed, bf16-mixed, bf16, fp32")->group("Model");
   app.add_option("--attention", f.attention, "Attention: materialized, flash")->group("Model");
 }

@@ -5,11 +5,18 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "limits.hpp"
 #include "request.hpp"
 
 namespace trainsim::cli {
 
-void add_input_flags(CLI::App& app, planner::InputFlags& flags);
+// Which model flags a command accepts: `simulate` needs an architecture, so it does not list
+// --params (a raw parameter count), which it would only reject.
+enum class ModelFlags { ANY, ARCHITECTURE_ONLY };
+void add_input_flags(CLI::App& app, planner::InputFlags& flags, ModelFlags model_flags = ModelFlags::ANY);
+
+// A whole-number flag within `limit`: "--micro-batch: expected a whole number >= 1, got 0".
+CLI::Validator whole_number(const wl::IntLimit& limit);
 
 struct OutputFlags {
   std::string format = "table";
