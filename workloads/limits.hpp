@@ -7,7 +7,11 @@
 // or planned: 10,000 layers, a hidden size of 2^20, a context of 2^24 tokens. README: Limits.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+
+#include "strict_json.hpp"
 
 namespace trainsim::wl {
 
@@ -18,6 +22,10 @@ struct IntLimit {
   std::string text() const;
   bool contains(std::int64_t v) const { return v >= min && v <= max; }
 };
+
+// An integer key of a JSON input, checked against its limit.
+std::int64_t read_limited(StrictObject& o, std::string_view key, const IntLimit& limit);
+std::optional<std::int64_t> read_optional_limited(StrictObject& o, std::string_view key, const IntLimit& limit);
 
 namespace limits {
 // Architecture.

@@ -17,13 +17,6 @@ std::span<const EmbeddedFile> builtin_model_files();  // generated from workload
 namespace trainsim::wl {
 namespace {
 
-std::int64_t read_int(StrictObject& o, std::string_view key, const IntLimit& limit) {
-  return o.integer(key, limit.min, limit.max);
-}
-std::optional<std::int64_t> read_optional_int(StrictObject& o, std::string_view key, const IntLimit& limit) {
-  return o.optional_integer(key, limit.min, limit.max);
-}
-
 PublishedCount read_published(StrictObject o) {
   PublishedCount p;
   p.params = o.number("params", positive("parameters"));
@@ -45,14 +38,14 @@ ModelSpec load_own_model(const JsonDocument& doc) {
   m.name = root.string("name");
   m.description = root.string("description");
   StrictObject a = root.object("architecture");
-  m.layers = read_int(a, "layers", limits::LAYERS);
-  m.hidden = read_int(a, "hidden", limits::HIDDEN);
-  m.heads = read_int(a, "heads", limits::HEADS);
-  m.kv_heads = read_optional_int(a, "kv_heads", limits::HEADS).value_or(m.heads);
-  m.ffn_hidden = read_optional_int(a, "ffn_hidden", limits::FFN_HIDDEN).value_or(4 * m.hidden);
-  m.vocab = read_int(a, "vocab", limits::VOCAB);
-  m.seq_len = read_int(a, "seq_len", limits::SEQ);
-  m.type_vocab = read_optional_int(a, "type_vocab", limits::TYPE_VOCAB).value_or(0);
+  m.layers = read_limited(a, "layers", limits::LAYERS);
+  m.hidden = read_limited(a, "hidden", limits::HIDDEN);
+  m.heads = read_limited(a, "heads", limits::HEADS);
+  m.kv_heads = read_optional_limited(a, "kv_heads", limits::HEADS).value_or(m.heads);
+  m.ffn_hidden = read_optional_limited(a, "ffn_hidden", limits::FFN_HIDDEN).value_or(4 * m.hidden);
+  m.vocab = read_limited(a, "vocab", limits::VOCAB);
+  m.seq_len = read_limited(a, "seq_len", limits::SEQ);
+  m.type_vocab = read_optional_limited(a, "type_vocab", limits::TYPE_VOCAB).value_or(0);
   m.tied_embeddings = a.boolean("tied_embeddings");
   m.biases = a.boolean("biases");
   m.dropout = a.boolean("dropout");
@@ -70,46 +63,6 @@ ModelSpec load_own_model(const JsonDocument& doc) {
   root.finish();
   validate_model(m, doc.source);
   return m;
-}
-
-// torch_dtype is the dtype the checkpoint is stored in. A half-precision checkpoint is trained in
-// mixed precision of that type; a float32 one says nothing about training numerics (the default,
-// fp16-mixed, stays, and a note says so); anything else (int8, float8, ...) is a quantized
-// checkpoint that is not trained as such, and an error.
-void read_torch_dtype(StrictObject& c, ModelSpec& m) {
-  const auto dtype = c.optional_string("torch_dtype");
-  if (!dtype) return;
-  if (*dtype == "bfloat16") {
-    m.numerics = Numerics::BF16_MIXED;
-  } else if (*dtype == "float16") {
-    m.numerics = Numerics::FP16_MIXED;
-  } else if (*dtype == "float32") {
-    m.notes.push_back(c.source() + ": torch_dtype float32 is the checkpoint's storage type; training numerics stay " +
-                      std::string(to_string(m.numerics)) + " (set --precision to change them)");
-  } else {
-    throw ConfigError(c.source(), "torch_dtype",
-                      "\"bfloat16\", \"float16\" or \"float32\" (a quantized checkpoint is not trained as such; set "
-                      "--precision for the training numerics)",
-                      "\"" + *dtype + "\"");
-  }
-}
-
-// head_dim: the width of one attention head. trainsim models heads of hidden / heads (as GPT,
-// Llama 1-3 and GPT-NeoX have); a config that says the same is honoured, another width is
-// refused rather than silently computed with the wrong attention shapes.
-void check_head_dim(StrictObject& c, const ModelSpec& m) {
-  if (!c.has("head_dim") || c.raw("head_dim").is_null()) {
-    c.has("head_dim");
-    return;
-  }
-  const std::int64_t head_dim = c.integer("head_dim", 1, limits::HIDDEN.max);
-  if (head_dim != m.head_dim()) {
-    throw ConfigError(c.source(), "head_dim",
-                      fmt::format("hidden_size / num_attention_heads = {} (attention heads of another width than "
-                                  "hidden / heads are not modeled)",
-                                  m.head_dim()),
-                      std::to_string(head_dim));
-  }
 }
 
 }  // namespace
@@ -141,70 +94,6 @@ void validate_model(const ModelSpec& m, const std::string& source) {
     throw ConfigError(source, "architecture.kv_heads", fmt::format("a divisor of heads ({})", m.heads),
                       std::to_string(m.kv_heads));
   }
-}
-
-ModelSpec load_huggingface_config(const JsonDocument& doc) {
-  StrictObject c(doc.json, doc.source, "");
-  const std::string type = c.string("model_type");
-  ModelSpec m;
-  m.origin = doc.source;
-  m.name = type;
-  m.description = "Hugging Face config.json (" + type + ")";
-  auto hidden_act = [&](std::string_view key, std::string_view fallback) {
-    return c.optional_string(key).value_or(std::string(fallback));
-  };
-  if (type == "gpt2") {
-    m.layers = read_int(c, "n_layer", limits::LAYERS);
-    m.hidden = read_int(c, "n_embd", limits::HIDDEN);
-    m.heads = read_int(c, "n_head", limits::HEADS);
-    m.vocab = read_int(c, "vocab_size", limits::VOCAB);
-    m.seq_len = read_int(c, "n_positions", limits::SEQ);
-    // n_inner: null means 4 * n_embd (transformers GPT2Config).
-    m.ffn_hidden = 4 * m.hidden;
-    if (c.has("n_inner") && !c.raw("n_inner").is_null()) m.ffn_hidden = read_int(c, "n_inner", limits::FFN_HIDDEN);
-    m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
-    hidden_act("activation_function", "gelu_new");
-    m.position = PositionKind::LEARNED;
-  } else if (type == "gpt_neox" || type == "llama" || type == "bert") {
-    m.layers = read_int(c, "num_hidden_layers", limits::LAYERS);
-    m.hidden = read_int(c, "hidden_size", limits::HIDDEN);
-    m.heads = read_int(c, "num_attention_heads", limits::HEADS);
-    m.ffn_hidden = read_int(c, "intermediate_size", limits::FFN_HIDDEN);
-    m.vocab = read_int(c, "vocab_size", limits::VOCAB);
-    m.seq_len = read_int(c, "max_position_embeddings", limits::SEQ);
-    if (type == "gpt_neox") {
-      m.position = PositionKind::ROTARY;
-      m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
-      hidden_act("hidden_act", "gelu");
-    } else if (type == "llama") {
-      m.position = PositionKind::ROTARY;
-      m.norm = NormKind::RMSNORM;
-      m.mlp = MlpKind::SWIGLU;
-      m.dropout = false;
-      m.kv_heads = read_optional_int(c, "num_key_value_heads", limits::HEADS).value_or(m.heads);
-      m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
-      m.biases = c.optional_boolean("attention_bias").value_or(false);
-      const std::string act = hidden_act("hidden_act", "silu");
-      if (act != "silu") {
-        throw ConfigError(doc.source, "hidden_act", "\"silu\" (Llama's SwiGLU MLP)", "\"" + act + "\"");
-      }
-    } else {
-      m.position = PositionKind::LEARNED;
-      m.head = HeadKind::BERT_PRETRAINING;
-      m.type_vocab = read_optional_int(c, "type_vocab_size", limits::TYPE_VOCAB).value_or(2);
-      m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
-      hidden_act("hidden_act", "gelu");
-    }
-  } else {
-    throw ConfigError(doc.source, "model_type", "a supported Hugging Face style: \"gpt2\", \"gpt_neox\", \"llama\", \"bert\"",
-                      "\"" + type + "\"");
-  }
-  if (m.kv_heads == 0) m.kv_heads = m.heads;
-  read_torch_dtype(c, m);
-  validate_model(m, doc.source);
-  check_head_dim(c, m);
-  m.ignored_keys = c.unread_keys();
-  return m;
 }
 
 ModelSpec load_model(const JsonDocument& doc) {

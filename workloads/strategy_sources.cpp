@@ -25,7 +25,7 @@ const NumberRange BUFFER_COUNT{1.0, 1024.0, true, "a buffer count in [1, 1024]"}
 
 template <class T>
 void read_int(StrictObject& o, std::string_view key, Setting<T>& out, const IntLimit& limit) {
-  if (auto v = o.optional_integer(key, limit.min, limit.max)) out.set(static_cast<T>(*v), at(o, key));
+  if (auto v = read_optional_limited(o, key, limit)) out.set(static_cast<T>(*v), at(o, key));
 }
 
 template <class E, std::size_t N>

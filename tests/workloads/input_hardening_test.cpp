@@ -54,6 +54,43 @@ TEST(HuggingFaceKeys, TorchDtypeSetsHalfPrecisionNotesFloat32AndRefusesQuantized
             std::string::npos);
 }
 
+TEST(HuggingFaceKeys, DropoutProbabilitiesDecideWhetherMasksAreStored) {
+  nlohmann::json g = test::read_source_json("tests/data/gpt2-xl-config.json");
+  EXPECT_TRUE(load_text(g.dump()).dropout);  // 0.1 everywhere
+  for (const char* key : {"resid_pdrop", "embd_pdrop", "attn_pdrop"}) g[key] = 0.0;
+  EXPECT_FALSE(load_text(g.dump()).dropout);
+  g["attn_pdrop"] = 0.1;
+  const ModelSpec mixed = load_text(g.dump());
+  EXPECT_TRUE(mixed.dropout);
+  EXPECT_EQ(mixed.notes.size(), 1u);
+  // GPT-NeoX's transformers defaults are 0: GPT-NeoX-20B stores no dropout masks.
+  EXPECT_FALSE(load_text(test::read_source_json("tests/data/gpt-neox-20b-config.json").dump()).dropout);
+  g["attn_pdrop"] = 1.5;
+  EXPECT_NE(error_of([&] { load_text(g.dump()); }).find("attn_pdrop: expected a probability in [0, 1]"),
+            std::string::npos);
+}
+
+TEST(HuggingFaceKeys, ArchitecturesTrainsimDoesNotModelAreRefusedNotIgnored) {
+  nlohmann::json j = llama();
+  j["num_local_experts"] = 8;
+  EXPECT_EQ(error_of([&] { load_text(j.dump()); }),
+            "config.json: num_local_experts: expected no mixture-of-experts layers (not modeled by trainsim: the answer "
+            "would be wrong), got 8");
+  j = llama();
+  j["sliding_window"] = nullptr;  // off: accepted
+  EXPECT_NO_THROW(load_text(j.dump()));
+  j["sliding_window"] = 4096;
+  EXPECT_NE(error_of([&] { load_text(j.dump()); }).find("sliding_window: expected no sliding-window attention"),
+            std::string::npos);
+  j = llama();
+  j["mlp_bias"] = true;
+  EXPECT_NE(error_of([&] { load_text(j.dump()); })
+                .find("mlp_bias: expected the same as attention_bias (false): biases on some linear layers only"),
+            std::string::npos);
+  j["attention_bias"] = true;
+  EXPECT_TRUE(load_text(j.dump()).biases);
+}
+
 TEST(ModelLimits, SizesBeyondTheLimitsAreRefusedBeforeAnythingIsComputed) {
   nlohmann::json j = test::read_source_json("workloads/models/gpt3-175b.json");
   j["architecture"]["layers"] = 1000000000;

@@ -1,0 +1,186 @@
+// A Hugging Face config.json as a model source (GPT-2, GPT-NeoX, Llama and BERT styles), read as
+// it is. Every key either changes the answer (architecture, dropout, biases, dtype), is refused
+// with the reason trainsim cannot model it (mixture of experts, sliding windows, another head
+// width), or is listed back under `ignored_hf_keys`: none is dropped silently.
+#include <fmt/format.h>
+
+#include "limits.hpp"
+#include "model_loader.hpp"
+
+namespace trainsim::wl {
+namespace {
+
+
+// Keys whose presence (with a value that turns the feature on) means an architecture trainsim
+// does not model; answering as if they were absent would be silently wrong.
+void refuse_unmodeled(StrictObject& c) {
+  static constexpr std::pair<std::string_view, std::string_view> UNMODELED[] = {
+      {"num_experts", "mixture-of-experts layers"},
+      {"num_local_experts", "mixture-of-experts layers"},
+      {"n_routed_experts", "mixture-of-experts layers"},
+      {"num_experts_per_tok", "mixture-of-experts layers"},
+      {"moe_intermediate_size", "mixture-of-experts layers"},
+      {"sliding_window", "sliding-window attention"},
+      {"q_lora_rank", "low-rank (multi-head latent) attention"},
+      {"kv_lora_rank", "low-rank (multi-head latent) attention"},
+  };
+  for (const auto& [key, what] : UNMODELED) {
+    if (!c.has(key)) continue;
+    const nlohmann::json& v = c.raw(key);
+    const bool off = v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0);
+    if (!off) {
+      throw ConfigError(c.source(), std::string(key),
+                        fmt::format("no {} (not modeled by trainsim: the answer would be wrong)", what),
+                        describe_json(v));
+    }
+  }
+}
+
+// Dropout masks are stored activations (Korthikanti et al. 2022, Sec. 4.1): a model trained with
+// every dropout probability at 0 stores none. `defaults` are transformers' defaults for the keys.
+void read_dropout(StrictObject& c, ModelSpec& m, std::initializer_list<std::pair<std::string_view, double>> keys) {
+  int on = 0, off = 0;
+  for (const auto& [key, fallback] : keys) {
+    const double p = c.optional_number(key, NumberRange{0.0, 1.0, true, "a probability in [0, 1]"}).value_or(fallback);
+    (p > 0 ? on : off) += 1;
+  }
+  m.dropout = on > 0;
+  if (on > 0 && off > 0) {
+    m.notes.push_back(c.source() + ": some dropout probabilities are 0 and others not; dropout masks are counted at "
+                                   "every dropout site");
+  }
+}
+
+// torch_dtype is the dtype the checkpoint is stored in. A half-precision checkpoint is trained in
+// mixed precision of that type; a float32 one says nothing about training numerics (the default,
+// fp16-mixed, stays, and a note says so); anything else (int8, float8, ...) is a quantized
+// checkpoint that is not trained as such, and an error.
+void read_torch_dtype(StrictObject& c, ModelSpec& m) {
+  const auto dtype = c.optional_string("torch_dtype");
+  if (!dtype) return;
+  if (*dtype == "bfloat16") {
+    m.numerics = Numerics::BF16_MIXED;
+  } else if (*dtype == "float16") {
+    m.numerics = Numerics::FP16_MIXED;
+  } else if (*dtype == "float32") {
+    m.notes.push_back(c.source() + ": torch_dtype float32 is the checkpoint's storage type; training numerics stay " +
+                      std::string(to_string(m.numerics)) + " (set --precision to change them)");
+  } else {
+    throw ConfigError(c.source(), "torch_dtype",
+                      "\"bfloat16\", \"float16\" or \"float32\" (a quantized checkpoint is not trained as such; set "
+                      "--precision for the training numerics)",
+                      "\"" + *dtype + "\"");
+  }
+}
+
+// head_dim: the width of one attention head. trainsim models heads of hidden / heads (as GPT,
+// Llama 1-3 and GPT-NeoX have); a config that says the same is honoured, another width is
+// refused rather than silently computed with the wrong attention shapes.
+void check_head_dim(StrictObject& c, const ModelSpec& m) {
+  if (!c.has("head_dim") || c.raw("head_dim").is_null()) return;
+  const std::int64_t head_dim = c.integer("head_dim", 1, limits::HIDDEN.max);
+  if (head_dim != m.head_dim()) {
+    throw ConfigError(c.source(), "head_dim",
+                      fmt::format("hidden_size / num_attention_heads = {} (attention heads of another width than "
+                                  "hidden / heads are not modeled)",
+                                  m.head_dim()),
+                      std::to_string(head_dim));
+  }
+}
+
+void read_gpt2(StrictObject& c, ModelSpec& m) {
+  m.layers = read_limited(c, "n_layer", limits::LAYERS);
+  m.hidden = read_limited(c, "n_embd", limits::HIDDEN);
+  m.heads = read_limited(c, "n_head", limits::HEADS);
+  m.vocab = read_limited(c, "vocab_size", limits::VOCAB);
+  m.seq_len = read_limited(c, "n_positions", limits::SEQ);
+  // n_inner: null means 4 * n_embd (transformers GPT2Config).
+  m.ffn_hidden = 4 * m.hidden;
+  if (c.has("n_inner") && !c.raw("n_inner").is_null()) m.ffn_hidden = read_limited(c, "n_inner", limits::FFN_HIDDEN);
+  m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
+  c.optional_string("activation_function");
+  m.position = PositionKind::LEARNED;
+  read_dropout(c, m, {{"resid_pdrop", 0.1}, {"embd_pdrop", 0.1}, {"attn_pdrop", 0.1}});
+}
+
+void read_common(StrictObject& c, ModelSpec& m) {
+  m.layers = read_limited(c, "num_hidden_layers", limits::LAYERS);
+  m.hidden = read_limited(c, "hidden_size", limits::HIDDEN);
+  m.heads = read_limited(c, "num_attention_heads", limits::HEADS);
+  m.ffn_hidden = read_limited(c, "intermediate_size", limits::FFN_HIDDEN);
+  m.vocab = read_limited(c, "vocab_size", limits::VOCAB);
+  m.seq_len = read_limited(c, "max_position_embeddings", limits::SEQ);
+}
+
+void read_neox(StrictObject& c, ModelSpec& m) {
+  read_common(c, m);
+  m.position = PositionKind::ROTARY;
+  m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
+  c.optional_string("hidden_act");
+  read_dropout(c, m, {{"hidden_dropout", 0.0}, {"attention_dropout", 0.0}});
+}
+
+void read_llama(StrictObject& c, ModelSpec& m) {
+  read_common(c, m);
+  m.position = PositionKind::ROTARY;
+  m.norm = NormKind::RMSNORM;
+  m.mlp = MlpKind::SWIGLU;
+  m.kv_heads = read_optional_limited(c, "num_key_value_heads", limits::HEADS).value_or(m.heads);
+  m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
+  // One switch covers every linear layer's bias here; configs that split them are refused.
+  const bool attention_bias = c.optional_boolean("attention_bias").value_or(false);
+  const bool mlp_bias = c.optional_boolean("mlp_bias").value_or(false);
+  if (attention_bias != mlp_bias) {
+    throw ConfigError(c.source(), "mlp_bias",
+                      fmt::format("the same as attention_bias ({}): biases on some linear layers only are not modeled",
+                                  attention_bias),
+                      mlp_bias ? "true" : "false");
+  }
+  m.biases = attention_bias;
+  const std::string act = c.optional_string("hidden_act").value_or("silu");
+  if (act != "silu") throw ConfigError(c.source(), "hidden_act", "\"silu\" (Llama's SwiGLU MLP)", "\"" + act + "\"");
+  // Llama has no hidden dropout; only attention dropout, 0 in every released model.
+  read_dropout(c, m, {{"attention_dropout", 0.0}});
+}
+
+void read_bert(StrictObject& c, ModelSpec& m) {
+  read_common(c, m);
+  m.position = PositionKind::LEARNED;
+  m.head = HeadKind::BERT_PRETRAINING;
+  m.type_vocab = read_optional_limited(c, "type_vocab_size", limits::TYPE_VOCAB).value_or(2);
+  m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
+  c.optional_string("hidden_act");
+  if (const auto pos = c.optional_string("position_embedding_type"); pos && *pos != "absolute") {
+    throw ConfigError(c.source(), "position_embedding_type", "\"absolute\" (relative position biases are not modeled)",
+                      "\"" + *pos + "\"");
+  }
+  read_dropout(c, m, {{"hidden_dropout_prob", 0.1}, {"attention_probs_dropout_prob", 0.1}});
+}
+
+}  // namespace
+
+ModelSpec load_huggingface_config(const JsonDocument& doc) {
+  StrictObject c(doc.json, doc.source, "");
+  const std::string type = c.string("model_type");
+  ModelSpec m;
+  m.origin = doc.source;
+  m.name = type;
+  m.description = "Hugging Face config.json (" + type + ")";
+  if (type == "gpt2") read_gpt2(c, m);
+  else if (type == "gpt_neox") read_neox(c, m);
+  else if (type == "llama") read_llama(c, m);
+  else if (type == "bert") read_bert(c, m);
+  else {
+    throw ConfigError(doc.source, "model_type", "a supported Hugging Face style: \"gpt2\", \"gpt_neox\", \"llama\", \"bert\"",
+                      "\"" + type + "\"");
+  }
+  if (m.kv_heads == 0) m.kv_heads = m.heads;
+  refuse_unmodeled(c);
+  read_torch_dtype(c, m);
+  validate_model(m, doc.source);
+  check_head_dim(c, m);
+  m.ignored_keys = c.unread_keys();
+  return m;
+}
+
+}  // namespace trainsim::wl
