@@ -1,0 +1,140 @@
+// Every input case of the hardening issue (issue 7, "Why"), through the real CLI: each is exit
+// code 2 with its message, or the correct answer; none is an internal error, a crash or a run
+// that exhausts the machine. (Output cases: output_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "test_support.hpp"
+
+namespace trainsim {
+namespace {
+
+struct Case {
+  const char* name;
+  std::string args;     // {dir} is the scratch directory with the fixtures
+  std::string message;  // expected on stderr
+};
+
+std::string expand(std::string s, const std::string& dir) {
+  for (auto pos = s.find("{dir}"); pos != std::string::npos; pos = s.find("{dir}")) s.replace(pos, 5, dir);
+  return s;
+}
+
+std::string fixtures(const test::ScratchDir& dir) {
+  const nlohmann::json dgx2 = test::read_source_json("hwprofiles/dgx2.json");
+  const std::string dgx2_text = dgx2.dump(2);
+  // A key given twice in each of the three kinds of input.
+  std::string dup = dgx2_text;
+  dup.replace(dup.find("\"node_count\""), 0, "\"node_count\": 560,\n  ");
+  dir.write("dup_profile.json", dup);
+  dir.write("dup_strategy.json", "{\"schema_version\": 1,\n \"zero\": 3,\n \"zero\": 0}");
+  std::string model = test::read_source_json("workloads/models/gpt3-175b.json").dump(2);
+  model.replace(model.find("\"layers\""), 0, "\"layers\": 96,\n    ");
+  dir.write("dup_model.json", model);
+  // 10^9 layers.
+  nlohmann::json huge = test::read_source_json("workloads/models/gpt3-175b.json");
+  huge["architecture"]["layers"] = 1000000000;
+  dir.write("huge_model.json", huge.dump());
+  // 100,000 nested arrays in the provenance.
+  std::string deep = dgx2_text;
+  deep.replace(deep.find("\"provenance\": {") + 15, 0,
+               "\"x\": " + std::string(100000, '[') + std::string(100000, ']') + ",");
+  dir.write("deep.json", deep);
+  nlohmann::json p = dgx2;
+  p["gpu"]["memory_GiB"] = 1e10;
+  dir.write("huge_gpu.json", p.dump());
+  p = dgx2;
+  p["intra_node"]["link_GBps"] = 1e-300;
+  dir.write("tiny_link.json", p.dump());
+  std::string overflow = dgx2_text;
+  overflow.replace(overflow.find("\"node_count\": ") + 14, 2, "1e999");
+  dir.write("overflow.json", overflow);
+  p = dgx2;
+  p["gpu"]["peak_TFLOPs"] = {{"fp32", 15.7}};
+  dir.write("fp32_only.json", p.dump());
+  nlohmann::json llama = test::read_source_json("tests/data/llama2-7b-config.json");
+  llama["head_dim"] = 256;
+  dir.write("head_dim.json", llama.dump());
+  llama = test::read_source_json("tests/data/llama2-7b-config.json");
+  llama["torch_dtype"] = "int8";
+  dir.write("int8.json", llama.dump());
+  std::filesystem::create_directories(dir.path() / "a_directory");
+  return dir.path().string();
+}
+
+TEST(Hardening, EveryInputCaseOfTheIssueIsExit2WithItsMessage) {
+  test::ScratchDir dir;
+  const std::string d = fixtures(dir);
+  const std::vector<Case> cases = {
+      {"profile from /dev/zero", "memory --model gpt2-1.5b --hw /dev/zero",
+       "/dev/zero: (file): expected a readable regular file of at most 16 MiB, got a character device"},
+      {"model from /dev/urandom", "memory --model /dev/urandom",
+       "/dev/urandom: (file): expected a readable regular file of at most 16 MiB, got a character device"},
+      {"strategy from /dev/zero", "memory --model gpt2-1.5b --strategy /dev/zero", "/dev/zero: (file): expected a"},
+      {"DeepSpeed config from /dev/zero", "memory --model gpt2-1.5b --deepspeed /dev/zero", "/dev/zero: (file): expected a"},
+      {"10^9 layers", "memory --model {dir}/huge_model.json",
+       "{dir}/huge_model.json: architecture.layers: expected an integer in [1, 10000], got 1000000000"},
+      {"100,000 nested arrays", "memory --model gpt2-1.5b --hw {dir}/deep.json",
+       "{dir}/deep.json: provenance.x[0]...: expected objects and arrays nested at most 64 deep"},
+      {"duplicate profile key", "memory --model gpt2-1.5b --hw {dir}/dup_profile.json",
+       "{dir}/dup_profile.json: node_count: expected each key once in an object, got \"node_count\" twice"},
+      {"duplicate strategy key", "memory --model gpt2-1.5b --strategy {dir}/dup_strategy.json",
+       "{dir}/dup_strategy.json: zero: expected each key once in an object, got \"zero\" twice: at line 2, column 2 "
+       "(value 3) and again at line 3, column 2"},
+      {"duplicate model key", "memory --model {dir}/dup_model.json",
+       "{dir}/dup_model.json: architecture.layers: expected each key once in an object, got \"layers\" twice"},
+      {"a GPU of 1e10 GiB", "memory --model gpt2-1.5b --hw {dir}/huge_gpu.json",
+       "{dir}/huge_gpu.json: gpu.memory_GiB: expected a number in (0, 16384] (GiB), got 10000000000.0"},
+      {"a link of 1e-300 GB/s", "simulate --model gpt2-1.5b --hw {dir}/tiny_link.json",
+       "{dir}/tiny_link.json: intra_node.link_GBps: expected a number in [0.01, 100000] (GB/s), got 1e-300"},
+      {"a number of 1e999", "memory --model gpt2-1.5b --hw {dir}/overflow.json",
+       "{dir}/overflow.json: node_count: expected a number within the range of a double"},
+      {"head_dim of another width", "memory --model {dir}/head_dim.json",
+       "{dir}/head_dim.json: head_dim: expected hidden_size / num_attention_heads = 128"},
+      {"torch_dtype int8", "memory --model {dir}/int8.json", "{dir}/int8.json: torch_dtype: expected \"bfloat16\""},
+      {"built-in model relabelled by Megatron arguments",
+       "memory --model gpt2-1.5b --megatron-args \"--num-layers 96 --hidden-size 12288 --num-attention-heads 96\"",
+       "--megatron-args: --num-layers: expected the layer count as gpt2-1.5b has it (48)"},
+      {"contradictory virtual pipeline arguments",
+       "memory --hw dgx-a100 --gpus 64 --megatron-args \"--num-layers 96 --hidden-size 12288 --num-attention-heads 96 "
+       "--pipeline-model-parallel-size 8 --virtual-pipeline-model-parallel-size 2 "
+       "--num-layers-per-virtual-pipeline-stage 3\"",
+       "--num-layers-per-virtual-pipeline-stage: expected either it or --virtual-pipeline-model-parallel-size"},
+      {"a directory as --model", "memory --model {dir}/a_directory/",
+       "{dir}/a_directory/: (file): expected a readable regular file of at most 16 MiB, got a directory"},
+      {"only an fp32 peak", "simulate --model gpt2-1.5b --hw {dir}/fp32_only.json",
+       "{dir}/fp32_only.json: gpu.peak_TFLOPs.fp16: expected a peak for fp16, the precision fp16-mixed training computes in"},
+      {"--micro-batch 0", "memory --model gpt2-1.5b --micro-batch 0",
+       "trainsim: error: --micro-batch: expected a whole number >= 1, got 0\n"},
+  };
+  for (const auto& c : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = test::run_trainsim(expand(c.args, d));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string expected = expand(c.message, d);
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << c.name << ":\n  expected: " << expected << "\n  got: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name;
+    // Refused before anything is allocated: no case reads, allocates or simulates for long.
+    EXPECT_LT(seconds, 10.0) << c.name;
+  }
+}
+
+TEST(Hardening, CasesWithAnAnswerGiveTheRightOne) {
+  // 10^18 parameters: 16 bytes each with ZeRO-0 (ZeRO Sec. 5), beyond 2^63, written as a
+  // floating-point number rather than a wrapped negative integer.
+  const auto big = test::run_trainsim("memory --params 1e18 --format json");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  const auto j = nlohmann::json::parse(big.out);
+  EXPECT_DOUBLE_EQ(j["per_gpu"]["model_states_bytes"].get<double>(), 1.6e19);
+  EXPECT_FALSE(j["per_gpu"]["fits"].get<bool>());
+  // Megatron-LM arguments quoted as a shell quotes them.
+  const auto quoted = test::run_trainsim("memory --model gpt2-1.5b --megatron-args \"--data-path 'a b' --lr 1e-4\" --format json");
+  ASSERT_EQ(quoted.exit_code, 0) << quoted.err;
+  const auto q = nlohmann::json::parse(quoted.out);
+  EXPECT_EQ(q["inputs"]["no_effect"].size(), 2u) << q["inputs"]["no_effect"].dump();
+}
+
+}  // namespace
+}  // namespace trainsim
