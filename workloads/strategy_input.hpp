@@ -11,6 +11,7 @@
 
 #include "model.hpp"
 #include "strategy.hpp"
+#include "strict_json.hpp"
 
 namespace trainsim::wl {
 
@@ -60,7 +61,9 @@ struct StrategyInput {
 };
 
 StrategyInput strategy_from_json(const std::string& path);
+StrategyInput strategy_from_json(const JsonDocument& doc);
 StrategyInput strategy_from_deepspeed(const std::string& path);
+StrategyInput strategy_from_deepspeed(const JsonDocument& doc);
 // `--megatron-args "--tensor-model-parallel-size 8 ..."`.
 StrategyInput strategy_from_megatron_args(const std::string& args, const std::string& flag = "--megatron-args");
 

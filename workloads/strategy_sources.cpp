@@ -172,8 +172,9 @@ void StrategyInput::merge(const StrategyInput& later) {
   notes.insert(notes.end(), later.notes.begin(), later.notes.end());
 }
 
-StrategyInput strategy_from_json(const std::string& path) {
-  const JsonDocument doc = parse_json_file(path);
+StrategyInput strategy_from_json(const std::string& path) { return strategy_from_json(parse_json_file(path)); }
+
+StrategyInput strategy_from_json(const JsonDocument& doc) {
   StrictObject o(doc.json, doc.source, "");
   const auto version = o.integer("schema_version", 1, 1000);
   if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
@@ -203,7 +204,10 @@ StrategyInput strategy_from_json(const std::string& path) {
 }
 
 StrategyInput strategy_from_deepspeed(const std::string& path) {
-  const JsonDocument doc = parse_json_file(path);
+  return strategy_from_deepspeed(parse_json_file(path));
+}
+
+StrategyInput strategy_from_deepspeed(const JsonDocument& doc) {
   StrictObject o(doc.json, doc.source, "");
   StrategyInput in;
   for (auto key : {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
