@@ -1,0 +1,98 @@
+#pragma once
+// The program IR: what one rank does in a training step, as typed instructions that carry their
+// whole meaning. A program is built once per distinct rank role (a pipeline stage; every rank of
+// the data-parallel family shares one) by a builder that reads the strategy; the lowering
+// (sim/lowering/interpreter.cpp) turns programs into task-graph ops without ever asking which
+// strategy it is lowering, the way DeepSpeed's pipeline engine dispatches instruction types to
+// handlers.
+//
+// Costs are resolved when the program is built (seconds and FLOPs of a compute, bytes of a
+// transfer, parameters of an optimizer step), so the interpreter is mechanical: which resource,
+// how much work, after what.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "task_graph.hpp"
+
+namespace trainsim::sim {
+
+// Where bytes live and move: a GPU's memory, its node's host memory, its node's storage.
+enum class Tier { GPU, HOST, STORAGE };
+// The dtype a collective or transfer carries (for traces and bandwidth curves).
+enum class Dtype { FP16, BF16, FP32 };
+// Communication groups of a rank, defined by the placement (sim/placement.hpp).
+enum class GroupKind { TENSOR, DATA, PIPELINE, EMBEDDING };
+enum class ComputePass { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, OTHER };
+
+std::string_view to_string(Tier t);
+std::string_view to_string(Dtype d);
+std::string_view to_string(GroupKind g);
+std::string_view to_string(ComputePass p);
+
+enum class InstrKind {
+  COMPUTE,     // GPU kernels: `seconds` on the rank's compute stream, `flops` of hardware work
+  HOST_COMPUTE,  // CPU work on the rank's node: `params` parameters through CPU-Adam
+  COLLECTIVE,  // `collective` over the rank's `group`, `bytes` per rank (the buffer), `dtype`
+  SEND,        // `bytes` to the rank of pipeline stage `peer_stage` (same tensor and data index)
+  RECV,        // the matching receive: completes when the SEND with the same `tag` has arrived
+  COPY,        // `bytes` from tier `from` to tier `to` (fetch, offload, checkpoint, update)
+  MEMORY,      // no work: only the memory effects (allocations of model states, frees)
+};
+std::string_view to_string(InstrKind k);
+
+// An allocation (+bytes) or free (-bytes) of a tensor class on a tier of the rank: its GPU, or its
+// node's host memory or storage. Applied when the instruction starts, or when it ends.
+struct MemEffect {
+  Tier tier = Tier::GPU;
+  MemClass cls = MemClass::PARAMS;
+  double bytes = 0;
+  bool at_end = false;
+};
+
+struct Instruction {
+  InstrKind kind = InstrKind::COMPUTE;
+  Stream stream = Stream::COMPUTE;  // stream order: same-stream instructions run in program order
+  Category category = Category::COMPUTE;  // what the GPU is doing, for the busy-time breakdown
+  const char* name = "";            // for traces: "forward", "tp_allreduce", "send_activation", ...
+  // Payload (the fields of this kind; others stay at their defaults).
+  double seconds = 0;               // COMPUTE
+  double flops = 0;                 // COMPUTE
+  double params = 0;                // HOST_COMPUTE
+  CollectiveKind collective = CollectiveKind::ALL_REDUCE;  // COLLECTIVE
+  GroupKind group = GroupKind::DATA;                       // COLLECTIVE
+  Dtype dtype = Dtype::FP16;        // COLLECTIVE, SEND, RECV
+  double bytes = 0;                 // COLLECTIVE, SEND, RECV, COPY
+  int peer_stage = -1;              // SEND, RECV
+  std::int64_t tag = -1;            // SEND/RECV pairs; COLLECTIVE instances across roles (-1: by position)
+  Tier from = Tier::GPU, to = Tier::GPU;  // COPY
+  // Labels: what the work belongs to (traces, metrics, folding).
+  ComputePass pass = ComputePass::OTHER;
+  int layer = -1;
+  int micro_batch = -1;
+  int chunk = 0;
+  int step = 0;
+  std::vector<MemEffect> memory;
+  std::vector<int> after;           // instructions of the same program this one waits for
+};
+
+// The instructions of one rank role, and the instructions that end each simulated step.
+struct Program {
+  int stage = 0;
+  std::vector<Instruction> instructions;
+  std::vector<std::vector<int>> step_ends;  // per step: instructions whose end is the step's end
+};
+
+// Everything the interpreter needs besides placement and platform: one program per pipeline stage
+// (one in all for the data-parallel family), the steps they span, and what they say about memory
+// that is resident before the first instruction.
+struct ProgramSet {
+  std::vector<Program> stages;
+  int steps = 1;
+  // Bytes resident on each tier before the step, per rank of a stage (model states kept across
+  // steps). The programs allocate them explicitly at their start; this records them for reports.
+  std::vector<std::string> notes;
+};
+
+}  // namespace trainsim::sim
