@@ -6,6 +6,7 @@ std::string_view to_string(OpKind k) {
   switch (k) {
     case OpKind::COMPUTE: return "compute";
     case OpKind::COLLECTIVE: return "collective";
+    case OpKind::TRANSFER: return "transfer";
     case OpKind::COPY_H2D: return "h2d";
     case OpKind::COPY_D2H: return "d2h";
     case OpKind::STORAGE_READ: return "storage_read";

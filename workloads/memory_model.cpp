@@ -5,6 +5,7 @@
 
 #include "activation_memory.hpp"
 #include "model_params.hpp"
+#include "stage_partition.hpp"
 
 namespace trainsim::wl {
 
@@ -104,11 +105,11 @@ void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gp
   st.grads_at = place(st.grads_bytes, s.offload_optimizer);
 }
 
-void activations(const ModelSpec& m, const Strategy& s, StageMemory& st) {
+void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int stage_layers) {
   ActivationMemory& a = st.activations;
   const ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
   const LayerActivations layer = layer_activation_bytes(m, shape);
-  a.layers = static_cast<int>(m.layers / s.pp);
+  a.layers = stage_layers;
   a.in_flight_microbatches = in_flight_microbatches(s, st.stage);
   a.per_layer_stored_bytes = layer.stored;
   a.per_layer_full_bytes = layer.full;
@@ -190,12 +191,14 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Strategy& s, int gpus_p
   if (!est.activations_modeled) {
     est.assumptions.push_back("--params gives model states only: activations and ZeRO-3 gather buffers are not computed");
   }
+  const StagePartition partition = est.activations_modeled ? partition_stages(m, s) : StagePartition{};
   for (int stage = 0; stage < s.pp; ++stage) {
     StageMemory st;
     st.stage = stage;
-    st.params_on_rank = stage_params_per_rank(m, stage, s.pp, s.tp);
+    const int layers = est.activations_modeled ? partition.stage_layers(stage) : -1;
+    st.params_on_rank = stage_params_per_rank(m, stage, s.pp, s.tp, layers);
     model_states(m, s, st, gpus_per_node);
-    if (est.activations_modeled) activations(m, s, st);
+    if (est.activations_modeled) activations(m, s, st, layers);
     buffers(m, s, st, est.activations_modeled);
     est.stages.push_back(st);
   }

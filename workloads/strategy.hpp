@@ -40,6 +40,10 @@ struct Strategy {
   int tp = 1;
   int pp = 1;
   int vpp = 1;  // virtual pipeline stages (model chunks) per GPU; > 1 only for "interleaved"
+  // Layers of the first and last pipeline stage (Megatron-LM's --decoder-first/last-pipeline-
+  // num-layers); 0: not fixed (the partition balances the stages by cost).
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   bool sp = false;
   Schedule schedule = Schedule::ONE_F_ONE_B;
   int zero_stage = 0;
