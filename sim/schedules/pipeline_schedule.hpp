@@ -14,8 +14,14 @@
 //   (mb, vs) needs the FORWARD of (mb, vs) and, unless vs is the last, the BACKWARD of (mb, vs + 1).
 //   A schedule orders each stage's work so that these dependencies never deadlock.
 // - `weight_version` names the weights a pass computes with (0 = the weights the run starts
-//   with; each OPTIMIZER_STEP of a stage makes the next version of that stage). Schedules that
-//   flush use one version per step; PipeDream stashes one per in-flight micro-batch; 2BW keeps two.
+//   with; each OPTIMIZER_STEP of a stage makes the next version of the chunk it names). Schedules
+//   that flush use one version per step; PipeDream stashes one per in-flight micro-batch; 2BW
+//   keeps two.
+// - An OPTIMIZER_STEP updates one chunk: a stage of the interleaved schedule steps each of its v
+//   chunks (chunk order) where Megatron-LM makes one optimizer call over all of them; Hydra steps
+//   each shard while it is on the GPU. Its `weight_version` is the version it makes; PROMOTE and
+//   DEMOTE carry the version they move.
+// - Counts are in (micro-batch, chunk) passes: "in flight" counts chunk activations.
 
 #include <string>
 #include <string_view>
@@ -26,7 +32,7 @@ namespace trainsim::sim {
 enum class WorkKind {
   FORWARD,
   BACKWARD,
-  OPTIMIZER_STEP,  // this stage applies its accumulated gradients, making a new weight version
+  OPTIMIZER_STEP,  // this stage applies one chunk's accumulated gradients, making its next version
   PROMOTE,         // Hydra: bring a shard's parameters to the GPU (chunk = shard)
   DEMOTE,          // Hydra: send a shard's parameters (and its gradients) back to host memory
 };
@@ -37,7 +43,7 @@ struct Work {
   int micro_batch = -1;  // global index across steps; -1 for OPTIMIZER_STEP, PROMOTE, DEMOTE
   int chunk = 0;         // model chunk on this device (interleaved), or Hydra's shard
   int step = 0;          // the step this work belongs to
-  int weight_version = 0;
+  int weight_version = 0;  // computed with; OPTIMIZER_STEP: made; PROMOTE/DEMOTE: moved
   bool operator==(const Work&) const = default;
 };
 
@@ -64,7 +70,11 @@ PipelineSchedule two_bw_schedule(const PipelineShape& shape);       // PipeDream
 PipelineSchedule hydra_schedule(const PipelineShape& shape);
 
 // Bounds each schedule states (and the tests check over many shapes): activations in flight on
-// `stage` (forwards run whose backward has not), and weight versions alive at once on `stage`.
+// `stage` (forwards run whose backward has not, in chunk activations), and versions of one
+// chunk's weights alive at once on `stage` (a version is alive from the OPTIMIZER_STEP that makes
+// it while it is the newest or a later pass of the stage still computes with it). Both are the
+// maxima the generated order reaches, not just upper bounds. Throw std::invalid_argument for an
+// unknown schedule, a shape it rejects, or a stage outside 0 .. stages - 1.
 int max_in_flight(std::string_view schedule, const PipelineShape& shape, int stage);
 int max_weight_versions(std::string_view schedule, const PipelineShape& shape, int stage);
 
@@ -77,5 +87,25 @@ struct ScheduleEntry {
 };
 const std::vector<ScheduleEntry>& pipeline_schedules();
 const ScheduleEntry& pipeline_schedule(std::string_view name);  // throws std::invalid_argument listing the names
+
+// Building blocks the generators share.
+//
+// Throws std::invalid_argument, naming `schedule` and the problem, for a shape that schedule does
+// not support (every rule in one place, so the generators and the bounds above agree).
+void check_shape(std::string_view schedule, const PipelineShape& shape);
+
+// Megatron-LM's warm-up of the interleaved schedule on `stage`, in (micro-batch, chunk) passes:
+// (p - s - 1) * 2 + (v - 1) * p, at most m * v (interleaved_schedule.cpp).
+int interleaved_warmup(const PipelineShape& shape, int stage);
+
+// The 1F1B order of one stage over `count` passes numbered 0 .. count - 1: `warmup` forwards,
+// then forward/backward pairs (forward warmup + i, backward i), then the remaining backwards.
+// Megatron-LM's two schedules, PipeDream and 2BW differ only in the warm-up and in what a
+// number means (a micro-batch, or a (micro-batch, chunk) pass of the interleaved schedule).
+struct OrderedPass {
+  WorkKind kind = WorkKind::FORWARD;
+  int index = 0;
+};
+std::vector<OrderedPass> one_f_one_b_order(int warmup, int count);
 
 }  // namespace trainsim::sim
