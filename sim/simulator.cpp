@@ -3,20 +3,73 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "cost_model.hpp"
-#include "data_parallel_lowering.hpp"
+#include "data_parallel_program.hpp"
 #include "engine.hpp"
+#include "interpreter.hpp"
 #include "isolation.hpp"
 #include "layer_costs.hpp"
 #include "memory_timeline.hpp"
 #include "metrics.hpp"
+#include "pipeline_program.hpp"
+#include "pipeline_schedule.hpp"
+#include "placement.hpp"
 #include "platform.hpp"
 #include "trace_writer.hpp"
 
 namespace trainsim::sim {
 namespace {
+
+// What one replay measured, per step; every field is one the micro-batch fold extrapolates.
+struct Outcome {
+  double step_time_s = 0;
+  std::vector<GpuBusy> busy;                                  // per simulated GPU, per step
+  std::vector<double> gpu_peak;                               // per simulated GPU
+  std::vector<std::array<double, MEM_CLASSES>> gpu_at_peak;   // per simulated GPU
+  std::vector<double> host_peak, storage_peak;                // per simulated node
+  double ops = 0, activities = 0;
+};
+
+std::vector<double> flatten(const Outcome& o) {
+  std::vector<double> v{o.step_time_s, o.ops, o.activities};
+  for (const auto& b : o.busy) {
+    v.insert(v.end(), {b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, b.hardware_flops});
+  }
+  v.insert(v.end(), o.gpu_peak.begin(), o.gpu_peak.end());
+  for (const auto& a : o.gpu_at_peak) v.insert(v.end(), a.begin(), a.end());
+  v.insert(v.end(), o.host_peak.begin(), o.host_peak.end());
+  v.insert(v.end(), o.storage_peak.begin(), o.storage_peak.end());
+  return v;
+}
+
+Outcome unflatten(const std::vector<double>& v, const Outcome& shape) {
+  Outcome o = shape;
+  std::size_t i = 0;
+  o.step_time_s = v[i++];
+  o.ops = v[i++];
+  o.activities = v[i++];
+  for (auto& b : o.busy) {
+    b.compute_s = v[i++];
+    b.exposed_communication_s = v[i++];
+    b.exposed_offload_io_s = v[i++];
+    b.optimizer_s = v[i++];
+    b.idle_s = v[i++];
+    b.hardware_flops = v[i++];
+  }
+  for (auto& p : o.gpu_peak) p = v[i++];
+  for (auto& a : o.gpu_at_peak) {
+    for (auto& x : a) x = v[i++];
+  }
+  for (auto& p : o.host_peak) p = v[i++];
+  for (auto& p : o.storage_peak) p = v[i++];
+  return o;
+}
 
 double latest_end(const ReplayResult& replay, const std::vector<OpId>& ops) {
   double t = 0;
@@ -26,76 +79,205 @@ double latest_end(const ReplayResult& replay, const std::vector<OpId>& ops) {
   return t;
 }
 
+class Replays {
+ public:
+  Replays(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile, const wl::MemoryEstimate& memory,
+          const SimOptions& options)
+      : m_(m), s_(s), profile_(profile), memory_(memory), costs_(profile, m.numerics),
+        placement_(s.tp, s.dp, s.pp, profile.gpus_per_node()), fold_(plan_fold(placement_, options.fold_ranks)) {}
+
+  const FoldPlan& fold() const { return fold_; }
+  const CostModel& costs() const { return costs_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<SimulatedGpu>& gpus() const { return gpus_; }
+
+  // Replays the step with `micro_batches` per step (0: the strategy's) and measures it.
+  Outcome run(int micro_batches, std::string* trace) {
+    const ProgramSet programs = build(micro_batches);
+    LoweredPrograms lowered = interpret(programs, placement_, fold_, costs_, profile_);
+    gpus_ = lowered.gpus;
+    if (!platform_) {
+      platform_ = std::make_unique<Platform>(profile_, lowered.platform);
+      spec_ = lowered.platform;
+    } else if (!(lowered.platform.gpus.size() == spec_.gpus.size() && lowered.platform.rings == spec_.rings &&
+                 lowered.platform.transfers == spec_.transfers)) {
+      throw std::logic_error("simulator: replays of one configuration need different platforms");
+    }
+    const ReplayResult replay = sim::replay(lowered.graph, *platform_, lowered.caps);
+    const int gpus = static_cast<int>(lowered.gpus.size());
+    // The step: the whole replay, or over several steps the steady state between the ends of the
+    // first and the last (asynchronous schedules, the delayed update).
+    double from = 0, to = replay.makespan;
+    int steps = 1;
+    if (lowered.steps > 1) {
+      from = latest_end(replay, lowered.step_ends.front());
+      to = latest_end(replay, lowered.step_ends.back());
+      steps = lowered.steps - 1;
+    }
+    steps_ = lowered.steps;
+    Outcome o;
+    o.step_time_s = (to - from) / steps;
+    o.ops = static_cast<double>(boost::num_vertices(lowered.graph));
+    o.activities = static_cast<double>(replay.activities);
+    const MemoryTimeline timeline = build_memory_timeline(lowered.graph, replay, gpus, lowered.simulated_nodes);
+    o.busy = gpu_busy(lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
+    for (auto& b : o.busy) {
+      b.compute_s /= steps;
+      b.exposed_communication_s /= steps;
+      b.exposed_offload_io_s /= steps;
+      b.optimizer_s /= steps;
+      b.idle_s /= steps;
+      b.hardware_flops /= steps;
+    }
+    for (const auto& g : timeline.gpus) {
+      o.gpu_peak.push_back(g.peak_bytes);
+      o.gpu_at_peak.push_back(g.at_peak);
+    }
+    for (const auto& h : timeline.hosts) o.host_peak.push_back(h.peak_bytes);
+    for (const auto& st : timeline.storages) o.storage_peak.push_back(st.peak_bytes);
+    if (trace != nullptr) {
+      const std::string title = fmt::format("trainsim: {} on {} x {} ({} micro-batches replayed)", m_.name, s_.nodes,
+                                            profile_.name, micro_batches > 0 ? micro_batches : s_.micro_batches());
+      *trace = chrome_trace(lowered.graph, replay, timeline, lowered, title);
+    }
+    return o;
+  }
+
+  int steps() const { return steps_; }
+
+  // The smallest micro-batch count from which each further `period` adds the same work: past a
+  // pipeline's warm-up (p + 1), rounded to the interleaved schedule's groups of p.
+  int period() const { return s_.pp > 1 && s_.schedule == wl::Schedule::INTERLEAVED ? s_.pp : 1; }
+  int first_linear() const {
+    const int p = period();
+    const int base = s_.pp > 1 ? s_.pp + 1 : 2;
+    return (base + p - 1) / p * p;
+  }
+
+ private:
+  ProgramSet build(int micro_batches) {
+    notes_.clear();
+    if (s_.pp > 1) {
+      PipelineBuild b = build_pipeline_programs(m_, s_, costs_, memory_, micro_batches);
+      notes_ = b.programs.notes;
+      return std::move(b.programs);
+    }
+    return build_data_parallel_program(m_, s_, costs_, memory_, profile_.gpus_per_node(), micro_batches);
+  }
+
+  const wl::ModelSpec& m_;
+  const wl::Strategy& s_;
+  const hw::ClusterProfile& profile_;
+  const wl::MemoryEstimate& memory_;
+  CostModel costs_;
+  Placement placement_;
+  FoldPlan fold_;
+  std::unique_ptr<Platform> platform_;
+  PlatformSpec spec_;
+  std::vector<SimulatedGpu> gpus_;
+  std::vector<std::string> notes_;
+  int steps_ = 1;
+};
+
+// Identical gradient-accumulation micro-batches are folded: the step is replayed at three
+// micro-batch counts m1 < m2 < m3 one period apart past the warm-up; when every measured quantity
+// grows by the same amount from m1 to m2 as from m2 to m3 (the replay has reached its periodic
+// regime), the step at m is extrapolated along that line. Otherwise the replays start later, up
+// to the full replay. Tests compare folded and full replays on small cases (sim/README.md).
+Outcome replay_folded(Replays& r, int m, bool fold, std::string* trace, std::string* how) {
+  const int period = r.period();
+  int m1 = r.first_linear();
+  if (!fold || m <= m1 + 3 * period) {
+    *how = fmt::format("all {} micro-batches replayed", m);
+    return r.run(0, trace);
+  }
+  while (m1 + 3 * period < m) {
+    const Outcome o1 = r.run(m1, nullptr);
+    const Outcome o2 = r.run(m1 + period, nullptr);
+    const Outcome o3 = r.run(m1 + 2 * period, trace);
+    const std::vector<double> a = flatten(o1), b = flatten(o2), c = flatten(o3);
+    bool linear = true;
+    for (std::size_t i = 0; i < a.size() && linear; ++i) {
+      const double scale = std::max({std::fabs(a[i]), std::fabs(b[i]), std::fabs(c[i]), 1e-300});
+      // Counts (ops, activities) are exact; times and bytes to 1e-9 of their size.
+      linear = std::fabs((c[i] - b[i]) - (b[i] - a[i])) <= 1e-9 * scale + 1e-15;
+    }
+    if (linear) {
+      const double periods = static_cast<double>(m - (m1 + 2 * period)) / period;
+      std::vector<double> v(c.size());
+      for (std::size_t i = 0; i < c.size(); ++i) v[i] = c[i] + periods * (c[i] - b[i]);
+      *how = fmt::format("{} micro-batches folded: replayed {}, {} and {}, each further {} adding the same work "
+                         "(to 1e-9), the step extrapolated to {}",
+                         m - (m1 + 2 * period), m1, m1 + period, m1 + 2 * period,
+                         period == 1 ? "micro-batch" : fmt::format("{} micro-batches", period), m);
+      return unflatten(v, o3);
+    }
+    m1 *= 2;
+    m1 = (m1 + period - 1) / period * period;
+  }
+  *how = fmt::format("all {} micro-batches replayed (no periodic regime found earlier)", m);
+  return r.run(0, trace);
+}
+
 // Runs inside the isolated child: everything that touches SimGrid.
 SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                      const wl::MemoryEstimate& memory, const SimOptions& options) {
   SimResult r;
-  const CostModel costs(profile, m.numerics);
-  LoweredGraph lowered = lower_data_parallel(m, s, profile, costs, memory);
-  const int gpus = lowered.topology.local_gpus;
-  Platform platform(profile, {gpus, lowered.topology.dp_crosses_nodes}, lowered.topology.rings);
-  const ReplayResult replay = sim::replay(lowered.graph, platform, lowered.caps);
-
-  // The step: the whole replay, or with the delayed update the steady state between the ends of
-  // the first and the last simulated steps.
-  double from = 0, to = replay.makespan;
-  int steps = 1;
-  if (lowered.steps > 1) {
-    from = latest_end(replay, lowered.step_ends.front());
-    to = latest_end(replay, lowered.step_ends.back());
-    steps = lowered.steps - 1;
-  }
+  Replays replays(m, s, profile, memory, options);
+  std::string how;
+  const Outcome o = replay_folded(replays, static_cast<int>(s.micro_batches()), options.fold_micro_batches,
+                                  options.trace ? &r.trace : nullptr, &how);
+  const auto& gpus = replays.gpus();
   r.simulated = true;
-  r.steps_simulated = lowered.steps;
-  r.step_time_s = (to - from) / steps;
-  r.simulated_gpus = gpus;
-  r.ops = boost::num_vertices(lowered.graph);
-  r.activities = replay.activities;
-
-  const MemoryTimeline timeline = build_memory_timeline(lowered.graph, replay, gpus, lowered.gpu_baseline_bytes,
-                                                        lowered.host_baseline_bytes, lowered.storage_baseline_bytes);
-  const std::vector<GpuBusy> busy = gpu_busy(lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
-  double idle = 0, hardware = 0;
-  for (int g = 0; g < gpus; ++g) {
-    const GpuBusy& b = busy[static_cast<std::size_t>(g)];
+  r.steps_simulated = replays.steps();
+  r.step_time_s = o.step_time_s;
+  r.simulated_gpus = static_cast<int>(gpus.size());
+  r.simulated_nodes = static_cast<int>(replays.fold().nodes.size());
+  r.ops = static_cast<std::size_t>(std::llround(o.ops));
+  r.activities = static_cast<std::size_t>(std::llround(o.activities));
+  double idle = 0, hardware = 0, weight = 0;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const GpuBusy& b = o.busy[g];
     GpuResult gr;
-    const DeviceMemory& dm = timeline.gpus[static_cast<std::size_t>(g)];
-    gr.peak_memory_bytes = dm.peak_bytes;
-    gr.baseline_bytes = dm.baseline_bytes;
+    gr.stage = gpus[g].rank.coord.pp;
+    gr.copies = gpus[g].rank.copies;
+    gr.peak_memory_bytes = o.gpu_peak[g];
+    double resident = 0;
     for (int c = 0; c < MEM_CLASSES; ++c) {
-      if (dm.at_peak[static_cast<std::size_t>(c)] != 0) {
-        gr.at_peak.emplace_back(std::string(to_string(static_cast<MemClass>(c))), dm.at_peak[static_cast<std::size_t>(c)]);
+      const double bytes = o.gpu_at_peak[g][static_cast<std::size_t>(c)];
+      const auto cls = static_cast<MemClass>(c);
+      if (cls == MemClass::PARAMS || cls == MemClass::GRADS || cls == MemClass::OPTIMIZER || cls == MemClass::BUCKETS) {
+        resident += bytes;
+      } else if (std::fabs(bytes) > 0.5) {
+        gr.at_peak.emplace_back(std::string(to_string(cls)), bytes);
       }
     }
-    gr.compute_s = b.compute_s / steps;
-    gr.exposed_communication_s = b.exposed_communication_s / steps;
-    gr.exposed_offload_io_s = b.exposed_offload_io_s / steps;
-    gr.optimizer_s = b.optimizer_s / steps;
-    gr.idle_s = b.idle_s / steps;
-    gr.hardware_flops = b.hardware_flops / steps;
+    gr.baseline_bytes = resident;
+    gr.compute_s = b.compute_s;
+    gr.exposed_communication_s = b.exposed_communication_s;
+    gr.exposed_offload_io_s = b.exposed_offload_io_s;
+    gr.optimizer_s = b.optimizer_s;
+    gr.idle_s = b.idle_s;
+    gr.hardware_flops = b.hardware_flops;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, gr.peak_memory_bytes);
-    idle += gr.idle_s;
-    hardware += gr.hardware_flops;
+    // Averages over all ranks: each simulated GPU counts for the ranks it stands for.
+    idle += gr.idle_s * gr.copies;
+    hardware += gr.hardware_flops * gr.copies;
+    weight += gr.copies;
     r.per_gpu.push_back(gr);
   }
-  r.host_peak_bytes = timeline.host.peak_bytes;
-  r.storage_peak_bytes = timeline.storage.peak_bytes;
-  r.bubble_fraction = r.step_time_s > 0 ? idle / gpus / r.step_time_s : 0;
+  for (double h : o.host_peak) r.host_peak_bytes = std::max(r.host_peak_bytes, h);
+  for (double st : o.storage_peak) r.storage_peak_bytes = std::max(r.storage_peak_bytes, st);
+  r.bubble_fraction = r.step_time_s > 0 ? idle / weight / r.step_time_s : 0;
   r.model_flops_per_step = wl::model_flops_per_step(m, s);
   r.tflops_per_gpu = r.model_flops_per_step / r.step_time_s / s.gpus / 1e12;
-  r.hardware_tflops_per_gpu = hardware / gpus / r.step_time_s / 1e12;
-  r.tokens_per_s = static_cast<double>(s.global_batch * s.seq) / r.step_time_s;
+  r.hardware_tflops_per_gpu = hardware / weight / r.step_time_s / 1e12;
+  r.tokens_per_s = static_cast<double>(s.global_batch) * static_cast<double>(s.seq) / r.step_time_s;
   r.samples_per_s = static_cast<double>(s.global_batch) / r.step_time_s;
-  r.assumptions = costs.assumptions();
-  if (lowered.topology.dp_crosses_nodes) {
-    r.assumptions.push_back(fmt::format(
-        "one node of {} simulated in full; the other {} nodes by symmetry (identical ranks, symmetric fabric)",
-        profile.name, s.nodes - 1));
-  }
-  if (options.trace) {
-    const std::string title = fmt::format("trainsim: {} on {} x {}", m.name, s.nodes, profile.name);
-    r.trace = chrome_trace(lowered.graph, replay, timeline, gpus, title);
-  }
+  r.assumptions = replays.costs().assumptions();
+  r.folding.push_back(replays.fold().description);
+  r.folding.push_back(how);
+  r.notes = replays.notes();
   return r;
 }
 
@@ -131,9 +313,11 @@ nlohmann::ordered_json to_json(const SimResult& r) {
   j["storage_peak_bytes"] = r.storage_peak_bytes;
   j["per_gpu"] = nlohmann::ordered_json::array();
   for (const auto& g : r.per_gpu) {
-    nlohmann::ordered_json at_peak;
+    nlohmann::ordered_json at_peak = nlohmann::ordered_json::object();
     for (const auto& [cls, bytes] : g.at_peak) at_peak[cls] = bytes;
-    j["per_gpu"].push_back({{"peak_memory_bytes", g.peak_memory_bytes},
+    j["per_gpu"].push_back({{"stage", g.stage},
+                            {"copies", g.copies},
+                            {"peak_memory_bytes", g.peak_memory_bytes},
                             {"baseline_bytes", g.baseline_bytes},
                             {"at_peak", at_peak},
                             {"busy_s",
@@ -145,9 +329,12 @@ nlohmann::ordered_json to_json(const SimResult& r) {
                             {"hardware_flops", g.hardware_flops}});
   }
   j["simulated_gpus"] = r.simulated_gpus;
+  j["simulated_nodes"] = r.simulated_nodes;
   j["ops"] = r.ops;
   j["activities"] = r.activities;
   j["steps_simulated"] = r.steps_simulated;
+  j["folding"] = r.folding;
+  j["notes"] = r.notes;
   j["assumptions"] = r.assumptions;
   return j;
 }
@@ -169,6 +356,8 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
   r.storage_peak_bytes = j.at("storage_peak_bytes").get<double>();
   for (const auto& g : j.at("per_gpu")) {
     GpuResult gr;
+    gr.stage = g.at("stage").get<int>();
+    gr.copies = g.at("copies").get<int>();
     gr.peak_memory_bytes = g.at("peak_memory_bytes").get<double>();
     gr.baseline_bytes = g.at("baseline_bytes").get<double>();
     for (const auto& [cls, bytes] : g.at("at_peak").items()) gr.at_peak.emplace_back(cls, bytes.get<double>());
@@ -182,9 +371,12 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
     r.per_gpu.push_back(gr);
   }
   r.simulated_gpus = j.at("simulated_gpus").get<int>();
+  r.simulated_nodes = j.at("simulated_nodes").get<int>();
   r.ops = j.at("ops").get<std::size_t>();
   r.activities = j.at("activities").get<std::size_t>();
   r.steps_simulated = j.at("steps_simulated").get<int>();
+  r.folding = j.at("folding").get<std::vector<std::string>>();
+  r.notes = j.at("notes").get<std::vector<std::string>>();
   r.assumptions = j.at("assumptions").get<std::vector<std::string>>();
   return r;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "activation_memory.hpp"
 #include "data_parallel_schedule.hpp"
 #include "unit_work.hpp"
 

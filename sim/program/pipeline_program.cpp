@@ -210,16 +210,20 @@ class StageBuilder {
   void optimizer_step(const Work& work) {
     std::vector<int> reduced{last_};
     ++optimizer_steps_;
+    // The schedule steps each model chunk of the stage on its own (interleaved: v per step); each
+    // step covers that chunk's share of the stage's parameters.
+    const double share = chunk_share(work.chunk);
+    const int vs = virtual_stage(work.chunk);
     // Data-parallel gradients after the flush (Megatron-LM's local DDP): an all-reduce, or with
     // the distributed optimizer (ZeRO-1) a reduce-scatter before and an all-gather after.
     if (s_.dp > 1) {
       const bool zero1 = s_.zero_stage >= 1;
       reduced.push_back(writer_.add(collective(zero1 ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE,
-                                               GroupKind::DATA, grad_bytes_, "dp_reduce_grads", last_)));
+                                               GroupKind::DATA, grad_bytes_ * share, "dp_reduce_grads", last_)));
     }
     // The word embedding tied to the output layer lives on the first and last stage: their
     // gradients are all-reduced between the two (Megatron-LM, Narayanan et al. SC'21 Sec. 4).
-    if (m_.tied_embeddings && p_ > 1 && (stage_ == 0 || stage_ == p_ - 1)) {
+    if (m_.tied_embeddings && p_ > 1 && (vs == 0 || vs == V_ - 1)) {
       const wl::StateBytes b = wl::state_bytes(m_.numerics);
       Instruction e = collective(CollectiveKind::ALL_REDUCE, GroupKind::EMBEDDING,
                                  static_cast<double>(m_.vocab * m_.hidden) / s_.tp * b.grads, "embedding_allreduce", last_);
@@ -233,19 +237,35 @@ class StageBuilder {
     opt.pass = ComputePass::OPTIMIZER;
     opt.name = "adam";
     opt.step = work.step;
-    const double params = s_.zero_stage >= 1 ? memory_.params_on_rank / s_.dp : memory_.params_on_rank;
+    const double params = (s_.zero_stage >= 1 ? memory_.params_on_rank / s_.dp : memory_.params_on_rank) * share;
     opt.seconds = costs_.gpu_adam_seconds(params, m_.numerics);
     opt.after = reduced;
     // A new weight version; the old one stays while micro-batches in flight still use it.
-    if (in_flight_[version_] > 0) opt.memory.push_back({Tier::GPU, MemClass::PARAMS, param_bytes_, true});
+    if (in_flight_[version_] > 0) opt.memory.push_back({Tier::GPU, MemClass::PARAMS, param_bytes_ * share, true});
     ++version_;
     int end = writer_.add(std::move(opt));
     if (s_.dp > 1 && s_.zero_stage >= 1) {
-      end = writer_.add(collective(CollectiveKind::ALL_GATHER, GroupKind::DATA, param_bytes_, "dp_gather_params", end));
+      end = writer_.add(collective(CollectiveKind::ALL_GATHER, GroupKind::DATA, param_bytes_ * share, "dp_gather_params", end));
     }
     last_ = end;
     auto& ends = program_.step_ends;
     if (work.step >= 0 && work.step < static_cast<int>(ends.size())) ends[static_cast<std::size_t>(work.step)] = {end};
+  }
+
+  // The part of the stage's parameters in `chunk`: its layers, and the embedding or the head
+  // where they live (Megatron layout, model_params.hpp).
+  double chunk_share(int chunk) const {
+    if (part_.chunks == 1) return 1.0;
+    const wl::RankParams r = wl::rank_params(m_, s_.tp);
+    auto params_of = [&](int vs) {
+      double p = part_.layer_count(vs) * r.per_layer;
+      if (vs == 0) p += r.embedding;
+      if (vs == V_ - 1) p += r.head;
+      return p;
+    };
+    double total = 0;
+    for (int c = 0; c < part_.chunks; ++c) total += params_of(virtual_stage(c));
+    return total > 0 ? params_of(virtual_stage(chunk)) / total : 1.0 / part_.chunks;
   }
 
   const wl::ModelSpec& m_;

@@ -51,7 +51,6 @@ struct UnitWork {
   double tp_bytes = 0;  // bytes of a tensor-parallel collective: micro-batch x sequence x hidden
   Dtype dtype = Dtype::FP16;
 
-  ActivationSizes sizes(const wl::ModelSpec& m, const wl::Strategy& s);
 };
 
 struct PassLabel {
