@@ -74,8 +74,8 @@ void check_shape(std::string_view schedule, const PipelineShape& shape) {
     reject(schedule, "chunks must be 1 (got " + std::to_string(shape.chunks) +
                          "): only the interleaved schedule splits a stage into model chunks");
   // A micro-batch of step t computes with the version its stage made after step t - 2; the 1F1B
-  // order has run that step's last backward before the forward only when m >= p - 1 (we ask
-  // for m >= p, as the paper does: "m >= d").
+  // order has run that step's last backward before the forward only when m >= p - 1. We require
+  // m >= p, the simpler rule to state (it costs only the shape m = p - 1).
   if (schedule == "2bw" && shape.micro_batches < shape.stages)
     reject(schedule, "2BW needs at least as many micro-batches as stages (micro_batches " +
                          std::to_string(shape.micro_batches) + " < stages " + std::to_string(shape.stages) + ")");

@@ -1,0 +1,589 @@
+// The pipeline schedule generators, checked the way Megatron-LM checks get_schedule_table and
+// DeepSpeed its schedules, with no simulator: invariants over many shapes; an abstract executor in
+// unit time against the closed-form bubbles (GPipe, Huang et al. 2019; interleaved, Narayanan et
+// al. SC'21 Sec. 2.2); in-flight activations and weight versions recounted from the orders against
+// the bounds each schedule states; the exact orders of small shapes; and the reasons bad shapes
+// are refused.
+#include "pipeline_schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trainsim::sim {
+namespace {
+
+const std::vector<std::string_view> NAMES = {"gpipe", "1f1b", "interleaved", "pipedream", "2bw", "hydra"};
+
+std::string describe(std::string_view name, const PipelineShape& s) {
+  return std::string(name) + " p=" + std::to_string(s.stages) + " m=" + std::to_string(s.micro_batches) +
+         " v=" + std::to_string(s.chunks) + " steps=" + std::to_string(s.steps);
+}
+
+bool is_pass(const Work& w) { return w.kind == WorkKind::FORWARD || w.kind == WorkKind::BACKWARD; }
+bool flushes(std::string_view name) { return name != "pipedream" && name != "2bw"; }
+
+std::vector<int> micro_batch_counts(int p) {
+  std::set<int> counts = {1, 2, 3, 5, 7, p, 2 * p, 4 * p, 8 * p, 3 * p + 1};
+  return {counts.begin(), counts.end()};
+}
+
+// Many shapes per schedule: p in {1,2,3,4,8,16}, m small, p, 2p, 4p, 8p and non-multiples where
+// allowed, v in {2,3,4} for the interleaved schedule, N shards for Hydra, 1 to 3 steps.
+std::vector<PipelineShape> shapes_of(std::string_view name) {
+  std::vector<PipelineShape> shapes;
+  for (int steps : {1, 2, 3}) {
+    if (name == "hydra") {
+      for (int shards : {1, 2, 3, 4, 8})
+        for (int m : {1, 2, 3, 5}) shapes.push_back({1, m, shards, steps});
+      continue;
+    }
+    for (int p : {1, 2, 3, 4, 8, 16}) {
+      for (int m : micro_batch_counts(p)) {
+        if (name == "interleaved") {
+          if (m % p != 0) continue;
+          for (int v : {2, 3, 4}) shapes.push_back({p, m, v, steps});
+        } else if (name != "2bw" || m >= p) {
+          shapes.push_back({p, m, 1, steps});
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+// Optimizer steps each chunk of a stage takes over the run.
+int updates_per_chunk(std::string_view name, const PipelineShape& s) {
+  return name == "pipedream" ? s.steps * s.micro_batches : s.steps;
+}
+
+// Everything a schedule promises about its own order; "" when it keeps every promise.
+std::string broken_invariant(std::string_view name, const PipelineShape& shape, const PipelineSchedule& schedule) {
+  const int p = shape.stages;
+  const int m = shape.micro_batches;
+  const int v = shape.chunks;
+  const int total = m * shape.steps;
+  if (static_cast<int>(schedule.size()) != p) return "stage count " + std::to_string(schedule.size());
+  for (int s = 0; s < p; ++s) {
+    const StageSchedule& order = schedule[static_cast<std::size_t>(s)];
+    const std::string at = "stage " + std::to_string(s) + ": ";
+    auto slot = [&](const Work& w) { return static_cast<std::size_t>(w.chunk) * total + w.micro_batch; };
+    std::vector<int> forward_at(static_cast<std::size_t>(v) * total, -1), backward_at(forward_at);
+    std::vector<int> forward_version(forward_at.size(), -1);
+    std::vector<int> made(static_cast<std::size_t>(v), 0);     // versions made of each chunk
+    std::map<std::pair<int, int>, int> passes_done;            // (chunk, step) -> passes run
+    int last_step = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const Work& w = order[i];
+      const std::string item = at + "item " + std::to_string(i) + " (" + std::string(to_string(w.kind)) + "): ";
+      if (w.chunk < 0 || w.chunk >= v) return item + "chunk " + std::to_string(w.chunk);
+      if (w.step < 0 || w.step >= shape.steps) return item + "step " + std::to_string(w.step);
+      const int newest = made[static_cast<std::size_t>(w.chunk)];
+      if (flushes(name)) {
+        if (w.step < last_step) return item + "step goes back to " + std::to_string(w.step);
+        last_step = w.step;
+      }
+      if (is_pass(w)) {
+        if (w.micro_batch < 0 || w.micro_batch >= total) return item + "micro-batch " + std::to_string(w.micro_batch);
+        if (w.step != w.micro_batch / m) return item + "step field " + std::to_string(w.step) + " for micro-batch " + std::to_string(w.micro_batch);
+        if (w.weight_version < 0 || w.weight_version > newest)
+          return item + "computes with version " + std::to_string(w.weight_version) + " before it exists (newest " + std::to_string(newest) + ")";
+        if (flushes(name) && w.weight_version != w.step) return item + "a flushing schedule computes step " + std::to_string(w.step) + " with version " + std::to_string(w.weight_version);
+        if (name == "pipedream" && w.kind == WorkKind::FORWARD && w.weight_version != newest)
+          return item + "a PipeDream forward takes version " + std::to_string(w.weight_version) + ", not the newest " + std::to_string(newest);
+        if (name == "2bw" && w.weight_version != std::max(w.micro_batch / m - 1, 0))
+          return item + "2BW micro-batch " + std::to_string(w.micro_batch) + " computes with version " + std::to_string(w.weight_version);
+        const std::size_t k = slot(w);
+        if (w.kind == WorkKind::FORWARD) {
+          if (forward_at[k] >= 0) return item + "second forward";
+          forward_at[k] = static_cast<int>(i);
+          forward_version[k] = w.weight_version;
+        } else {
+          if (backward_at[k] >= 0) return item + "second backward";
+          if (forward_at[k] < 0) return item + "backward before its forward";
+          if (w.weight_version != forward_version[k]) return item + "backward computes with another version than its forward";
+          backward_at[k] = static_cast<int>(i);
+        }
+        ++passes_done[{w.chunk, w.step}];
+        continue;
+      }
+      if (w.micro_batch != -1) return item + "micro_batch " + std::to_string(w.micro_batch);
+      if (w.kind == WorkKind::PROMOTE || w.kind == WorkKind::DEMOTE) {
+        if (name != "hydra") return item + "only Hydra moves shards";
+        continue;
+      }
+      // OPTIMIZER_STEP: makes the next version of its chunk, where the schedule says it does.
+      if (w.weight_version != newest + 1) return item + "makes version " + std::to_string(w.weight_version) + " after " + std::to_string(newest);
+      ++made[static_cast<std::size_t>(w.chunk)];
+      const Work* before = i > 0 ? &order[i - 1] : nullptr;
+      if (flushes(name)) {
+        if (passes_done[{w.chunk, w.step}] != 2 * m) return item + "steps before every pass of its chunk and step ran";
+      } else {
+        if (before == nullptr || before->kind != WorkKind::BACKWARD || before->step != w.step)
+          return item + "an asynchronous update must follow a backward of its step";
+        if (name == "2bw" && before->micro_batch % m != m - 1) return item + "2BW updates after micro-batch " + std::to_string(before->micro_batch);
+      }
+    }
+    for (std::size_t k = 0; k < forward_at.size(); ++k)
+      if (forward_at[k] < 0 || backward_at[k] < 0)
+        return at + "micro-batch " + std::to_string(k % total) + " chunk " + std::to_string(k / total) + " lacks a pass";
+    for (int c = 0; c < v; ++c)
+      if (made[static_cast<std::size_t>(c)] != updates_per_chunk(name, shape))
+        return at + "chunk " + std::to_string(c) + " takes " + std::to_string(made[static_cast<std::size_t>(c)]) + " optimizer steps";
+  }
+  return "";
+}
+
+// The abstract executor: each stage runs its list in order; an item starts when the previous item
+// of its stage has ended and its cross-stage dependency has (a forward waits for the previous
+// virtual stage's forward of its micro-batch, a backward for its own forward and the next virtual
+// stage's backward). Optimizer steps, promotions and demotions cost nothing; no communication.
+struct Interval {
+  double start = 0, end = 0;
+};
+struct Execution {
+  bool deadlocked = false;
+  double makespan = 0;
+  std::vector<std::vector<Interval>> times;  // per stage, per item
+};
+
+Execution execute(const PipelineShape& shape, const PipelineSchedule& schedule, double forward_cost,
+                  double backward_cost) {
+  const int p = static_cast<int>(schedule.size());
+  const int total = shape.micro_batches * shape.steps;
+  const int virtual_stages = p * shape.chunks;
+  std::vector<double> forward_end(static_cast<std::size_t>(virtual_stages) * total, -1);
+  std::vector<double> backward_end(forward_end);
+  auto slot = [&](int vs, int mb) { return static_cast<std::size_t>(vs) * total + mb; };
+  Execution run;
+  run.times.resize(static_cast<std::size_t>(p));
+  std::vector<double> clock(static_cast<std::size_t>(p), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      const StageSchedule& order = schedule[static_cast<std::size_t>(s)];
+      auto& times = run.times[static_cast<std::size_t>(s)];
+      while (times.size() < order.size()) {
+        const Work& w = order[times.size()];
+        const int vs = w.chunk * p + s;
+        double ready = 0, cost = 0;
+        if (w.kind == WorkKind::FORWARD) {
+          cost = forward_cost;
+          if (vs > 0) ready = forward_end[slot(vs - 1, w.micro_batch)];
+        } else if (w.kind == WorkKind::BACKWARD) {
+          cost = backward_cost;
+          ready = forward_end[slot(vs, w.micro_batch)];
+          if (vs < virtual_stages - 1) {
+            const double gradient = backward_end[slot(vs + 1, w.micro_batch)];
+            ready = ready < 0 || gradient < 0 ? -1 : std::max(ready, gradient);
+          }
+        }
+        if (ready < 0) break;  // its dependency has not run yet
+        const double start = std::max(clock[static_cast<std::size_t>(s)], ready);
+        const double end = start + cost;
+        times.push_back({start, end});
+        clock[static_cast<std::size_t>(s)] = end;
+        if (w.kind == WorkKind::FORWARD) forward_end[slot(vs, w.micro_batch)] = end;
+        if (w.kind == WorkKind::BACKWARD) backward_end[slot(vs, w.micro_batch)] = end;
+        progress = true;
+      }
+    }
+  }
+  for (int s = 0; s < p; ++s) {
+    run.deadlocked = run.deadlocked || run.times[static_cast<std::size_t>(s)].size() < schedule[static_cast<std::size_t>(s)].size();
+    run.makespan = std::max(run.makespan, clock[static_cast<std::size_t>(s)]);
+  }
+  return run;
+}
+
+// Idle time of a stage inside its steady state: from its first backward to the item after its
+// last forward (the end of the last forward/backward pair), between consecutive passes.
+double steady_state_idle(const StageSchedule& order, const std::vector<Interval>& times) {
+  std::vector<std::size_t> passes;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (is_pass(order[i])) passes.push_back(i);
+  std::size_t first_backward = passes.size(), last_forward = 0;
+  for (std::size_t j = 0; j < passes.size(); ++j) {
+    if (order[passes[j]].kind == WorkKind::BACKWARD) first_backward = std::min(first_backward, j);
+    if (order[passes[j]].kind == WorkKind::FORWARD) last_forward = j;
+  }
+  double idle = 0;
+  for (std::size_t j = first_backward + 1; j < passes.size() && j <= last_forward + 1; ++j)
+    idle += times[passes[j]].start - times[passes[j - 1]].end;
+  return idle;
+}
+
+// Activations in flight on a stage (forwards run whose backward has not), at most.
+int in_flight_peak(const StageSchedule& order) {
+  int now = 0, peak = 0;
+  for (const Work& w : order) {
+    if (w.kind == WorkKind::FORWARD) peak = std::max(peak, ++now);
+    if (w.kind == WorkKind::BACKWARD) --now;
+  }
+  return peak;
+}
+
+// Versions of one chunk's weights alive at once: a version lives from the update that makes it
+// while it is the newest or a later pass still computes with it.
+int version_peak(const StageSchedule& order, int chunks) {
+  int peak = 1;
+  for (int c = 0; c < chunks; ++c) {
+    std::map<int, std::size_t> last_use;
+    for (std::size_t i = 0; i < order.size(); ++i)
+      if (is_pass(order[i]) && order[i].chunk == c) last_use[order[i].weight_version] = i;
+    std::set<int> alive = {0};
+    int newest = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (order[i].kind == WorkKind::OPTIMIZER_STEP && order[i].chunk == c) alive.insert(newest = order[i].weight_version);
+      std::erase_if(alive, [&](int version) {
+        const auto it = last_use.find(version);
+        return version != newest && (it == last_use.end() || it->second <= i);
+      });
+      peak = std::max(peak, static_cast<int>(alive.size()));
+    }
+  }
+  return peak;
+}
+
+// A compact text of a stage's order: F<mb>, B<mb>, U (an update), with .<chunk> when a stage has
+// several chunks and @<version> when asked.
+std::string text_of(const StageSchedule& order, bool chunks, bool versions = false) {
+  std::string out;
+  for (const Work& w : order) {
+    if (!out.empty()) out += ' ';
+    out += w.kind == WorkKind::FORWARD ? "F" : w.kind == WorkKind::BACKWARD ? "B" : w.kind == WorkKind::OPTIMIZER_STEP ? "U" : "?";
+    if (is_pass(w)) out += std::to_string(w.micro_batch);
+    if (chunks) out += "." + std::to_string(w.chunk);
+    if (versions) out += "@" + std::to_string(w.weight_version);
+  }
+  return out;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no std::invalid_argument)";
+}
+
+TEST(ScheduleGenerators, EveryScheduleKeepsItsInvariantsOverManyShapes) {
+  for (std::string_view name : NAMES) {
+    const auto shapes = shapes_of(name);
+    EXPECT_GE(shapes.size(), name == "hydra" ? 60u : 100u) << name;
+    for (const PipelineShape& shape : shapes)
+      EXPECT_EQ(broken_invariant(name, shape, pipeline_schedule(name).make(shape)), "") << describe(name, shape);
+  }
+}
+
+TEST(ScheduleGenerators, TheInvariantCheckCatchesBrokenOrders) {
+  const PipelineShape shape{4, 8, 1, 2};
+  const PipelineSchedule good = one_f_one_b_schedule(shape);
+  ASSERT_EQ(broken_invariant("1f1b", shape, good), "");
+  PipelineSchedule swapped = good;  // stage 3 starts F0 B0: run the backward first
+  std::swap(swapped[3][0], swapped[3][1]);
+  EXPECT_NE(broken_invariant("1f1b", shape, swapped).find("backward before its forward"), std::string::npos);
+  PipelineSchedule doubled = good;
+  doubled[1].push_back(doubled[1].front());
+  EXPECT_NE(broken_invariant("1f1b", shape, doubled), "");
+  PipelineSchedule early = good;  // the first update before the step's last backward
+  std::rotate(early[2].begin() + 14, early[2].begin() + 16, early[2].begin() + 17);
+  EXPECT_NE(broken_invariant("1f1b", shape, early), "");
+}
+
+TEST(ScheduleGenerators, NoScheduleDeadlocksTheExecutor) {
+  for (std::string_view name : NAMES)
+    for (const PipelineShape& shape : shapes_of(name))
+      EXPECT_FALSE(execute(shape, pipeline_schedule(name).make(shape), 1, 2).deadlocked) << describe(name, shape);
+  // The executor does report a deadlock: stage 0 waiting for a backward stage 1 runs after its own
+  // forward of a micro-batch stage 0 has not yet sent.
+  const PipelineShape shape{2, 2, 1, 1};
+  PipelineSchedule stuck = gpipe_schedule(shape);
+  stuck[0] = {{WorkKind::FORWARD, 0}, {WorkKind::BACKWARD, 0}, {WorkKind::FORWARD, 1}, {WorkKind::BACKWARD, 1}};
+  stuck[1] = {{WorkKind::FORWARD, 1}, {WorkKind::FORWARD, 0}, {WorkKind::BACKWARD, 0}, {WorkKind::BACKWARD, 1}};
+  EXPECT_TRUE(execute(shape, stuck, 1, 2).deadlocked);
+}
+
+// GPipe and 1F1B: a step takes (m + p - 1)(t_f + t_b), the bubble (p - 1) / (m + p - 1).
+TEST(ScheduleGenerators, GPipeAnd1F1BMatchTheClosedFormBubble) {
+  for (std::string_view name : {"gpipe", "1f1b"}) {
+    for (const PipelineShape& shape : shapes_of(name)) {
+      const int p = shape.stages, m = shape.micro_batches;
+      const Execution run = execute(shape, pipeline_schedule(name).make(shape), 1, 2);
+      // A flush per step: every step pays the whole bubble again.
+      EXPECT_NEAR(run.makespan, shape.steps * (m + p - 1) * 3.0, 1e-9) << describe(name, shape);
+      if (shape.steps == 1) {
+        EXPECT_NEAR(1 - 3.0 * m / run.makespan, (p - 1.0) / (m + p - 1.0), 1e-9) << describe(name, shape);
+      }
+    }
+  }
+}
+
+// Interleaved: per-chunk costs 1/v and 2/v; a step takes (m + (p - 1)/v) * 3, the bubble
+// ((p - 1)/v) / (m + (p - 1)/v) (Narayanan et al. SC'21 Sec. 2.2).
+TEST(ScheduleGenerators, InterleavedDividesTheBubbleByTheChunkCount) {
+  for (const PipelineShape& shape : shapes_of("interleaved")) {
+    const int p = shape.stages, m = shape.micro_batches, v = shape.chunks;
+    const Execution run = execute(shape, interleaved_schedule(shape), 1.0 / v, 2.0 / v);
+    const double bubble = (p - 1.0) / v;
+    EXPECT_NEAR(run.makespan, shape.steps * (m + bubble) * 3, 1e-9) << describe("interleaved", shape);
+    if (shape.steps == 1) {
+      EXPECT_NEAR(1 - 3.0 * m / run.makespan, bubble / (m + bubble), 1e-9) << describe("interleaved", shape);
+    }
+  }
+}
+
+TEST(ScheduleGenerators, InFlightActivationsReachTheStatedBoundAndNeverExceedIt) {
+  for (std::string_view name : NAMES) {
+    for (const PipelineShape& shape : shapes_of(name)) {
+      const PipelineSchedule schedule = pipeline_schedule(name).make(shape);
+      for (int s = 0; s < shape.stages; ++s)
+        EXPECT_EQ(in_flight_peak(schedule[static_cast<std::size_t>(s)]), max_in_flight(name, shape, s))
+            << describe(name, shape) << " stage " << s;
+    }
+  }
+  // The bounds the papers state, where the run is long enough to reach them.
+  const PipelineShape shape{8, 32, 1, 2};
+  for (int s = 0; s < 8; ++s) {
+    EXPECT_EQ(max_in_flight("gpipe", shape, s), 32);
+    EXPECT_EQ(max_in_flight("1f1b", shape, s), 8 - s);
+    EXPECT_EQ(max_in_flight("pipedream", shape, s), 8 - s);
+    EXPECT_EQ(max_in_flight("2bw", shape, s), 8 - s);
+    EXPECT_EQ(max_in_flight("interleaved", {8, 32, 2, 1}, s), (8 - s - 1) * 2 + 8 + 1);
+  }
+  EXPECT_EQ(max_in_flight("1f1b", {8, 3, 1, 1}, 0), 3);
+  EXPECT_EQ(max_in_flight("hydra", {1, 4, 6, 1}, 0), 6);
+}
+
+TEST(ScheduleGenerators, WeightVersionsReachTheStatedBoundAndNeverExceedIt) {
+  for (std::string_view name : NAMES) {
+    for (const PipelineShape& shape : shapes_of(name)) {
+      const PipelineSchedule schedule = pipeline_schedule(name).make(shape);
+      for (int s = 0; s < shape.stages; ++s)
+        EXPECT_EQ(version_peak(schedule[static_cast<std::size_t>(s)], shape.chunks), max_weight_versions(name, shape, s))
+            << describe(name, shape) << " stage " << s;
+    }
+  }
+  // PipeDream keeps p - s (stage 0 p, the last stage 1), 2BW two, the flushing schedules one.
+  const PipelineShape shape{8, 32, 1, 2};
+  for (int s = 0; s < 8; ++s) {
+    EXPECT_EQ(max_weight_versions("pipedream", shape, s), 8 - s);
+    EXPECT_EQ(max_weight_versions("2bw", shape, s), 2);
+    EXPECT_EQ(max_weight_versions("1f1b", shape, s), 1);
+    EXPECT_EQ(max_weight_versions("gpipe", shape, s), 1);
+    EXPECT_EQ(max_weight_versions("interleaved", {8, 32, 4, 2}, s), 1);
+  }
+  EXPECT_EQ(max_weight_versions("2bw", {8, 32, 1, 1}, 0), 1);  // one step: the update has no reader
+  EXPECT_EQ(max_weight_versions("hydra", {1, 4, 6, 3}, 0), 1);
+}
+
+// No flush: the steps of PipeDream and 2BW run back to back, so the run takes
+// (steps * m + p - 1)(t_f + t_b) and no stage idles between its first backward and its last
+// forward; the flushing 1F1B idles there at every step boundary.
+TEST(ScheduleGenerators, PipeDreamAnd2BWKeepTheSteadyStateAcrossSteps) {
+  for (std::string_view name : {"pipedream", "2bw"}) {
+    for (const PipelineShape& shape : shapes_of(name)) {
+      const PipelineSchedule schedule = pipeline_schedule(name).make(shape);
+      const Execution run = execute(shape, schedule, 1, 2);
+      EXPECT_NEAR(run.makespan, (shape.steps * shape.micro_batches + shape.stages - 1) * 3.0, 1e-9) << describe(name, shape);
+      for (int s = 0; s < shape.stages; ++s)
+        EXPECT_NEAR(steady_state_idle(schedule[static_cast<std::size_t>(s)], run.times[static_cast<std::size_t>(s)]), 0, 1e-9)
+            << describe(name, shape) << " stage " << s;
+    }
+  }
+  const PipelineShape shape{4, 8, 1, 2};
+  const PipelineSchedule flushing = one_f_one_b_schedule(shape);
+  const Execution run = execute(shape, flushing, 1, 2);
+  for (int s : {1, 2}) EXPECT_GT(steady_state_idle(flushing[static_cast<std::size_t>(s)], run.times[static_cast<std::size_t>(s)]), 1) << s;
+}
+
+TEST(ScheduleGenerators, TwoBWComputesWithTheVersionOfTwoStepsBefore) {
+  const PipelineShape shape{4, 4, 1, 3};
+  const PipelineSchedule schedule = two_bw_schedule(shape);
+  for (const StageSchedule& order : schedule) {
+    int updates = 0;
+    for (const Work& w : order) {
+      if (is_pass(w)) {
+        EXPECT_EQ(w.weight_version, std::max(w.micro_batch / 4 - 1, 0)) << w.micro_batch;
+      }
+      if (w.kind == WorkKind::OPTIMIZER_STEP) {
+        EXPECT_EQ(w.weight_version, ++updates);
+      }
+    }
+    EXPECT_EQ(updates, 3);
+  }
+  // p = 2, m = 2, stage 0: one warm-up forward for the whole run, an update after each step's
+  // last backward, micro-batches 4 and 5 (step 2) on the version step 0 made.
+  EXPECT_EQ(text_of(two_bw_schedule({2, 2, 1, 3})[0], false, true),
+            "F0@0 F1@0 B0@0 F2@0 B1@0 U@1 F3@0 B2@0 F4@1 B3@0 U@2 F5@1 B4@1 B5@1 U@3");
+}
+
+TEST(ScheduleGenerators, PipeDreamStashesTheVersionOfEachForward) {
+  // p = 3, stage 0: two warm-up forwards once, an update after every backward, each backward on
+  // its forward's version.
+  EXPECT_EQ(text_of(pipedream_schedule({3, 2, 1, 2})[0], false, true),
+            "F0@0 F1@0 F2@0 B0@0 U@1 F3@1 B1@0 U@2 B2@0 U@3 B3@1 U@4");
+  EXPECT_EQ(text_of(pipedream_schedule({3, 2, 1, 2})[2], false, true),
+            "F0@0 B0@0 U@1 F1@1 B1@1 U@2 F2@2 B2@2 U@3 F3@3 B3@3 U@4");
+}
+
+TEST(ScheduleGenerators, OrdersOfSmallShapes) {
+  for (const StageSchedule& order : gpipe_schedule({2, 3, 1, 2}))
+    EXPECT_EQ(text_of(order, false), "F0 F1 F2 B2 B1 B0 U F3 F4 F5 B5 B4 B3 U");
+  const PipelineSchedule one_f_one_b = one_f_one_b_schedule({4, 8, 1, 1});
+  EXPECT_EQ(text_of(one_f_one_b[0], false), "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7 U");
+  EXPECT_EQ(text_of(one_f_one_b[1], false), "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7 U");
+  EXPECT_EQ(text_of(one_f_one_b[3], false), "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 U");
+  // Megatron-LM's interleaved order, p = 4, m = 8, v = 2: warm-up 10 on stage 0, 4 on stage 3.
+  const PipelineSchedule interleaved = interleaved_schedule({4, 8, 2, 1});
+  EXPECT_EQ(text_of(interleaved[0], true),
+            "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 F4.0 F5.0 F6.0 B0.1 F7.0 B1.1 F4.1 B2.1 F5.1 B3.1 "
+            "F6.1 B0.0 F7.1 B1.0 B2.0 B3.0 B4.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0 U.0 U.1");
+  EXPECT_EQ(text_of(interleaved[3], true),
+            "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.0 B0.0 F5.0 B1.0 F6.0 B2.0 "
+            "F7.0 B3.0 F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4.0 B5.0 B6.0 B7.0 U.0 U.1");
+  EXPECT_EQ(interleaved_warmup({4, 8, 2, 1}, 0), 10);
+  EXPECT_EQ(interleaved_warmup({4, 4, 4, 1}, 0), 16);  // capped at m * v
+}
+
+std::string hydra_text(const StageSchedule& order) {
+  std::string out;
+  for (const Work& w : order) {
+    if (!out.empty()) out += ' ';
+    switch (w.kind) {
+      case WorkKind::PROMOTE: out += "P"; break;
+      case WorkKind::DEMOTE: out += "D"; break;
+      case WorkKind::FORWARD: out += "F"; break;
+      case WorkKind::BACKWARD: out += "B"; break;
+      case WorkKind::OPTIMIZER_STEP: out += "U"; break;
+    }
+    out += std::to_string(w.chunk);
+  }
+  return out;
+}
+
+TEST(ScheduleGenerators, HydraPromotesComputesAndDemotesEachShardInTurn) {
+  // Two micro-batches of one step: the update of each shard rides the last micro-batch's backward.
+  const PipelineSchedule two = hydra_schedule({1, 2, 3, 1});
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_EQ(hydra_text(two[0]),
+            "P0 F0 D0 P1 F1 D1 P2 F2 B2 D2 P1 B1 D1 P0 B0 D0 "
+            "P0 F0 D0 P1 F1 D1 P2 F2 B2 U2 D2 P1 B1 U1 D1 P0 B0 U0 D0");
+  EXPECT_EQ(hydra_text(hydra_schedule({1, 1, 1, 2})[0]), "P0 F0 B0 U0 D0 P0 F0 B0 U0 D0");
+  // One micro-batch at a time: the second starts after the first's last backward.
+  int micro_batch = 0;
+  for (const Work& w : two[0]) {
+    if (w.kind == WorkKind::PROMOTE || w.kind == WorkKind::DEMOTE) {
+      EXPECT_EQ(w.micro_batch, -1);
+    }
+    if (!is_pass(w)) continue;
+    EXPECT_GE(w.micro_batch, micro_batch);
+    micro_batch = w.micro_batch;
+  }
+  EXPECT_EQ(micro_batch, 1);
+}
+
+TEST(ScheduleGenerators, HydraComputesAShardOnlyWhilePromoted) {
+  for (const PipelineShape& shape : shapes_of("hydra")) {
+    const StageSchedule order = hydra_schedule(shape)[0];
+    std::set<int> resident;
+    std::vector<int> promotions(static_cast<std::size_t>(shape.chunks), 0);
+    for (const Work& w : order) {
+      if (w.kind == WorkKind::PROMOTE) {
+        EXPECT_TRUE(resident.insert(w.chunk).second) << describe("hydra", shape) << " promotes a resident shard";
+        ++promotions[static_cast<std::size_t>(w.chunk)];
+      } else if (w.kind == WorkKind::DEMOTE) {
+        EXPECT_EQ(resident.erase(w.chunk), 1u) << describe("hydra", shape) << " demotes a shard not on the GPU";
+      } else {
+        EXPECT_TRUE(resident.count(w.chunk)) << describe("hydra", shape) << " computes shard " << w.chunk << " off the GPU";
+      }
+      // The second resident shard is the builder's prefetch, not the schedule's.
+      EXPECT_LE(resident.size(), 1u) << describe("hydra", shape);
+    }
+    EXPECT_TRUE(resident.empty()) << describe("hydra", shape);
+    const int micro_batches = shape.micro_batches * shape.steps;
+    for (int c = 0; c < shape.chunks; ++c)
+      EXPECT_EQ(promotions[static_cast<std::size_t>(c)], (c == shape.chunks - 1 ? 1 : 2) * micro_batches)
+          << describe("hydra", shape) << " shard " << c;
+  }
+}
+
+TEST(ScheduleGenerators, BadShapesAreRefusedWithTheReason) {
+  struct Case {
+    std::string_view name;
+    PipelineShape shape;
+    std::string reason;
+  };
+  std::vector<Case> cases;
+  for (std::string_view name : NAMES) {
+    const int p = name == "hydra" ? 1 : 4;
+    const int v = name == "interleaved" ? 2 : 1;
+    cases.push_back({name, {0, 8, v, 1}, "stages must be at least 1 (got 0)"});
+    cases.push_back({name, {p, 0, v, 1}, "micro_batches must be at least 1 (got 0)"});
+    cases.push_back({name, {p, -3, v, 1}, "micro_batches must be at least 1 (got -3)"});
+    cases.push_back({name, {p, 8, 0, 1}, "chunks must be at least 1 (got 0)"});
+    cases.push_back({name, {p, 8, v, 0}, "steps must be at least 1 (got 0)"});
+    cases.push_back({name, {p, 1 << 20, v, 1 << 10}, "the run is too large"});
+  }
+  for (std::string_view name : {"gpipe", "1f1b", "pipedream", "2bw"})
+    cases.push_back({name, {4, 8, 2, 1}, "chunks must be 1 (got 2): only the interleaved schedule"});
+  cases.push_back({"interleaved", {4, 8, 1, 1}, "chunks must be at least 2 (got 1)"});
+  cases.push_back({"interleaved", {4, 6, 2, 1}, "micro_batches (6) must be a multiple of stages (4)"});
+  cases.push_back({"2bw", {4, 3, 1, 1}, "2BW needs at least as many micro-batches as stages"});
+  cases.push_back({"hydra", {2, 4, 3, 1}, "stages must be 1 (got 2)"});
+  for (const Case& c : cases) {
+    const std::string prefix = std::string(c.name) + ": ";
+    for (const std::string& message :
+         {error_of([&] { pipeline_schedule(c.name).make(c.shape); }),
+          error_of([&] { max_in_flight(c.name, c.shape, 0); }),
+          error_of([&] { max_weight_versions(c.name, c.shape, 0); })}) {
+      EXPECT_EQ(message.rfind(prefix, 0), 0u) << message;
+      EXPECT_NE(message.find(c.reason), std::string::npos) << describe(c.name, c.shape) << ": " << message;
+    }
+  }
+  EXPECT_NE(error_of([] { max_in_flight("1f1b", {4, 8, 1, 1}, 4); }).find("stage 4 outside 0 .. 3"), std::string::npos);
+  EXPECT_NE(error_of([] { max_weight_versions("1f1b", {4, 8, 1, 1}, -1); }).find("stage -1 outside"), std::string::npos);
+  EXPECT_NE(error_of([] { one_f_one_b_order(5, 4); }).find("warm-up 5 outside 0 .. 4"), std::string::npos);
+  // The shapes just inside the rules are accepted.
+  EXPECT_NO_THROW(two_bw_schedule({4, 4, 1, 1}));
+  EXPECT_NO_THROW(interleaved_schedule({4, 4, 2, 1}));
+  EXPECT_NO_THROW(hydra_schedule({1, 1, 1, 1}));
+}
+
+TEST(ScheduleGenerators, TheRegistryListsTheSixSchedulesAndRejectsOthers) {
+  std::vector<std::string_view> names;
+  for (const ScheduleEntry& e : pipeline_schedules()) {
+    names.push_back(e.name);
+    EXPECT_FALSE(e.description.empty()) << e.name;
+    EXPECT_EQ(e.asynchronous, e.name == "pipedream" || e.name == "2bw") << e.name;
+    EXPECT_EQ(&pipeline_schedule(e.name), &e);
+  }
+  EXPECT_EQ(names, NAMES);
+  EXPECT_EQ(pipeline_schedule("gpipe").make, &gpipe_schedule);
+  EXPECT_EQ(pipeline_schedule("1f1b").make, &one_f_one_b_schedule);
+  EXPECT_EQ(pipeline_schedule("interleaved").make, &interleaved_schedule);
+  EXPECT_EQ(pipeline_schedule("pipedream").make, &pipedream_schedule);
+  EXPECT_EQ(pipeline_schedule("2bw").make, &two_bw_schedule);
+  EXPECT_EQ(pipeline_schedule("hydra").make, &hydra_schedule);
+  for (std::string_view wrong : {"zb-h1", "GPipe", "", "1F1B"}) {
+    const std::string message = error_of([&] { pipeline_schedule(wrong); });
+    EXPECT_NE(message.find("unknown pipeline schedule '" + std::string(wrong) + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find("gpipe, 1f1b, interleaved, pipedream, 2bw, hydra"), std::string::npos) << message;
+    EXPECT_NE(error_of([&] { max_in_flight(wrong, {4, 8, 1, 1}, 0); }).find("unknown pipeline schedule"), std::string::npos);
+  }
+  EXPECT_EQ(to_string(WorkKind::FORWARD), "forward");
+  EXPECT_EQ(to_string(WorkKind::BACKWARD), "backward");
+  EXPECT_EQ(to_string(WorkKind::OPTIMIZER_STEP), "optimizer_step");
+  EXPECT_EQ(to_string(WorkKind::PROMOTE), "promote");
+  EXPECT_EQ(to_string(WorkKind::DEMOTE), "demote");
+}
+
+}  // namespace
+}  // namespace trainsim::sim
