@@ -63,8 +63,10 @@ class Replayer {
     }
     current = this;
     const double t0 = sg::Engine::get_clock();
-    for (std::size_t v = 0; v < n_; ++v) {
-      if (waiting_[v] == 0) start(v);
+    // Collect the ready ops first: an op with no work finishes as it starts and readies its
+    // successors, which must not be started a second time by this loop.
+    for (std::size_t v = n_; v-- > 0;) {
+      if (waiting_[v] == 0) ready_.push_back(v);
     }
     drain();
     sg::Engine::get_instance()->run();

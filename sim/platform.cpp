@@ -328,7 +328,11 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
       const std::vector<int> nics = crosses ? ring_nics(b, profile, first) : std::vector<int>{-1};
       for (std::size_t ch = 0; ch < nics.size(); ++ch) {
         std::vector<Route> all;
-        for (const auto& one : ring.rings) all.push_back(ring_route(b, one, ring.reaches_mirrors, nics[ch]));
+        // Each identical ring takes its own channel NICs (those near its own members).
+        for (const auto& one : ring.rings) {
+          const std::vector<int> own = crosses ? ring_nics(b, profile, one) : std::vector<int>{-1};
+          all.push_back(ring_route(b, one, ring.reaches_mirrors, own[ch % own.size()]));
+        }
         auto* src = zone->create_host(fmt::format("ring{}.{}.src", r, ch), 1.0)->seal();
         auto* dst = zone->create_host(fmt::format("ring{}.{}.dst", r, ch), 1.0)->seal();
         route.caps.push_back(b.simplex(fmt::format("ring{}.{}.cap", r, ch), UNCAPPED));
