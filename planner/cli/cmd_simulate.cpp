@@ -17,7 +17,7 @@ void register_simulate(CLI::App& app, Commands& commands) {
   };
   auto state = std::make_shared<State>();
   CLI::App* sub = app.add_subcommand("simulate", "Replay one training step: step time, throughput, busy time, memory");
-  add_input_flags(*sub, state->inputs);
+  add_input_flags(*sub, state->inputs, ModelFlags::ARCHITECTURE_ONLY);
   add_output_flags(*sub, state->output, {"table", "json"});
   sub->add_option("--trace", state->trace,
                   "Write a Chrome trace of the step (open it in https://ui.perfetto.dev); a configuration that does "
