@@ -61,22 +61,21 @@ wl::StrategyInput strategy_from_flags(const InputFlags& f) {
   return in;
 }
 
-// The profile must state a peak for the precision the model computes in; otherwise no step time
-// can be given (and `simulate` would fail deep inside). Raw parameter counts need no compute.
-void check_profile_has_peak(const Request& r) {
-  if (!r.inputs.model.has_architecture()) return;
+// The GPU must compute in the precision the model trains in: a profile without that peak (a V100
+// has no bf16) cannot run the configuration, which is then answered as infeasible with the reason
+// (never an error deep inside the simulator). Raw parameter counts need no compute.
+std::optional<std::string> missing_peak(const Request& r) {
+  if (!r.inputs.model.has_architecture()) return std::nullopt;
   const hw::ComputePrecision needed = sim::compute_precision(r.inputs.model.numerics);
-  if (r.profile.gpu.peak_TFLOPs.count(needed) > 0) return;
+  if (r.profile.gpu.peak_TFLOPs.count(needed) > 0) return std::nullopt;
   std::string listed;
   for (const auto& [precision, tflops] : r.profile.gpu.peak_TFLOPs) {
     listed += (listed.empty() ? "" : ", ") + std::string(hw::to_string(precision));
   }
-  const std::string source = r.profile.origin == "built-in" ? "hwprofiles/" + r.profile.name + ".json" : r.profile.origin;
-  throw ConfigError(source, "gpu.peak_TFLOPs." + std::string(hw::to_string(needed)),
-                    fmt::format("a peak for {}, the precision {} training computes in (--precision chooses other "
-                                "numerics)",
-                                hw::to_string(needed), wl::to_string(r.inputs.model.numerics)),
-                    "a profile with peaks for " + listed + " only");
+  return fmt::format("the {} of {} has no {} peak (gpu.peak_TFLOPs lists {}), the precision {} training computes in; "
+                     "choose other numerics with --precision",
+                     r.profile.gpu.model, r.profile.name, hw::to_string(needed), listed,
+                     wl::to_string(r.inputs.model.numerics));
 }
 
 }  // namespace
@@ -114,9 +113,9 @@ Request resolve_request(const InputFlags& f) {
 
   const wl::ClusterShape shape{r.profile.gpus_per_node(), r.profile.node_count, r.profile.name};
   r.inputs = wl::resolve_inputs(input, *model, shape);
-  check_profile_has_peak(r);
   r.infeasible_reason = r.inputs.infeasible_reason;
   if (!r.infeasible_reason) r.infeasible_reason = cluster_infeasibility(r.inputs.strategy, r.profile);
+  if (!r.infeasible_reason) r.infeasible_reason = missing_peak(r);
   return r;
 }
 

@@ -85,11 +85,13 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
     a.result.infeasible_reason = "does not fit: " + fits_reason(a.memory);
     return a;
   }
-  const auto& peaks = r.profile.gpu.peak_TFLOPs;
-  const bool bf16 = r.inputs.model.numerics == wl::Numerics::BF16 || r.inputs.model.numerics == wl::Numerics::BF16_MIXED;
-  if (bf16 && peaks.count(hw::ComputePrecision::BF16) == 0) {
+  const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile);
+  if (ops > sim::MAX_REPLAY_OPS) {
     a.result.fits = false;
-    a.result.infeasible_reason = fmt::format("the {} has no bf16 arithmetic; use --precision fp16-mixed", r.profile.gpu.model);
+    a.result.infeasible_reason = fmt::format(
+        "the replay would hold about {:.3g} million ops, beyond trainsim's limit of {:.0f} million "
+        "(about 8 GiB and a minute); use fewer micro-batches per step ({} now) or fewer layers",
+        ops / 1e6, sim::MAX_REPLAY_OPS / 1e6, s.micro_batches());
     return a;
   }
   const auto start = std::chrono::steady_clock::now();

@@ -283,6 +283,16 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
 
 }  // namespace
 
+double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile) {
+  // Per GPU of the simulated node, micro-batch and unit (layer or ZeRO-3 gather unit): forward,
+  // recompute and backward with their fetches, gathers and copies: at most 16 ops (the 1T
+  // ZeRO-Infinity step on a DGX-2 has 12); plus two steps more for the delayed update.
+  const double gpus = std::min(s.gpus, profile.gpus_per_node());
+  const double units = (s.zero_stage == 3 ? 4.0 : 1.0) * static_cast<double>(m.layers) + 2;
+  const double steps = s.delayed_update ? 3 : 1;
+  return 16.0 * gpus * units * static_cast<double>(s.micro_batches()) * steps;
+}
+
 SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                    const wl::MemoryEstimate& memory, const SimOptions& options) {
   // The child sends the result's JSON, then the trace (empty when none was asked for).

@@ -18,7 +18,7 @@ void register_simulate(CLI::App& app, Commands& commands) {
   };
   auto state = std::make_shared<State>();
   CLI::App* sub = app.add_subcommand("simulate", "Replay one training step: step time, throughput, busy time, memory");
-  add_input_flags(*sub, state->inputs);
+  add_input_flags(*sub, state->inputs, ModelFlags::ARCHITECTURE_ONLY);
   add_output_flags(*sub, state->output, {"table", "json"});
   sub->add_flag("--no-fold", state->no_fold,
                 "Simulate every rank and every micro-batch (no folding of identical ranks or micro-batches): slower, "

@@ -21,9 +21,10 @@ inline constexpr const char* EXIT_CODES_HELP =
     "  2  malformed input (the message names the flag or file and what was expected)\n"
     "  1  an internal error (or a file that could not be written)\n";
 inline constexpr const char* OUTPUT_FILES_HELP =
-    "Files (-o, --trace) are written whole or not at all: every path is checked first (an existing\n"
-    "directory; the file absent or a regular one; no two outputs the same file), then each is written\n"
-    "beside its target and renamed into place. Without -o the result goes to standard output.\n";
+    "Files given to -o (and --trace) are written whole or not at all: every path is checked first (an\n"
+    "existing directory; the file absent or a regular one; no two outputs the same file), then each\n"
+    "is written beside its target and renamed into place. Without -o the result goes to standard\n"
+    "output.\n";
 
 void register_memory(CLI::App& app, Commands& commands);
 void register_list(CLI::App& app, Commands& commands);

@@ -65,7 +65,7 @@ TEST(BadInput, EachCaseHasItsOwnMessageAndExitCode2AndWritesNothing) {
       {"unsupported Hugging Face model", "--model {dir}/t5.json",
        "{dir}/t5.json: model_type: expected a supported Hugging Face style"},
       {"missing file", "--model gpt2-1.5b --deepspeed {dir}/absent.json",
-       "{dir}/absent.json: (file): expected a readable JSON file"},
+       "{dir}/absent.json: (file): expected a readable regular file of at most 16 MiB, got a path that does not exist"},
       {"no model", "--hw dgx2", "--model: expected a model"},
       {"model and params", "--model gpt2-1.5b --params 1e9", "--params: expected either --model or --params"},
   };

@@ -103,8 +103,6 @@ TEST(Hardening, EveryInputCaseOfTheIssueIsExit2WithItsMessage) {
        "--num-layers-per-virtual-pipeline-stage: expected either it or --virtual-pipeline-model-parallel-size"},
       {"a directory as --model", "memory --model {dir}/a_directory/",
        "{dir}/a_directory/: (file): expected a readable regular file of at most 16 MiB, got a directory"},
-      {"only an fp32 peak", "simulate --model gpt2-1.5b --hw {dir}/fp32_only.json",
-       "{dir}/fp32_only.json: gpu.peak_TFLOPs.fp16: expected a peak for fp16, the precision fp16-mixed training computes in"},
       {"--micro-batch 0", "memory --model gpt2-1.5b --micro-batch 0",
        "trainsim: error: --micro-batch: expected a whole number >= 1, got 0\n"},
   };
@@ -134,6 +132,28 @@ TEST(Hardening, CasesWithAnAnswerGiveTheRightOne) {
   ASSERT_EQ(quoted.exit_code, 0) << quoted.err;
   const auto q = nlohmann::json::parse(quoted.out);
   EXPECT_EQ(q["inputs"]["no_effect"].size(), 2u) << q["inputs"]["no_effect"].dump();
+  // A profile without the peak the numerics compute in: infeasible with the reason (it used to be
+  // an internal error deep in the simulator).
+  test::ScratchDir dir;
+  nlohmann::json p = test::read_source_json("hwprofiles/dgx2.json");
+  p["gpu"]["peak_TFLOPs"] = {{"fp32", 15.7}};
+  const std::string fp32_only = dir.write("fp32_only.json", p.dump());
+  const auto no_peak = test::run_trainsim("simulate --model gpt2-1.5b --gpus 4 --zero 3 --hw " + fp32_only + " --format json");
+  ASSERT_EQ(no_peak.exit_code, 0) << no_peak.err;
+  const auto n = nlohmann::json::parse(no_peak.out);
+  EXPECT_FALSE(n["fits"].get<bool>());
+  EXPECT_NE(n["infeasible_reason"].get<std::string>().find("has no fp16 peak (gpu.peak_TFLOPs lists fp32)"), std::string::npos)
+      << n["infeasible_reason"];
+  // A step of 2^26 micro-batches is refused before anything is built, naming the limit.
+  const auto huge = test::run_trainsim("simulate --model gpt2-1.5b --gpus 16 --zero 3 --global-batch 1073741824 --format json");
+  ASSERT_EQ(huge.exit_code, 0) << huge.err;
+  const auto h = nlohmann::json::parse(huge.out);
+  EXPECT_FALSE(h["fits"].get<bool>());
+  EXPECT_NE(h["infeasible_reason"].get<std::string>().find("beyond trainsim's limit of 2 million"), std::string::npos)
+      << h["infeasible_reason"];
+  // And with numerics it has, it simulates.
+  const auto fp32 = test::run_trainsim("simulate --model gpt2-1.5b --gpus 4 --zero 3 --precision fp32 --hw " + fp32_only);
+  EXPECT_EQ(fp32.exit_code, 0) << fp32.err;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -248,11 +249,17 @@ std::vector<pid_t> group_members(pid_t pgid) {
 }
 
 // Starts the built CLI in `dir`, in a process group of its own (so its simulation child can be
-// found), with its streams to /dev/null.
-pid_t spawn_in(const fs::path& dir, const std::string& args) {
+// found), with its streams to /dev/null. `no_leak_check`: in a sanitizer build, LeakSanitizer's
+// exit-time tracer is a process of the group too, and would pass for a simulation child.
+pid_t spawn_in(const fs::path& dir, const std::string& args, bool no_leak_check = false) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
+    if (no_leak_check) {
+      const char* old = std::getenv("ASAN_OPTIONS");
+      const std::string options = (old != nullptr && *old != '\0' ? std::string(old) + ":" : std::string()) + "detect_leaks=0";
+      ::setenv("ASAN_OPTIONS", options.c_str(), 1);
+    }
     if (::chdir(dir.c_str()) != 0) ::_exit(126);
     const int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, 1);
@@ -322,6 +329,21 @@ TEST(Output, AKilledParentTakesItsSimulationChildAlong) {
   EXPECT_TRUE(WIFSIGNALED(r.orphan_status) && WTERMSIG(r.orphan_status) == SIGKILL) << r.orphan_status;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_TRUE(listing(dir.path()).empty()) << "the orphaned child wrote its trace";
+}
+
+TEST(Output, ARefusedPathFailsBeforeTheSimulationStarts) {
+  // The old writer ran the whole simulation, then found it could not write the trace.
+  test::ScratchDir dir;
+  const pid_t pid = spawn_in(dir.path(), LARGE + " --trace nodir/x.json", true);
+  bool simulated = false;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (group_members(pid).size() >= 2) simulated = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_FALSE(simulated) << "the simulation ran although --trace was refused";
+  EXPECT_TRUE(listing(dir.path()).empty());
 }
 
 // --- help -----------------------------------------------------------------------------------
