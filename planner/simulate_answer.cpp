@@ -85,13 +85,13 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
     a.result.infeasible_reason = "does not fit: " + fits_reason(a.memory);
     return a;
   }
-  const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile);
+  const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile, options);
   if (ops > sim::MAX_REPLAY_OPS) {
     a.result.fits = false;
     a.result.infeasible_reason = fmt::format(
         "the replay would hold about {:.3g} million ops, beyond trainsim's limit of {:.0f} million "
-        "(about 8 GiB and a minute); use fewer micro-batches per step ({} now) or fewer layers",
-        ops / 1e6, sim::MAX_REPLAY_OPS / 1e6, s.micro_batches());
+        "(about 8 GiB and a minute); use fewer micro-batches per step ({} now){}",
+        ops / 1e6, sim::MAX_REPLAY_OPS / 1e6, s.micro_batches(), options.fold_ranks ? "" : ", or let it fold (no --no-fold)");
     return a;
   }
   const auto start = std::chrono::steady_clock::now();

@@ -283,14 +283,22 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
 
 }  // namespace
 
-double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile) {
-  // Per GPU of the simulated node, micro-batch and unit (layer or ZeRO-3 gather unit): forward,
-  // recompute and backward with their fetches, gathers and copies: at most 16 ops (the 1T
-  // ZeRO-Infinity step on a DGX-2 has 12); plus two steps more for the delayed update.
-  const double gpus = std::min(s.gpus, profile.gpus_per_node());
-  const double units = (s.zero_stage == 3 ? 4.0 : 1.0) * static_cast<double>(m.layers) + 2;
-  const double steps = s.delayed_update ? 3 : 1;
-  return 16.0 * gpus * units * static_cast<double>(s.micro_batches()) * steps;
+double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                            const SimOptions& options) {
+  // Per simulated GPU, replayed micro-batch and unit (a layer, or a ZeRO-3 gather unit; plus the
+  // embedding and the head): forward, recompute and backward with their tensor-parallel
+  // collectives, fetches, gathers, copies and sends: at most 16 ops.
+  const Placement placement(s.tp, s.dp, s.pp, profile.gpus_per_node());
+  const double gpus = static_cast<double>(plan_fold(placement, options.fold_ranks).ranks.size());
+  const double units = (s.zero_stage == 3 && s.pp == 1 ? 4.0 : 1.0) * static_cast<double>(m.layers) / s.pp + 2;
+  const double m_total = static_cast<double>(s.micro_batches());
+  // Folded, three replays past the warm-up (replay_folded).
+  const double period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
+  const double first = s.pp > 1 ? std::ceil((s.pp + 1) / period) * period : 2;
+  const double replayed = options.fold_micro_batches && m_total > first + 3 * period ? 3 * first + 3 * period : m_total;
+  const bool asynchronous = s.pp > 1 && (s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW);
+  const double steps = s.delayed_update || asynchronous ? 3 : 1;
+  return 16.0 * gpus * units * replayed * steps;
 }
 
 SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,

@@ -67,8 +67,10 @@ SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Clus
 // The most ops one replay may hold: about 2 million ops take some 8 GiB and a minute; a step
 // beyond it is answered as infeasible, naming the limit, before anything is built.
 inline constexpr double MAX_REPLAY_OPS = 2e6;
-// An upper estimate of the ops the replay of this step holds, from its shape alone.
-double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile);
+// An upper estimate of the ops the replay of this step holds, from its shape alone (with the
+// folding `options` ask for).
+double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                            const SimOptions& options = {});
 
 nlohmann::ordered_json to_json(const SimResult& r);
 SimResult sim_result_from_json(const nlohmann::json& j);
