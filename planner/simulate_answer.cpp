@@ -8,6 +8,9 @@
 #include "config_error.hpp"
 #include "byte_counts.hpp"
 #include "enum_names.hpp"
+#include "field_flags.hpp"
+#include "result_json.hpp"
+#include "strategy_rules.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -33,33 +36,12 @@ std::string fits_reason(const MemoryAnswer& m) {
   return out;
 }
 // Combinations the stacks do not run (or trainsim does not model) are refused with the reason,
-// naming the flag to change.
-void reject_unsimulated(const wl::Strategy& s) {
-  if (s.pp > 1) {
-    if (s.offload_params != wl::OffloadTarget::NONE || s.offload_optimizer != wl::OffloadTarget::NONE) {
-      throw ConfigError(s.offload_params != wl::OffloadTarget::NONE ? "--offload-params" : "--offload-optimizer",
-                        s.offload_params != wl::OffloadTarget::NONE ? "--offload-params" : "--offload-optimizer",
-                        "none with pipeline parallelism (ZeRO-Offload and ZeRO-Infinity run the data-parallel family; "
-                        "use --pp 1, or keep the model states on the GPU)",
-                        "an offload with pp > 1");
-    }
-    if (s.l2l) throw ConfigError("--l2l", "--l2l", "pp = 1 with L2L (it runs one layer at a time on each GPU)", "pp > 1");
-    if (s.delayed_update) {
-      throw ConfigError("--dpu", "--dpu", "pp = 1 for ZeRO-Offload's delayed update", "pp > 1");
-    }
-    const bool asynchronous = s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW;
-    if (asynchronous && s.zero_stage > 0) {
-      throw ConfigError("--zero", "--zero",
-                        "0 with PipeDream and 2BW (each stage keeps and updates its own full optimizer state)",
-                        std::to_string(s.zero_stage));
-    }
-    if (s.schedule == wl::Schedule::TWO_BW && s.micro_batches() < s.pp) {
-      throw ConfigError("--global-batch", "--global-batch",
-                        fmt::format("at least pp = {} micro-batches per pipeline for 2BW (it updates once every m >= p "
-                                    "micro-batches, Narayanan et al. 2021)",
-                                    s.pp),
-                        fmt::format("{} micro-batches", s.micro_batches()));
-    }
+// naming the flag to change: the REPLAY rules of workloads/strategy_rules.hpp.
+void reject_unsimulated(const wl::ModelSpec& m, const wl::Strategy& s) {
+  for (const wl::RuleViolation& v : wl::validate(m, s, wl::RuleScope::REPLAY)) {
+    if (v.scope != wl::RuleScope::REPLAY) continue;
+    const std::string flag = flag_of(v.field);
+    throw ConfigError(flag, flag, v.expected, v.got);
   }
 }
 
@@ -67,11 +49,7 @@ void reject_unsimulated(const wl::Strategy& s) {
 
 SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) {
   const auto& s = request.inputs.strategy;
-  if (!request.inputs.model.has_architecture()) {
-    throw ConfigError("--params", "--params", "a model architecture for simulate (use --model): a raw count has no layers",
-                      "a raw parameter count");
-  }
-  reject_unsimulated(s);
+  reject_unsimulated(request.inputs.model, s);
   SimulateAnswer a;
   a.memory = answer_memory(std::move(request));
   const Request& r = a.memory.request;
@@ -114,47 +92,15 @@ std::string no_trace_reason(const SimulateAnswer& a) {
 }
 
 nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
-  const auto& r = a.result;
   nlohmann::ordered_json j = result_header(a.memory.request, "simulate", SIMULATE_SCHEMA_VERSION);
-  auto number_or_null = [&](double v) { return r.simulated ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
-  j["step_time_s"] = number_or_null(r.step_time_s);
-  j["tflops_per_gpu"] = number_or_null(r.tflops_per_gpu);
-  j["hardware_tflops_per_gpu"] = number_or_null(r.hardware_tflops_per_gpu);
-  j["tokens_per_s"] = number_or_null(r.tokens_per_s);
-  j["samples_per_s"] = number_or_null(r.samples_per_s);
-  j["bubble_fraction"] = number_or_null(r.bubble_fraction);
-  j["peak_memory_bytes"] = r.simulated ? json_bytes(r.peak_memory_bytes) : nlohmann::ordered_json();
-  j["per_gpu"] = nlohmann::ordered_json::array();
-  for (std::size_t g = 0; g < r.per_gpu.size(); ++g) {
-    const auto& x = r.per_gpu[g];
-    nlohmann::ordered_json at_peak = nlohmann::ordered_json::object();
-    for (const auto& [cls, bytes] : x.at_peak) at_peak[cls] = json_bytes(bytes);
-    j["per_gpu"].push_back({{"gpu", g},
-                            {"stage", x.stage},
-                            {"ranks", x.copies},
-                            {"peak_memory_bytes", json_bytes(x.peak_memory_bytes)},
-                            {"memory_at_peak", {{"resident_bytes", json_bytes(x.baseline_bytes)}, {"transient_bytes", at_peak}}},
-                            {"busy_s",
-                             {{"compute", x.compute_s},
-                              {"exposed_communication", x.exposed_communication_s},
-                              {"exposed_offload_io", x.exposed_offload_io_s},
-                              {"optimizer", x.optimizer_s},
-                              {"idle", x.idle_s}}}});
-  }
-  j["host_peak_bytes"] = r.simulated ? json_bytes(r.host_peak_bytes) : nlohmann::ordered_json();
-  j["storage_peak_bytes"] = r.simulated ? json_bytes(r.storage_peak_bytes) : nlohmann::ordered_json();
+  // The result in its one public encoding (result_json.hpp), with the memory model's figure for
+  // comparison placed before the verdict.
   const auto& est = a.memory.estimate;
-  j["memory_model_gpu_bytes"] = json_bytes(est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes());
-  j["fits"] = r.fits;
-  j["infeasible_reason"] = r.infeasible_reason ? nlohmann::ordered_json(*r.infeasible_reason) : nlohmann::ordered_json();
-  j["simulation"] = {{"simulated_gpus", r.simulated_gpus},
-                     {"simulated_nodes", r.simulated_nodes},
-                     {"ops", r.ops},
-                     {"activities", r.activities},
-                     {"steps_simulated", r.steps_simulated},
-                     {"folding", r.folding},
-                     {"notes", r.notes}};
-  j["assumptions"] = r.assumptions;
+  nlohmann::ordered_json result = result_json(a.result);
+  for (auto& [key, value] : result.items()) {
+    if (key == "fits") j["memory_model_gpu_bytes"] = json_bytes(est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes());
+    j[key] = std::move(value);
+  }
   return j;
 }
 

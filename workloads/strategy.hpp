@@ -31,6 +31,7 @@ struct ZeroBuffers {
   double sub_group_elems = 1e9;               // sub_group_size: optimizer step granularity
   // PyTorch DDP's bucket_cap_mb = 25 MB, used for plain data parallelism (ZeRO stage 0).
   double ddp_bucket_bytes = 25.0 * 1024 * 1024;
+  bool operator==(const ZeroBuffers&) const = default;
 };
 
 struct Strategy {
@@ -63,6 +64,8 @@ struct Strategy {
   ZeroBuffers buffers;
 
   std::int64_t micro_batches() const { return global_batch / (micro_batch * dp); }  // per pipeline
+  // Every field counts (strategy_identity.hpp gives the stable hash that goes with it).
+  bool operator==(const Strategy&) const = default;
 };
 
 }  // namespace trainsim::wl

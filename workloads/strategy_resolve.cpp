@@ -5,6 +5,7 @@
 #include "enum_names.hpp"
 #include "model_loader.hpp"
 #include "strategy_input.hpp"
+#include "strategy_rules.hpp"
 
 namespace trainsim::wl {
 namespace {
@@ -27,6 +28,33 @@ std::string origin_or(const Setting<T>& s, std::string flag) {
     throw ConfigError(origin.substr(0, colon), origin.substr(colon + 2), std::move(expected), std::move(got));
   }
   throw ConfigError(origin, origin, std::move(expected), std::move(got));
+}
+
+// The flag or file key that set a field (or the flag that would have, for a default).
+std::string origin_of(const StrategyInput& in, Field f) {
+  switch (f) {
+    case Field::GPUS: return origin_or(in.gpus, in.nodes ? in.nodes.origin : "--gpus");
+    case Field::DP: return origin_or(in.dp, "--dp");
+    case Field::TP: return origin_or(in.tp, "--tp");
+    case Field::PP: return origin_or(in.pp, "--pp");
+    case Field::VPP: return origin_or(in.vpp, "--vpp");
+    case Field::FIRST_STAGE_LAYERS:
+      return in.first_stage_layers ? in.first_stage_layers.origin : origin_or(in.last_stage_layers, "--pp");
+    case Field::SP: return origin_or(in.sp, "--sp");
+    case Field::SCHEDULE: return origin_or(in.schedule, "--schedule");
+    case Field::ZERO: return origin_or(in.zero, "--zero");
+    case Field::OFFLOAD_PARAMS: return origin_or(in.offload_params, "--offload-params");
+    case Field::OFFLOAD_OPTIMIZER: return origin_or(in.offload_optimizer, "--offload-optimizer");
+    case Field::OFFLOAD_ACTIVATIONS: return origin_or(in.offload_activations, "--offload-activations");
+    case Field::RECOMPUTE: return origin_or(in.recompute, "--recompute");
+    case Field::L2L: return origin_or(in.l2l, "--l2l");
+    case Field::DELAYED_UPDATE: return origin_or(in.delayed_update, "--dpu");
+    case Field::MICRO_BATCH: return origin_or(in.micro_batch, "--micro-batch");
+    case Field::GLOBAL_BATCH: return origin_or(in.global_batch, "--global-batch");
+    case Field::SEQ: return origin_or(in.seq, "--seq");
+    case Field::MODEL: return "--model";
+  }
+  return "--strategy";
 }
 
 }  // namespace
@@ -166,129 +194,19 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   }
 
   const bool raw = !model.has_architecture();
-  if (raw && (s.tp > 1 || s.pp > 1)) {
-    fail(s.tp > 1 ? in.tp.origin : in.pp.origin,
-         "tp = pp = 1 with --params (a raw parameter count has no layers or heads to split; use --model)",
-         std::to_string(s.tp > 1 ? s.tp : s.pp));
-  }
-  if (!raw) {
-    if (model.heads % s.tp != 0) {
-      fail(in.tp.origin, fmt::format("a divisor of the attention heads ({}) of {}", model.heads, model.name),
-           std::to_string(s.tp));
-    }
-    if (model.kv_heads % s.tp != 0) {
-      fail(in.tp.origin, fmt::format("a divisor of the key/value heads ({}) of {}", model.kv_heads, model.name),
-           std::to_string(s.tp));
-    }
-    // Layers need not divide evenly (stage_partition.hpp), but every virtual stage holds one.
-    if (model.layers < s.pp * s.vpp) {
-      fail(s.vpp > 1 ? in.vpp.origin : in.pp.origin,
-           fmt::format("pp x vpp ({} x {}) at most the {} layers of {}", s.pp, s.vpp, model.layers, model.name),
-           std::to_string(s.pp * s.vpp));
-    }
-  }
   s.first_stage_layers = value_or(in.first_stage_layers, 0);
   s.last_stage_layers = value_or(in.last_stage_layers, 0);
-  if ((s.first_stage_layers > 0 || s.last_stage_layers > 0) && s.pp < 2) {
-    fail(in.first_stage_layers ? in.first_stage_layers.origin : in.last_stage_layers.origin,
-         "pp >= 2 for first and last stage layers", "pp 1");
-  }
-  if (!raw && (s.first_stage_layers > 0 || s.last_stage_layers > 0)) {
-    // Megatron-LM: the middle stages split what is left evenly, each stage over its chunks.
-    const int first = s.first_stage_layers, last = s.last_stage_layers;
-    const int free_stages = s.pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
-    const std::int64_t rest = model.layers - first - last;
-    const std::string origin = in.first_stage_layers ? in.first_stage_layers.origin : in.last_stage_layers.origin;
-    if (rest < 0 || (free_stages == 0 && rest != 0) || (free_stages > 0 && (rest % free_stages != 0 || rest / free_stages < s.vpp))) {
-      fail(origin,
-           fmt::format("first and last stage layers that leave the other {} stages an equal share (at least vpp = {}) "
-                       "of the {} layers",
-                       free_stages, s.vpp, model.layers),
-           fmt::format("first {}, last {}", first, last));
-    }
-    for (const auto& [n, what] : {std::pair{first, "first"}, std::pair{last, "last"},
-                                  std::pair{free_stages > 0 ? static_cast<int>(rest / free_stages) : s.vpp, "middle"}}) {
-      if (n > 0 && n % s.vpp != 0) {
-        fail(origin, fmt::format("stage layers divisible by vpp = {} (the {} stage's {} layers split over its chunks)",
-                                 s.vpp, what, n),
-             fmt::format("first {}, last {}", first, last));
-      }
-    }
-  }
-
-  // Pipeline schedule: interleaving needs virtual stages and vice versa.
+  // Pipeline schedule: interleaving needs virtual stages and vice versa (checked below).
   s.schedule = value_or(in.schedule, s.vpp > 1 ? Schedule::INTERLEAVED : Schedule::ONE_F_ONE_B);
-  if (s.schedule == Schedule::INTERLEAVED && s.vpp < 2) {
-    fail(origin_or(in.vpp, "--vpp"), "vpp >= 2 for the interleaved schedule (" + in.schedule.origin + ")",
-         std::to_string(s.vpp));
-  }
-  if (s.vpp > 1 && s.schedule != Schedule::INTERLEAVED) {
-    fail(in.schedule.origin, fmt::format("\"interleaved\" when vpp > 1 ({} = {})", in.vpp.origin, s.vpp),
-         "\"" + std::string(to_string(s.schedule)) + "\"");
-  }
-  if (s.vpp > 1 && s.pp < 2) fail(in.vpp.origin, "pp >= 2 for virtual pipeline stages", std::to_string(s.vpp));
-
-  // ZeRO and offload rules, as DeepSpeed enforces them (deepspeed/runtime/zero/config.py, engine.py).
-  if (s.zero_stage >= 2 && s.pp > 1) {
-    fail(in.zero.origin, "ZeRO stage 0 or 1 with pipeline parallelism (DeepSpeed rejects stages 2 and 3 with pp > 1)",
-         std::to_string(s.zero_stage));
-  }
-  if (s.offload_params != OffloadTarget::NONE && s.zero_stage != 3) {
-    fail(in.offload_params.origin, "ZeRO stage 3 for parameter offload (" + origin_or(in.zero, "--zero") + ")",
-         fmt::format("stage {}", s.zero_stage));
-  }
-  if (s.offload_optimizer != OffloadTarget::NONE && s.zero_stage == 0) {
-    fail(in.offload_optimizer.origin, "ZeRO stage 1, 2 or 3 for optimizer offload (" + origin_or(in.zero, "--zero") + ")",
-         "stage 0");
-  }
-  if (s.offload_optimizer == OffloadTarget::NVME && s.zero_stage != 3) {
-    fail(in.offload_optimizer.origin, "ZeRO stage 3 for NVMe optimizer offload (ZeRO-Infinity)",
-         fmt::format("stage {}", s.zero_stage));
-  }
-  if (s.offload_activations == ActivationOffload::CPU && s.recompute != Recompute::FULL) {
-    fail(in.offload_activations.origin,
-         "--recompute full: only activation checkpoints are offloaded (ZeRO-Infinity Sec. 5.1.2)",
-         "recompute " + std::string(to_string(s.recompute)));
-  }
-  if (raw && (s.recompute != Recompute::NONE || s.offload_activations != ActivationOffload::NONE)) {
-    fail(s.recompute != Recompute::NONE ? in.recompute.origin : in.offload_activations.origin,
-         "no activation settings with --params (activations need the architecture; use --model)", "a setting");
-  }
-  if (s.l2l) {
-    if (s.zero_stage != 0 || s.pp > 1 || s.offload_params != OffloadTarget::NONE ||
-        s.offload_optimizer != OffloadTarget::NONE) {
-      fail(in.l2l.origin,
-           "--zero 0, --pp 1 and no --offload-* with L2L (it keeps model states on the host by itself)",
-           "another setting");
-    }
-    if (raw) fail(in.l2l.origin, "a model architecture with L2L (use --model)", "--params");
-  }
-  if (s.delayed_update && s.offload_optimizer != OffloadTarget::CPU) {
-    fail(in.delayed_update.origin, "--offload-optimizer cpu: the delayed update overlaps the CPU optimizer step",
-         "offload-optimizer " + std::string(to_string(s.offload_optimizer)));
-  }
   if (s.sp && s.tp == 1) out.notes.push_back("sequence parallelism has no effect with tp = 1");
 
   // Batch shape.
   s.seq = value_or(in.seq, raw ? std::int64_t{0} : model.seq_len);
-  if (!raw && model.position == PositionKind::LEARNED && s.seq > model.seq_len) {
-    fail(in.seq.origin, fmt::format("at most the {} learned positions of {}", model.seq_len, model.name),
-         std::to_string(s.seq));
-  }
-  if (s.sp && s.seq % s.tp != 0) {
-    fail(in.seq ? in.seq.origin : in.sp.origin,
-         fmt::format("a sequence length divisible by tp ({}) for sequence parallelism", s.tp), std::to_string(s.seq));
-  }
   s.micro_batch = value_or(in.micro_batch, std::int64_t{1});
   const std::int64_t per_step = s.micro_batch * s.dp;
   if (in.global_batch) {
     s.global_batch = *in.global_batch;
-    if (s.global_batch % per_step != 0) {
-      fail(in.global_batch.origin,
-           fmt::format("a multiple of micro-batch x dp ({} x {} = {})", s.micro_batch, s.dp, per_step),
-           std::to_string(s.global_batch));
-    }
-    if (in.grad_accum && s.global_batch != per_step * *in.grad_accum) {
+    if (in.grad_accum && s.global_batch % per_step == 0 && s.global_batch != per_step * *in.grad_accum) {
       fail(in.grad_accum.origin,
            fmt::format("train_batch_size = micro-batch x accumulation x dp ({} x {} x {} = {})", s.micro_batch,
                        *in.grad_accum, s.dp, per_step * *in.grad_accum),
@@ -300,11 +218,13 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
     // Default: one micro-batch per pipeline stage, so a pipeline fills (m = pp).
     s.global_batch = per_step * s.pp;
   }
-  if (s.schedule == Schedule::INTERLEAVED && s.micro_batches() % s.pp != 0) {
-    fail(origin_or(in.global_batch, "--global-batch"),
-         fmt::format("a micro-batch count ({}) divisible by pp ({}) for the interleaved schedule (Megatron-LM)",
-                     s.micro_batches(), s.pp),
-         std::to_string(s.global_batch));
+
+  // Every cross-field rule, from the one list the planner also uses (strategy_rules.hpp); the
+  // first violation names the flag or file key that set the field at fault.
+  const std::vector<RuleViolation> broken = validate(model, s);
+  if (!broken.empty()) {
+    const RuleViolation& v = broken.front();
+    fail(origin_of(in, v.field), v.expected, v.got);
   }
 
   if (s.nodes > cluster.node_count) {

@@ -1,0 +1,59 @@
+#include "planner_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "config_error.hpp"
+
+namespace trainsim::cli {
+
+void add_question_flags(CLI::App& app, planner::PlanFlags& f, bool nodes_range) {
+  namespace lim = wl::limits;
+  app.add_option("--model", f.model, "Model: a built-in name (see `trainsim list`), a model JSON or a Hugging Face config.json")
+      ->group("Question");
+  app.add_option("--hw", f.hw, "Cluster: a built-in profile name or a profile JSON")->group("Question")->capture_default_str();
+  app.add_option("--nodes", f.nodes, nodes_range ? "Nodes: N, or a range A..B (one answer per node count)" : "Nodes")
+      ->group("Question");
+  app.add_option("--gpus", f.gpus, "GPUs in total (instead of --nodes)")->group("Question")->check(whole_number(lim::GPUS));
+  app.add_option("--global-batch", f.global_batch, "Global batch in sequences (default: one sequence per GPU)")
+      ->group("Question")
+      ->check(whole_number(lim::GLOBAL_BATCH));
+  app.add_option("--seq", f.seq, "Sequence length (default: the model's)")->group("Question")->check(whole_number(lim::SEQ));
+  app.add_option("--precision", f.precision, "Numerics: fp16-mixed, bf16-mixed, bf16, fp32")->group("Question");
+  app.add_option("--attention", f.attention, "Attention: materialized, flash")->group("Question");
+  app.add_option("--tokens", f.tokens, "Tokens to train on (default: 20 per parameter, Hoffmann et al. 2022)")->group("Question");
+  app.add_option("--grid-kgco2-per-kwh", f.grid_kg_per_kwh,
+                 "Grid carbon intensity in kg CO2 per kWh (default 0.429, US average, Patterson et al. 2021)")
+      ->group("Question");
+}
+
+void add_run_flags(CLI::App& app, RunFlags& r) {
+  app.add_option("--cache", r.cache, "Results cache directory (default: $XDG_CACHE_HOME/trainsim or ~/.cache/trainsim)")
+      ->group("Running");
+  app.add_flag("--no-cache", r.no_cache, "Neither read nor write the results cache")->group("Running");
+  app.add_option("--jobs", r.jobs, "Replay workers (default: one per core); under mpirun, per rank")
+      ->group("Running")
+      ->check(whole_number(wl::IntLimit{1, 1024}));
+  app.add_flag("--quiet", r.quiet, "No progress bar")->group("Running");
+}
+
+SweepRuntime::SweepRuntime(const RunFlags& r) : quiet_(r.quiet) {
+  if (r.no_cache && !r.cache.empty()) throw ConfigError("--no-cache", "--no-cache", "either --cache DIR or --no-cache", "both");
+  const std::string dir = r.no_cache ? std::string() : r.cache.empty() ? planner::ResultCache::default_dir() : r.cache;
+  cache_ = std::make_unique<planner::ResultCache>(dir, r.cache.empty() ? "--cache (default)" : "--cache");
+  progress_ = std::make_unique<planner::Progress>(!r.quiet && writes_output() && planner::Progress::stderr_is_terminal());
+  local_ = planner::make_local_executor(r.jobs, *cache_, options_, *progress_);
+  executor_ = mpi_.size() > 1 ? planner::make_mpi_executor(mpi_, *local_, *cache_, *progress_) : nullptr;
+}
+
+void SweepRuntime::report() const {
+  progress_->finish();
+  if (quiet_ || !writes_output()) return;
+  std::cerr << fmt::format("trainsim: {} replays ({} from the results cache{}){}\n", progress_->replayed(), progress_->cached(),
+                           cache_->enabled() ? " in " + cache_->dir() : ", disabled",
+                           mpi_.size() > 1 ? fmt::format(", over {} MPI ranks", mpi_.size()) : "");
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,83 @@
+#include "replay_executor.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <exception>
+#include <thread>
+
+#include "memory_model.hpp"
+
+namespace trainsim::planner {
+
+ReplayOutcome run_job(const ReplayJob& job, const ResultCache& cache, const sim::SimOptions& options) {
+  ReplayOutcome out;
+  if (auto hit = cache.load(job.key)) {
+    out.result = std::move(*hit);
+    out.cached = true;
+    return out;
+  }
+  try {
+    const wl::MemoryEstimate memory =
+        wl::estimate_memory(*job.config.model, job.config.strategy, job.config.profile->gpus_per_node());
+    out.result = replay(job.config, memory, options);
+    cache.store(job.key, out.result);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+namespace {
+
+class LocalExecutor : public ReplayExecutor {
+ public:
+  LocalExecutor(int threads, const ResultCache& cache, const sim::SimOptions& options, Progress& progress)
+      : threads_(threads), cache_(cache), options_(options), progress_(progress) {}
+
+  std::vector<ReplayOutcome> run(const std::vector<ReplayJob>& jobs) override {
+    std::vector<ReplayOutcome> out(jobs.size());
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::atomic<bool> failed{false};
+    auto work = [&] {
+      for (std::size_t i = next++; i < jobs.size() && !failed; i = next++) {
+        try {
+          out[i] = run_job(jobs[i], cache_, options_);
+          progress_.done_one(out[i].cached);
+        } catch (...) {
+          if (!failed.exchange(true)) failure = std::current_exception();
+        }
+      }
+    };
+    const std::size_t n = std::min(jobs.size(), static_cast<std::size_t>(threads_));
+    if (n <= 1) {
+      work();
+    } else {
+      std::vector<std::thread> pool;
+      for (std::size_t t = 0; t < n; ++t) pool.emplace_back(work);
+      for (auto& t : pool) t.join();
+    }
+    if (failure) std::rethrow_exception(failure);
+    return out;
+  }
+
+ private:
+  int threads_;
+  const ResultCache& cache_;
+  sim::SimOptions options_;
+  Progress& progress_;
+};
+
+}  // namespace
+
+std::unique_ptr<ReplayExecutor> make_local_executor(int threads, const ResultCache& cache, const sim::SimOptions& options,
+                                                    Progress& progress) {
+  if (threads <= 0) {
+    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    threads = online > 0 ? static_cast<int>(online) : 1;
+  }
+  return std::make_unique<LocalExecutor>(threads, cache, options, progress);
+}
+
+}  // namespace trainsim::planner

@@ -1,0 +1,130 @@
+#include "result_cache.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "config_error.hpp"
+#include "output_files.hpp"
+#include "profile_loader.hpp"
+#include "result_json.hpp"
+#include "strategy_identity.hpp"
+
+#ifndef TRAINSIM_VERSION
+#define TRAINSIM_VERSION "unknown"
+#endif
+
+namespace trainsim::planner {
+namespace {
+
+constexpr int CACHE_SCHEMA_VERSION = 1;
+
+std::string executable_hash() {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  if (!in) return "unknown";
+  std::uint64_t h = 14695981039346656037ULL;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    h = wl::fnv1a64(std::string_view(buffer, static_cast<std::size_t>(in.gcount())), h);
+  }
+  return wl::hex64(h);
+}
+
+// mkdir -p; returns the errno of the first failure, 0 on success.
+int make_directories(const std::string& path) {
+  std::string prefix;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    prefix = path.substr(0, pos);
+    if (prefix.empty()) continue;
+    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST) return errno;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno;
+  return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+}  // namespace
+
+const std::string& tool_build_id() {
+  static const std::string id = std::string("trainsim ") + TRAINSIM_VERSION + " (build " + executable_hash() + ")";
+  return id;
+}
+
+ResultCache::ResultCache(std::string dir, std::string flag) : dir_(std::move(dir)), flag_(std::move(flag)) {
+  if (dir_.empty()) return;
+  if (const int err = make_directories(dir_); err != 0) {
+    throw ConfigError(flag_, flag_, "a directory trainsim can create or write for its results cache",
+                      "\"" + dir_ + "\" (" + std::strerror(err) + ")");
+  }
+  if (::access(dir_.c_str(), W_OK) != 0) {
+    throw ConfigError(flag_, flag_, "a directory this user can write", "\"" + dir_ + "\" (" + std::strerror(errno) + ")");
+  }
+}
+
+std::string ResultCache::key_text(const Config& c, const sim::SimOptions& options) {
+  std::ostringstream k;
+  k << "trainsim results cache " << CACHE_SCHEMA_VERSION << "\n"
+    << tool_build_id() << "\n"
+    << "model " << wl::canonical_text(*c.model) << "\n"
+    << "strategy " << wl::canonical_text(c.strategy) << "\n"
+    << "options fold_ranks=" << options.fold_ranks << " fold_micro_batches=" << options.fold_micro_batches << "\n"
+    << "profile " << hw::profile_to_json(*c.profile).dump() << "\n";
+  return k.str();
+}
+
+std::string ResultCache::file_name(const std::string& key_text) {
+  // 128 bits from two FNV-1a passes with different seeds; the key text inside settles the rest.
+  return wl::hex64(wl::fnv1a64(key_text)) + wl::hex64(wl::fnv1a64(key_text, 0x84222325cbf29ce4ULL)) + ".json";
+}
+
+std::optional<sim::SimResult> ResultCache::load(const std::string& key_text) const {
+  if (!enabled()) return std::nullopt;
+  std::ifstream in(dir_ + "/" + file_name(key_text), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text.str());
+    if (j.at("schema_version").get<int>() != CACHE_SCHEMA_VERSION || j.at("key").get<std::string>() != key_text) {
+      return std::nullopt;
+    }
+    return result_from_json(j.at("result"));
+  } catch (const std::exception&) {
+    return std::nullopt;  // not ours, or damaged: replay again
+  }
+}
+
+void ResultCache::store(const std::string& key_text, const sim::SimResult& r) const {
+  if (!enabled()) return;
+  nlohmann::ordered_json j;
+  j["schema_version"] = CACHE_SCHEMA_VERSION;
+  j["kind"] = "trainsim.cache";
+  j["key"] = key_text;
+  j["result"] = result_json(r);
+  try {
+    OutputSet out;
+    out.add(flag_, dir_ + "/" + file_name(key_text), j.dump() + "\n");
+    out.commit();
+  } catch (const std::exception& e) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) std::cerr << "trainsim: warning: results cache not written: " << e.what() << "\n";
+  }
+}
+
+std::string ResultCache::default_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/trainsim";
+  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/trainsim";
+  return {};
+}
+
+}  // namespace trainsim::planner

@@ -1,0 +1,48 @@
+#pragma once
+// The planner's results cache: one file per replay, named by a hash of everything that decides
+// its answer (the build of trainsim, the model, the strategy, the cluster profile, the replay's
+// options). A sweep that is interrupted resumes from what is cached; a repeated one replays
+// nothing. Files are written through OutputSet (hwprofiles/output_files.hpp): to a temporary
+// beside the target, synced, renamed, so an interrupt never leaves half a file, and concurrent
+// writers of one entry (threads, MPI ranks on a shared directory) leave one whole file.
+//
+// The key text is stored in the file and compared on load: a hash collision or a foreign file
+// is a miss, never a wrong answer.
+
+#include <optional>
+#include <string>
+
+#include "estimator.hpp"
+
+namespace trainsim::planner {
+
+// "trainsim 0.1.0 (build 1a2b...)": the version and a hash of the running executable, so that a
+// rebuilt simulator (whose answers may have moved) never reads an older build's results.
+const std::string& tool_build_id();
+
+class ResultCache {
+ public:
+  // An empty directory disables the cache. The directory is created if missing (with its
+  // parents); one that cannot be created or written is a ConfigError naming `flag`.
+  ResultCache(std::string dir, std::string flag);
+
+  bool enabled() const { return !dir_.empty(); }
+  const std::string& dir() const { return dir_; }
+
+  // The text every answer depends on, and its file name.
+  static std::string key_text(const Config& c, const sim::SimOptions& options);
+  static std::string file_name(const std::string& key_text);
+
+  std::optional<sim::SimResult> load(const std::string& key_text) const;
+  // Best effort: a cache that cannot be written costs time, not the answer (a warning once).
+  void store(const std::string& key_text, const sim::SimResult& r) const;
+
+  // $XDG_CACHE_HOME/trainsim, else $HOME/.cache/trainsim (the XDG base directory spec).
+  static std::string default_dir();
+
+ private:
+  std::string dir_;
+  std::string flag_;
+};
+
+}  // namespace trainsim::planner

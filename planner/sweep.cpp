@@ -1,0 +1,177 @@
+#include "sweep.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "search_space.hpp"
+#include "strategy_identity.hpp"
+
+namespace trainsim::planner {
+namespace {
+
+struct GroupState {
+  GroupResult out;
+  std::vector<Candidate> candidates;  // ascending bound, then canonical text
+  std::size_t next = 0;               // the first candidate not yet replayed
+
+  double threshold() const {
+    if (out.group.top_k <= 0) return -std::numeric_limits<double>::infinity();  // enumerate only
+    const auto k = static_cast<std::size_t>(out.group.top_k);
+    if (out.replayed_entries.size() < k) return std::numeric_limits<double>::infinity();
+    return out.replayed_entries[k - 1].result.step_time_s;
+  }
+  // Ties with the K-th best are replayed too: a tie may rank before it.
+  bool open() const { return next < candidates.size() && candidates[next].bound_s <= threshold(); }
+  long remaining() const {
+    long n = 0;
+    const double t = threshold();
+    for (std::size_t i = next; i < candidates.size() && candidates[i].bound_s <= t; ++i) ++n;
+    return n;
+  }
+  void count(const Issue& issue) {
+    ++out.infeasible[issue.reason];
+    out.example.emplace(issue.reason, issue.message);
+  }
+};
+
+bool in_group(const SweepGroup& g, const wl::Strategy& s) {
+  if (g.families.empty()) return true;
+  return std::any_of(g.families.begin(), g.families.end(), [&](const Family* f) { return f->contains(s); });
+}
+
+// Enumerates one node count once for every group that shares it.
+void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std::vector<GroupState*>& states) {
+  SpaceShape shape;
+  shape.model = in.model;
+  shape.gpus_per_node = in.profile->gpus_per_node();
+  shape.nodes = group.nodes;
+  shape.gpu_count = group_gpus(in, group);
+  shape.global_batch = group_global_batch(in, group);
+  shape.seq = in.seq;
+  std::vector<GroupState*> members;
+  enumerate_space(shape, [&](const wl::Strategy& s) {
+    members.clear();
+    for (GroupState* g : states) {
+      if (in_group(g->out.group, s)) members.push_back(g);
+    }
+    if (members.empty()) return;
+    for (GroupState* g : members) ++g->out.enumerated;
+    const Config c{in.model, in.profile, s};
+    const std::vector<Issue> issues = validate(c);
+    if (!issues.empty()) {
+      for (GroupState* g : members) g->count(issues.front());
+      return;
+    }
+    const Bound b = bound(c);
+    std::optional<Issue> out = b.misfit;
+    if (!out) out = replay_size_issue(c);
+    if (out) {
+      for (GroupState* g : members) g->count(*out);
+      return;
+    }
+    const Candidate candidate{s, wl::canonical_text(s), b.step.seconds, b.step.dominant};
+    for (GroupState* g : members) {
+      g->candidates.push_back(candidate);
+      ++g->out.candidates;
+    }
+  });
+  for (GroupState* g : states) {
+    std::sort(g->candidates.begin(), g->candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.bound_s != b.bound_s ? a.bound_s < b.bound_s : a.text < b.text;
+    });
+  }
+}
+
+void insert_ranked(std::vector<RankedEntry>& ranked, RankedEntry e) {
+  const auto at = std::upper_bound(ranked.begin(), ranked.end(), e, ranks_before);
+  ranked.insert(at, std::move(e));
+}
+
+}  // namespace
+
+int group_gpus(const SweepInputs& in, const SweepGroup& g) {
+  return g.gpus > 0 ? g.gpus : g.nodes * in.profile->gpus_per_node();
+}
+
+std::int64_t group_global_batch(const SweepInputs& in, const SweepGroup& g) {
+  return in.global_batch ? *in.global_batch : static_cast<std::int64_t>(group_gpus(in, g));
+}
+
+bool ranks_before(const RankedEntry& a, const RankedEntry& b) {
+  if (a.result.step_time_s != b.result.step_time_s) return a.result.step_time_s < b.result.step_time_s;
+  if (a.result.peak_memory_bytes != b.result.peak_memory_bytes) return a.result.peak_memory_bytes < b.result.peak_memory_bytes;
+  return a.candidate.text < b.candidate.text;
+}
+
+std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<SweepGroup>& groups, ReplayExecutor& executor,
+                                   Progress& progress) {
+  std::vector<GroupState> states(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    states[i].out.group = groups[i];
+    states[i].out.global_batch = group_global_batch(in, groups[i]);
+  }
+  // One enumeration per GPU count, in the order the groups first name them.
+  std::vector<int> done;
+  for (const SweepGroup& g : groups) {
+    const int gpus = group_gpus(in, g);
+    if (std::find(done.begin(), done.end(), gpus) != done.end()) continue;
+    done.push_back(gpus);
+    std::vector<GroupState*> sharing;
+    for (GroupState& s : states) {
+      if (group_gpus(in, s.out.group) == gpus) sharing.push_back(&s);
+    }
+    enumerate_groups(in, g, sharing);
+  }
+
+  // Waves: each open group offers its next `wave` candidates; a strategy two groups share is
+  // replayed once.
+  std::map<std::string, ReplayOutcome> memo;
+  for (;;) {
+    long remaining = 0;
+    for (const GroupState& s : states) remaining += s.remaining();
+    progress.set_remaining(remaining);
+    std::vector<ReplayJob> jobs;
+    std::vector<std::string> job_texts;
+    std::vector<std::pair<GroupState*, std::size_t>> assigned;
+    for (GroupState& s : states) {
+      const double t = s.threshold();
+      for (int taken = 0; taken < in.wave && s.next < s.candidates.size() && s.candidates[s.next].bound_s <= t; ++taken) {
+        const Candidate& c = s.candidates[s.next];
+        assigned.emplace_back(&s, s.next);
+        ++s.next;
+        if (memo.count(c.text) || std::find(job_texts.begin(), job_texts.end(), c.text) != job_texts.end()) continue;
+        const Config config{in.model, in.profile, c.strategy};
+        jobs.push_back({config, ResultCache::key_text(config, in.options)});
+        job_texts.push_back(c.text);
+      }
+    }
+    if (assigned.empty()) break;
+    std::vector<ReplayOutcome> outcomes = executor.run(jobs);
+    for (std::size_t j = 0; j < jobs.size(); ++j) memo.emplace(job_texts[j], std::move(outcomes[j]));
+    for (const auto& [state, index] : assigned) {
+      const Candidate& c = state->candidates[index];
+      const ReplayOutcome& o = memo.at(c.text);
+      ++state->out.replayed;
+      if (!o.error.empty()) {
+        state->count({"replay-error", o.error});
+        state->out.errors.push_back(c.text + ": " + o.error);
+      } else if (!o.result.fits) {
+        state->count({"simulated-peak", o.result.infeasible_reason.value_or("the simulated peak does not fit")});
+      } else {
+        insert_ranked(state->out.replayed_entries, {c, o.result});
+      }
+    }
+  }
+
+  std::vector<GroupResult> results;
+  for (GroupState& s : states) {
+    const auto k = static_cast<std::size_t>(std::max(0, s.out.group.top_k));
+    const auto& all = s.out.replayed_entries;
+    s.out.ranked.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(k, all.size())));
+    s.out.pruned.assign(s.candidates.begin() + static_cast<std::ptrdiff_t>(s.next), s.candidates.end());
+    results.push_back(std::move(s.out));
+  }
+  return results;
+}
+
+}  // namespace trainsim::planner

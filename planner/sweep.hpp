@@ -1,0 +1,81 @@
+#pragma once
+// A sweep: for each group (a node count, optionally limited to some families), enumerate the
+// search space, keep what is legal and fits the memory model (counting each reason for what does
+// not), order the rest by their step-time lower bound, and replay in that order until the next
+// bound exceeds the K-th best replayed step time (branch and bound: what is never replayed could
+// not have entered the top K). Replays run in waves of a fixed size per group, whoever executes
+// them, so the replayed set (and every number reported) is the same on one core, on many, or
+// sharded over MPI ranks.
+//
+// Ranking within a group: step time ascending; ties broken by the simulated peak GPU memory
+// (less first), then by the strategy's canonical text (workloads/strategy_identity.hpp). Within
+// one node count and batch every objective (time, cost, energy) orders configurations alike:
+// cost and energy are the step time times constants of the group.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "estimator.hpp"
+#include "families.hpp"
+#include "progress.hpp"
+#include "replay_executor.hpp"
+
+namespace trainsim::planner {
+
+struct SweepGroup {
+  std::string label;                     // "16 nodes", "zero3"
+  int nodes = 1;
+  int gpus = 0;                          // 0: every GPU of the nodes
+  std::vector<const Family*> families;   // empty: every strategy
+  int top_k = 1;  // 0: enumerate and count only, replay nothing
+};
+
+struct SweepInputs {
+  const wl::ModelSpec* model = nullptr;
+  const hw::ClusterProfile* profile = nullptr;
+  std::optional<std::int64_t> global_batch;  // default: one sequence per GPU
+  std::int64_t seq = 0;
+  sim::SimOptions options;
+  int wave = 2;  // replays per open group per wave (fixed: the replayed set must not depend on cores)
+};
+
+struct Candidate {
+  wl::Strategy strategy;
+  std::string text;    // canonical_text
+  double bound_s = 0;  // step-time lower bound
+  std::string bound_dominant;
+};
+
+struct RankedEntry {
+  Candidate candidate;
+  sim::SimResult result;
+};
+
+struct GroupResult {
+  SweepGroup group;
+  std::int64_t global_batch = 0;
+  long enumerated = 0;  // strategies of the space (in the group's families)
+  long candidates = 0;  // legal and fitting the memory model
+  long replayed = 0;    // replays the group needed (each answered by the simulator or the cache)
+  std::map<std::string, long> infeasible;         // reason id -> count (first reason of each)
+  std::map<std::string, std::string> example;     // reason id -> one message
+  std::vector<RankedEntry> ranked;                // best first, at most top_k
+  std::vector<Candidate> pruned;                  // never replayed: bound above the K-th best
+  std::vector<RankedEntry> replayed_entries;      // every replay that fits, ranked order
+  std::vector<std::string> errors;                // replays that failed inside the simulator
+};
+
+// The GPUs of a group, and the batch it trains with: the given one, else one sequence per GPU.
+int group_gpus(const SweepInputs& in, const SweepGroup& g);
+std::int64_t group_global_batch(const SweepInputs& in, const SweepGroup& g);
+
+std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<SweepGroup>& groups, ReplayExecutor& executor,
+                                   Progress& progress);
+
+// Orders two replayed entries (the ranking rule above).
+bool ranks_before(const RankedEntry& a, const RankedEntry& b);
+
+}  // namespace trainsim::planner
