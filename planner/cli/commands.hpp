@@ -29,6 +29,7 @@ inline constexpr const char* OUTPUT_FILES_HELP =
 void register_memory(CLI::App& app, Commands& commands);
 void register_list(CLI::App& app, Commands& commands);
 void register_plan(CLI::App& app, Commands& commands);
+void register_compare(CLI::App& app, Commands& commands);
 void register_simulate(CLI::App& app, Commands& commands);
 
 }  // namespace trainsim::cli
