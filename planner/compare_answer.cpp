@@ -30,13 +30,9 @@ wl::Strategy resolve_file(const std::string& path, const PlanQuestion& q, wl::Mo
   } else {
     in.nodes.set(q.nodes.front(), "--nodes");
   }
-  if (q.global_batch) {
-    in.global_batch.set(*q.global_batch, "--global-batch");
-  } else if (!in.global_batch && !in.grad_accum) {
-    // As for the families: one sequence per GPU.
-    const int gpus = q.gpus ? *q.gpus : q.nodes.front() * q.profile.gpus_per_node();
-    in.global_batch.set(gpus, "--global-batch (default: one sequence per GPU)");
-  }
+  // Without --global-batch a file keeps its own batch, or `simulate`'s default (one micro-batch
+  // per pipeline stage): give --global-batch to compare files with families on one batch.
+  if (q.global_batch) in.global_batch.set(*q.global_batch, "--global-batch");
   in.seq.set(q.seq, "--seq");
   const wl::ClusterShape shape{q.profile.gpus_per_node(), q.profile.node_count, q.profile.name};
   wl::ResolvedInputs r = wl::resolve_inputs(in, model, shape);

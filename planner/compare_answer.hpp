@@ -36,7 +36,8 @@ struct CompareAnswer {
 
 // Families: one sweep, one group per family (top 1). Files: each resolved as `simulate
 // --strategy FILE` would resolve it, with --nodes/--gpus/--global-batch/--seq given on the
-// command line overriding the file (ConfigError naming the file and key for a bad one).
+// command line overriding the file (ConfigError naming the file and key for a bad one); without
+// --global-batch a file keeps its own batch or simulate's default.
 CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& strategy_files, const SweepInputs& base,
                              ReplayExecutor& executor, Progress& progress);
 

@@ -157,7 +157,7 @@ std::string beats_next(const RankedEntry& a, const RankedEntry& b) {
                                                   {y.optimizer_s - x.optimizer_s, "optimizer"},
                                                   {y.idle_s - x.idle_s, "idle (pipeline bubble and waits)"}};
   const auto* top = std::max_element(std::begin(saved), std::end(saved), [](const auto& p, const auto& q) { return p.first < q.first; });
-  const double gap = b.result.step_time_s - a.result.step_time_s;
+  const double gap = (ranking_step_ns(b.result.step_time_s) - ranking_step_ns(a.result.step_time_s)) / 1e9;
   std::string why;
   if (gap > 0 && top->first > 0) {
     why = fmt::format("{:.4g} s ({:.2g}%) faster per step, mostly {:.4g} s less {}", gap, 100 * gap / b.result.step_time_s,
@@ -165,9 +165,9 @@ std::string beats_next(const RankedEntry& a, const RankedEntry& b) {
   } else if (gap > 0) {
     why = fmt::format("{:.4g} s faster per step", gap);
   } else if (a.result.peak_memory_bytes < b.result.peak_memory_bytes) {
-    why = fmt::format("the same step time with {:.2f} GiB less GPU memory", (b.result.peak_memory_bytes - a.result.peak_memory_bytes) / 1073741824.0);
+    why = fmt::format("the same step time (to the nanosecond) with {:.2f} GiB less GPU memory", (b.result.peak_memory_bytes - a.result.peak_memory_bytes) / 1073741824.0);
   } else {
-    why = "the same step time and memory (ordered by the strategy's canonical text)";
+    why = "the same step time (to the nanosecond) and memory: ordered by the strategy's canonical text";
   }
   const wl::Strategy &s = a.candidate.strategy, &t = b.candidate.strategy;
   std::vector<std::string> diff;

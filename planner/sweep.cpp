@@ -1,6 +1,7 @@
 #include "sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "search_space.hpp"
@@ -18,7 +19,8 @@ struct GroupState {
     if (out.group.top_k <= 0) return -std::numeric_limits<double>::infinity();  // enumerate only
     const auto k = static_cast<std::size_t>(out.group.top_k);
     if (out.replayed_entries.size() < k) return std::numeric_limits<double>::infinity();
-    return out.replayed_entries[k - 1].result.step_time_s;
+    // Up to the nanosecond the ranking compares: a tie there may still rank first.
+    return (ranking_step_ns(out.replayed_entries[k - 1].result.step_time_s) + 1) / 1e9;
   }
   // Ties with the K-th best are replayed too: a tie may rank before it.
   bool open() const { return next < candidates.size() && candidates[next].bound_s <= threshold(); }
@@ -97,8 +99,11 @@ std::int64_t group_global_batch(const SweepInputs& in, const SweepGroup& g) {
   return in.global_batch ? *in.global_batch : static_cast<std::int64_t>(group_gpus(in, g));
 }
 
+double ranking_step_ns(double step_time_s) { return std::round(step_time_s * 1e9); }
+
 bool ranks_before(const RankedEntry& a, const RankedEntry& b) {
-  if (a.result.step_time_s != b.result.step_time_s) return a.result.step_time_s < b.result.step_time_s;
+  const double x = ranking_step_ns(a.result.step_time_s), y = ranking_step_ns(b.result.step_time_s);
+  if (x != y) return x < y;
   if (a.result.peak_memory_bytes != b.result.peak_memory_bytes) return a.result.peak_memory_bytes < b.result.peak_memory_bytes;
   return a.candidate.text < b.candidate.text;
 }

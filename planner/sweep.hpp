@@ -7,7 +7,7 @@
 // them, so the replayed set (and every number reported) is the same on one core, on many, or
 // sharded over MPI ranks.
 //
-// Ranking within a group: step time ascending; ties broken by the simulated peak GPU memory
+// Ranking within a group: step time ascending (to the nanosecond); ties broken by the simulated peak GPU memory
 // (less first), then by the strategy's canonical text (workloads/strategy_identity.hpp). Within
 // one node count and batch every objective (time, cost, energy) orders configurations alike:
 // cost and energy are the step time times constants of the group.
@@ -75,7 +75,9 @@ std::int64_t group_global_batch(const SweepInputs& in, const SweepGroup& g);
 std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<SweepGroup>& groups, ReplayExecutor& executor,
                                    Progress& progress);
 
-// Orders two replayed entries (the ranking rule above).
+// Orders two replayed entries (the ranking rule above). Step times are compared to the
+// nanosecond: replays that differ in the last bits of a double tie, and the tie-breaks decide.
 bool ranks_before(const RankedEntry& a, const RankedEntry& b);
+double ranking_step_ns(double step_time_s);
 
 }  // namespace trainsim::planner

@@ -63,7 +63,12 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_option("--vpp", f.vpp, "Virtual pipeline stages per GPU (interleaved schedule)")
       ->group("Strategy")
       ->check(whole_number(lim::PARALLEL_DEGREE));
-  app.add_flag("--sp,!--no-sp", f.sp, "Sequence parallelism (with tensor parallelism)")->group("Strategy");
+  // Boolean flags set their setting only when given: CLI11 assigns false to an optional<bool>
+  // flag that was not given, which then overrode a strategy file's true (the file said sp,
+  // l2l or delayed_update and the flags, unsaid, turned it off).
+  app.add_flag_function(
+         "--sp,!--no-sp", [&f](std::int64_t n) { f.sp = n > 0; }, "Sequence parallelism (with tensor parallelism)")
+      ->group("Strategy");
   app.add_option("--schedule", f.schedule, "Pipeline schedule: gpipe, 1f1b, interleaved, pipedream, 2bw")
       ->group("Strategy");
   app.add_option("--zero", f.zero, "ZeRO stage 0-3")->group("Strategy")->check(whole_number(wl::IntLimit{0, 3}));
@@ -73,8 +78,12 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_option("--offload-activations", f.offload_activations, "Activation-checkpoint offload: none, cpu")
       ->group("Strategy");
   app.add_option("--recompute", f.recompute, "Activation recompute: none, selective, full")->group("Strategy");
-  app.add_flag("--l2l", f.l2l, "L2L: one layer on the GPU at a time, model states on the host")->group("Strategy");
-  app.add_flag("--dpu", f.delayed_update, "ZeRO-Offload's one-step delayed parameter update")->group("Strategy");
+  app.add_flag_function(
+         "--l2l", [&f](std::int64_t) { f.l2l = true; }, "L2L: one layer on the GPU at a time, model states on the host")
+      ->group("Strategy");
+  app.add_flag_function(
+         "--dpu", [&f](std::int64_t) { f.delayed_update = true; }, "ZeRO-Offload's one-step delayed parameter update")
+      ->group("Strategy");
   app.add_option("--micro-batch", f.micro_batch, "Micro-batch size per GPU")
       ->group("Strategy")
       ->check(whole_number(lim::MICRO_BATCH));

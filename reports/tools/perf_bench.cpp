@@ -135,6 +135,108 @@ nlohmann::ordered_json to_json(const Measurement& m) {
           {"simulated_step_time_s", m.step_time_s}};
 }
 
+std::string host_description();
+
+// --- The planner (issue 9): `trainsim plan` wall time, cold (no cache) and warm (its cache). ---
+
+struct PlanMeasurement {
+  std::string name;
+  std::string args;
+  double target_s = 0;
+  double wall_s = 0, wall_min_s = 0, wall_max_s = 0;
+  double max_rss_MiB = 0;
+  long enumerated = 0, fit = 0, replayed = 0, pruned = 0;
+  std::string best;  // the best configuration (single node count) or the fastest (range)
+};
+
+PlanMeasurement measure_plan(const std::string& trainsim, const std::string& name, const std::string& args, double target_s,
+                             int repeat) {
+  PlanMeasurement m;
+  m.name = name;
+  m.args = args;
+  m.target_s = target_s;
+  std::vector<double> walls;
+  Run last;
+  for (int i = 0; i < repeat; ++i) {
+    last = run_once(trainsim, split("plan " + args + " --format json --quiet"));
+    walls.push_back(last.wall_s);
+    m.max_rss_MiB = std::max(m.max_rss_MiB, last.max_rss_MiB);
+  }
+  std::sort(walls.begin(), walls.end());
+  m.wall_s = walls[walls.size() / 2];
+  m.wall_min_s = walls.front();
+  m.wall_max_s = walls.back();
+  const auto& search = last.answer["search"];
+  m.enumerated = search["enumerated"].get<long>();
+  m.fit = search["fit_memory_model"].get<long>();
+  m.replayed = search["replayed"].get<long>();
+  m.pruned = search["pruned_by_bound"].get<long>();
+  const auto& best = last.answer["fastest"];
+  if (!best.is_null()) m.best = fmt::format("{} nodes: {}", best["nodes"].get<int>(), best["description"].get<std::string>());
+  std::cerr << fmt::format("  {:<52} {:>8.2f} s (target {:.0f} s)  {:>7.1f} MiB  {} replays\n", name, m.wall_s, target_s,
+                           m.max_rss_MiB, m.replayed);
+  return m;
+}
+
+nlohmann::ordered_json to_json(const PlanMeasurement& m) {
+  return {{"name", m.name},
+          {"command", "trainsim plan " + m.args},
+          {"target_s", m.target_s},
+          {"meets_target", m.wall_s <= m.target_s},
+          {"wall_s_median", m.wall_s},
+          {"wall_s_min", m.wall_min_s},
+          {"wall_s_max", m.wall_max_s},
+          {"max_rss_MiB", m.max_rss_MiB},
+          {"strategies_enumerated", m.enumerated},
+          {"fit_memory_model", m.fit},
+          {"replayed", m.replayed},
+          {"pruned_by_bound", m.pruned},
+          {"best", m.best}};
+}
+
+// Cold runs replay everything (--no-cache); warm runs answer from a cache the previous run filled.
+void plan_section(const std::string& trainsim, const std::string& out_dir, int repeat, const std::string& date,
+                  const std::string& command) {
+  const std::string cache = out_dir + "/.plan-bench-cache";
+  std::filesystem::remove_all(cache);
+  std::cerr << "Planner:\n";
+  const std::string one = "--model megatron-1t --hw dgx2 --nodes 1";
+  const std::string mid = "--model megatron-1t --hw dgx2 --nodes 64";
+  const std::string range = "--model megatron-1t --hw dgx2 --nodes 1..128";
+  std::vector<PlanMeasurement> ms;
+  ms.push_back(measure_plan(trainsim, "1T on 1 DGX-2, cold", one + " --no-cache", 10, repeat));
+  ms.push_back(measure_plan(trainsim, "1T on 64 DGX-2, cold", mid + " --no-cache", 10, repeat));
+  ms.push_back(measure_plan(trainsim, "1T on 1..128 DGX-2, cold", range + " --cache " + cache, 60, 1));
+  ms.push_back(measure_plan(trainsim, "1T on 1..128 DGX-2, warm (from its cache)", range + " --cache " + cache, 60, repeat));
+  std::filesystem::remove_all(cache);
+
+  nlohmann::ordered_json doc;
+  doc["schema_version"] = 1;
+  doc["kind"] = "trainsim.plan_bench";
+  doc["context"] = {{"date", date}, {"host", host_description()}, {"trainsim", trainsim}, {"command", command}};
+  doc["plans"] = nlohmann::ordered_json::array();
+  for (const auto& m : ms) doc["plans"].push_back(to_json(m));
+  std::ofstream(out_dir + "/plan_bench.json") << doc.dump(2) << "\n";
+
+  std::string md = "# Planner performance\n\n";
+  md += fmt::format("Measured {} on {}; `{}` (built RelWithDebInfo).\n\n", date, host_description(), command);
+  md += "Each figure is the real CLI (`trainsim plan ... --format json`) in a child process, wall time from start to exit "
+        "(median of the runs where repeated) and peak RSS of the process tree. Cold: every replay simulated (the first of the "
+        "range runs fills a fresh results cache, the single-count runs use `--no-cache`); warm: the same range again, answered "
+        "from that cache. Targets (issue 9): a single node count under 10 s, the 1..128 range under 60 s, on 2 cores.\n\n";
+  md += "| plan | wall (s), median [min, max] | target (s) | met | peak RSS (MiB) | strategies | fit memory | replayed | pruned by bound |\n";
+  md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& m : ms) {
+    md += fmt::format("| {} | {:.2f} [{:.2f}, {:.2f}] | {:.0f} | {} | {:.0f} | {} | {} | {} | {} |\n", m.name, m.wall_s, m.wall_min_s,
+                      m.wall_max_s, m.target_s, m.wall_s <= m.target_s ? "yes" : "**no**", m.max_rss_MiB, m.enumerated, m.fit,
+                      m.replayed, m.pruned);
+  }
+  md += "\nCommands and answers:\n\n";
+  for (const auto& m : ms) md += fmt::format("- `trainsim plan {}`: {}\n", m.args, m.best.empty() ? "nothing fits" : m.best);
+  std::ofstream(out_dir + "/plan.md") << md;
+  std::cerr << "wrote " << out_dir << "/plan_bench.json, plan.md\n";
+}
+
 std::string host_description() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line, model = "unknown CPU";
@@ -155,7 +257,11 @@ int main(int argc, char** argv) {
   CLI::App app{"trainsim-bench: simulator wall time and peak memory"};
   std::string trainsim = "build/trainsim", out_dir = "reports/perf";
   int repeat = 3;
+  std::string section = "all";
   app.add_option("--trainsim", trainsim, "The trainsim binary to measure")->capture_default_str();
+  app.add_option("--section", section, "What to measure: simulate (reference steps, cost curve), plan (the planner), or all")
+      ->check(CLI::IsMember({"simulate", "plan", "all"}))
+      ->capture_default_str();
   app.add_option("--out", out_dir, "Output folder")->capture_default_str();
   app.add_option("--repeat", repeat, "Runs per measurement (median reported)")->check(CLI::Range(1, 50))->capture_default_str();
   try {
@@ -170,6 +276,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    char plan_date[32];
+    const std::time_t plan_now = std::time(nullptr);
+    std::strftime(plan_date, sizeof plan_date, "%Y-%m-%d %H:%M UTC", std::gmtime(&plan_now));
+    const std::string command =
+        fmt::format("trainsim-bench --trainsim {} --out {} --repeat {} --section {}", trainsim, out_dir, repeat, section);
+    if (section == "plan") {
+      std::filesystem::create_directories(out_dir);
+      plan_section(trainsim, out_dir, repeat, plan_date, command);
+      return 0;
+    }
     std::cerr << "Reference steps (" << repeat << " runs each, median):\n";
     const std::string zinf = "--zero 3 --offload-params nvme --offload-optimizer nvme --recompute full --offload-activations cpu";
     std::vector<Measurement> refs = {
@@ -268,8 +384,10 @@ int main(int argc, char** argv) {
           "growing: every node of a data-parallel job does the same work, so one node is simulated in full and the others by "
           "symmetry (exact for identical ranks and a symmetric fabric; not exact for pipeline stages that differ per node). "
           "Rerun: `build/trainsim-bench` from the repository root.\n";
+    md += "\nThe planner's benchmark (`--section plan`) is in [plan.md](plan.md).\n";
     std::ofstream(out_dir + "/README.md") << md;
     std::cerr << "wrote " << out_dir << "/bench.json, README.md, cost_curve.svg\n";
+    if (section == "all") plan_section(trainsim, out_dir, repeat, plan_date, command);
   } catch (const std::exception& e) {
     std::cerr << "trainsim-bench: error: " << e.what() << "\n";
     return 1;

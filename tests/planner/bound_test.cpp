@@ -1,0 +1,105 @@
+// The step-time lower bound (sim/step_bound.hpp) against the replay: for a configuration of
+// every family, on one node and across nodes, the bound never exceeds the replayed step. The
+// planner prunes with it, so a bound above a replay could drop the true best configuration.
+#include <gtest/gtest.h>
+
+#include "estimator.hpp"
+#include "model_loader.hpp"
+#include "profile_loader.hpp"
+#include "strategy_identity.hpp"
+
+namespace trainsim::planner {
+namespace {
+
+struct Case {
+  const char* what;
+  int gpus;
+  std::function<void(wl::Strategy&)> set;
+};
+
+wl::Strategy shaped(int gpus, int gpn) {
+  wl::Strategy s;
+  s.gpus = gpus;
+  s.nodes = (gpus + gpn - 1) / gpn;
+  s.dp = gpus;
+  s.global_batch = 2L * gpus;
+  s.seq = 1024;
+  return s;
+}
+
+void set_parallel(wl::Strategy& s, int tp, int pp) {
+  s.tp = tp;
+  s.pp = pp;
+  s.dp = s.gpus / (tp * pp);
+}
+
+TEST(StepBound, NeverAboveTheReplay) {
+  const wl::ModelSpec m = wl::builtin_model("megatron-8.3b");  // 72 layers, 32 heads: tp and pp both divide
+  const hw::ClusterProfile p = hw::builtin_profile("dgx2");
+  using wl::OffloadTarget;
+  const std::vector<Case> cases = {
+      {"dp", 8, [](wl::Strategy& s) { s.recompute = wl::Recompute::FULL; s.tp = 8; s.dp = 1; }},
+      {"zero1", 16, [](wl::Strategy& s) { s.zero_stage = 1; set_parallel(s, 2, 1); s.sp = true; s.recompute = wl::Recompute::SELECTIVE; }},
+      {"zero2 on two nodes", 32, [](wl::Strategy& s) { s.zero_stage = 2; set_parallel(s, 4, 1); s.recompute = wl::Recompute::FULL; }},
+      {"zero3 on two nodes", 32, [](wl::Strategy& s) { s.zero_stage = 3; s.recompute = wl::Recompute::FULL; s.micro_batch = 2; }},
+      {"zero-offload", 4, [](wl::Strategy& s) { s.zero_stage = 2; s.offload_optimizer = OffloadTarget::CPU; s.recompute = wl::Recompute::FULL; }},
+      {"zero-offload delayed update", 4,
+       [](wl::Strategy& s) { s.zero_stage = 2; s.offload_optimizer = OffloadTarget::CPU; s.delayed_update = true; s.recompute = wl::Recompute::FULL; }},
+      {"zero-infinity cpu", 8,
+       [](wl::Strategy& s) { s.zero_stage = 3; s.offload_params = OffloadTarget::CPU; s.offload_optimizer = OffloadTarget::CPU; s.recompute = wl::Recompute::FULL; }},
+      {"zero-infinity nvme", 16,
+       [](wl::Strategy& s) {
+         s.zero_stage = 3; s.offload_params = OffloadTarget::NVME; s.offload_optimizer = OffloadTarget::NVME;
+         s.recompute = wl::Recompute::FULL; s.offload_activations = wl::ActivationOffload::CPU;
+       }},
+      {"l2l", 4, [](wl::Strategy& s) { s.l2l = true; s.recompute = wl::Recompute::FULL; }},
+      {"gpipe", 16, [](wl::Strategy& s) { set_parallel(s, 4, 4); s.schedule = wl::Schedule::GPIPE; s.global_batch = 16; s.recompute = wl::Recompute::FULL; }},
+      {"1f1b across nodes", 32, [](wl::Strategy& s) { set_parallel(s, 8, 4); s.zero_stage = 1; s.sp = true; s.global_batch = 32; s.recompute = wl::Recompute::SELECTIVE; }},
+      {"interleaved", 16, [](wl::Strategy& s) { set_parallel(s, 4, 4); s.vpp = 2; s.schedule = wl::Schedule::INTERLEAVED; s.global_batch = 16; s.recompute = wl::Recompute::FULL; }},
+      {"pipedream", 8, [](wl::Strategy& s) { set_parallel(s, 2, 4); s.schedule = wl::Schedule::PIPEDREAM; s.global_batch = 8; s.recompute = wl::Recompute::FULL; }},
+      {"2bw", 8, [](wl::Strategy& s) { set_parallel(s, 2, 4); s.schedule = wl::Schedule::TWO_BW; s.global_batch = 16; s.recompute = wl::Recompute::FULL; }},
+  };
+  for (const Case& c : cases) {
+    wl::Strategy s = shaped(c.gpus, p.gpus_per_node());
+    c.set(s);
+    const Config config{&m, &p, s};
+    const std::vector<Issue> issues = validate(config);
+    ASSERT_TRUE(issues.empty()) << c.what << ": " << issues.front().message;
+    const Bound b = bound(config);
+    ASSERT_FALSE(b.misfit) << c.what << ": " << b.misfit->message;
+    const sim::SimResult r = replay(config, b.memory);
+    ASSERT_TRUE(r.simulated) << c.what;
+    EXPECT_GT(b.step.seconds, 0) << c.what;
+    EXPECT_LE(b.step.seconds, r.step_time_s * (1 + 1e-9)) << c.what << ": bound " << b.step.seconds << " s above the replay's "
+                                                         << r.step_time_s << " s (" << wl::canonical_text(s) << ")";
+  }
+}
+
+// The floor under the model states (estimator.cpp) never refuses what the full memory model
+// accepts.
+TEST(StepBound, MemoryFloorAgreesWithTheMemoryModel) {
+  const wl::ModelSpec m = wl::builtin_model("gpt3-175b");
+  const hw::ClusterProfile p = hw::builtin_profile("dgx-a100");
+  int checked = 0;
+  for (int tp : {1, 8}) {
+    for (int pp : {1, 4, 16}) {
+      for (int zero : {0, 1, 3}) {
+        wl::Strategy s = shaped(256, 8);
+        set_parallel(s, tp, pp);
+        s.zero_stage = pp > 1 ? std::min(zero, 1) : zero;
+        const Config c{&m, &p, s};
+        if (!validate(c).empty()) continue;
+        const Bound b = bound(c);
+        const wl::MemoryEstimate full = wl::estimate_memory(m, s, 8);
+        const bool fits_full = full.stages[static_cast<std::size_t>(full.peak_stage)].gpu_bytes() <= p.gpu_usable_bytes();
+        const bool floor_refuses = b.misfit && b.misfit->reason == "gpu-memory";
+        EXPECT_FALSE(fits_full && floor_refuses) << wl::canonical_text(s);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 8);
+}
+
+}  // namespace
+}  // namespace trainsim::planner

@@ -1,0 +1,101 @@
+// The sweep (planner/sweep.hpp): pruning by the bound is sound (a sample of what it pruned,
+// replayed, never beats the K-th best), the answer does not depend on how many workers ran it,
+// and a results cache gives the same answer without replaying.
+#include <gtest/gtest.h>
+
+#include "model_loader.hpp"
+#include "profile_loader.hpp"
+#include "replay_executor.hpp"
+#include "sweep.hpp"
+#include "test_support.hpp"
+
+namespace trainsim::planner {
+namespace {
+
+struct Fixture {
+  wl::ModelSpec model = wl::builtin_model("gpt2-1.5b");
+  hw::ClusterProfile profile = hw::builtin_profile("dgx2");
+  SweepInputs inputs() const {
+    SweepInputs in;
+    in.model = &model;
+    in.profile = &profile;
+    in.seq = model.seq_len;
+    in.global_batch = 8;
+    return in;
+  }
+};
+
+std::vector<GroupResult> sweep(const Fixture& f, int threads, const ResultCache& cache, int top_k, Progress* counted = nullptr) {
+  Progress quiet(false);
+  Progress& progress = counted ? *counted : quiet;
+  auto executor = make_local_executor(threads, cache, {}, progress);
+  return run_sweep(f.inputs(), {{"4 GPUs", 1, 4, {}, top_k}}, *executor, progress);
+}
+
+std::string summary(const GroupResult& g) {
+  std::string s = std::to_string(g.enumerated) + "/" + std::to_string(g.candidates) + "/" + std::to_string(g.replayed) + "\n";
+  for (const auto& [r, n] : g.infeasible) s += r + "=" + std::to_string(n) + "\n";
+  for (const auto& e : g.ranked) s += e.candidate.text + " " + std::to_string(e.result.step_time_s) + "\n";
+  return s;
+}
+
+TEST(Sweep, PrunedConfigurationsNeverBeatTheTopK) {
+  Fixture f;
+  test::ScratchDir dir;
+  const ResultCache cache(dir.path().string(), "--cache");
+  const int k = 3;
+  const GroupResult g = sweep(f, 2, cache, k).front();
+  ASSERT_EQ(g.ranked.size(), static_cast<std::size_t>(k));
+  ASSERT_GT(g.pruned.size(), 20u);
+  // Every replay respected its bound.
+  for (const RankedEntry& e : g.replayed_entries) EXPECT_LE(e.candidate.bound_s, e.result.step_time_s * (1 + 1e-9)) << e.candidate.text;
+  // The pruned ones closest to the cut and a spread of the rest, replayed.
+  std::vector<ReplayJob> jobs;
+  std::vector<const Candidate*> sample;
+  for (std::size_t i = 0; i < g.pruned.size(); ++i) {
+    if (i < 4 || i % (g.pruned.size() / 8) == 0) sample.push_back(&g.pruned[i]);
+  }
+  for (const Candidate* c : sample) {
+    const Config config{&f.model, &f.profile, c->strategy};
+    jobs.push_back({config, ResultCache::key_text(config, {})});
+  }
+  Progress quiet(false);
+  const auto outcomes = make_local_executor(2, cache, {}, quiet)->run(jobs);
+  const RankedEntry& kth = g.ranked.back();
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
+    EXPECT_LE(sample[i]->bound_s, outcomes[i].result.step_time_s * (1 + 1e-9)) << sample[i]->text;
+    if (!outcomes[i].result.fits) continue;
+    const RankedEntry pruned{*sample[i], outcomes[i].result};
+    EXPECT_TRUE(ranks_before(kth, pruned)) << "pruned " << sample[i]->text << " (" << outcomes[i].result.step_time_s
+                                           << " s) beats the K-th best " << kth.candidate.text << " (" << kth.result.step_time_s << " s)";
+  }
+}
+
+TEST(Sweep, SameAnswerWithOneWorkerOrTwoAndFromTheCache) {
+  Fixture f;
+  test::ScratchDir dir;
+  const ResultCache none("", "--cache"), cache(dir.path().string(), "--cache");
+  const std::string one = summary(sweep(f, 1, none, 2).front());
+  const std::string two = summary(sweep(f, 2, cache, 2).front());
+  EXPECT_EQ(one, two);
+  Progress counted(false);
+  const std::string cached = summary(sweep(f, 2, cache, 2, &counted).front());
+  EXPECT_EQ(one, cached);
+  EXPECT_GT(counted.replayed(), 0);
+  EXPECT_EQ(counted.cached(), counted.replayed());  // nothing simulated the second time
+}
+
+TEST(Sweep, EnumerateOnlyCountsWithoutReplaying) {
+  Fixture f;
+  const ResultCache none("", "--cache");
+  Progress counted(false);
+  const GroupResult g = sweep(f, 2, none, 0, &counted).front();
+  EXPECT_GT(g.candidates, 0);
+  EXPECT_EQ(g.replayed, 0);
+  EXPECT_EQ(counted.replayed(), 0);
+  EXPECT_TRUE(g.ranked.empty());
+}
+
+}  // namespace
+}  // namespace trainsim::planner
