@@ -129,10 +129,10 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   }
   a.at.gpu = a.stored_bytes + a.checkpoint_bytes;
   if (s.offload_activations == ActivationOffload::CPU) {
-    // ZeRO-Infinity Sec. 5.1.2: checkpoints go to host memory; two layers' worth stay on the GPU
-    // as the write-out and prefetch buffers.
+    // ZeRO-Infinity Sec. 5.1.2: every checkpoint goes to host memory; two layers' worth of GPU
+    // memory stay as the write-out and prefetch buffers.
     const double resident = std::min(a.checkpoint_bytes, 2.0 * layer.stored);
-    a.at.cpu = a.checkpoint_bytes - resident;
+    a.at.cpu = a.checkpoint_bytes;
     a.at.gpu = a.stored_bytes + resident;
   }
   st.buffers.logits_loss_bytes =

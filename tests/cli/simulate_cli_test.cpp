@@ -16,7 +16,9 @@ TEST(SimulateCli, JsonCarriesThePublicKeys) {
                           "bubble_fraction", "peak_memory_bytes", "per_gpu", "fits", "infeasible_reason", "provenance"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j["per_gpu"].size(), 16u);
+  // The 16 data-parallel ranks of the node are identical: one simulated GPU stands for them.
+  ASSERT_EQ(j["per_gpu"].size(), 1u);
+  EXPECT_EQ(j["per_gpu"][0]["ranks"].get<int>(), 16);
   const auto& busy = j["per_gpu"][0]["busy_s"];
   double sum = 0;
   for (const char* c : {"compute", "exposed_communication", "exposed_offload_io", "optimizer", "idle"}) sum += busy[c].get<double>();
@@ -47,7 +49,9 @@ TEST(SimulateCli, TraceOpensAsChromeTraceJson) {
     }
   }
   EXPECT_TRUE(phases.count("X") && phases.count("C") && phases.count("M"));
-  EXPECT_TRUE(processes.count("GPU 0") && processes.count("host CPU") && processes.count("fabric (rings, PCIe links)"));
+  EXPECT_TRUE(processes.count("stage 0 (node 0, GPU 0), for 16 ranks") && processes.count("node 0 host") &&
+              processes.count("fabric (rings)"))
+      << j["traceEvents"][0].dump();
 }
 
 TEST(SimulateCli, DoesNotFitIsAnAnswerWithItsReason) {
@@ -59,12 +63,17 @@ TEST(SimulateCli, DoesNotFitIsAnAnswerWithItsReason) {
   EXPECT_NE(j["infeasible_reason"].get<std::string>().find("GPU memory"), std::string::npos);
 }
 
-TEST(SimulateCli, WhatIsNotSimulatedYetIsABadInputWithExitCode2) {
+TEST(SimulateCli, CombinationsTheStacksDoNotRunAreBadInputWithExitCode2) {
   test::ScratchDir dir;
   const std::string out = (dir.path() / "s.json").string();
-  const auto pp = test::run_trainsim("simulate --model gpt3-175b --hw dgx-a100 --nodes 8 --tp 8 --pp 8 -o " + out);
-  EXPECT_EQ(pp.exit_code, 2);
-  EXPECT_NE(pp.err.find("--pp: expected 1 for simulate"), std::string::npos) << pp.err;
+  const auto offload =
+      test::run_trainsim("simulate --model gpt3-175b --hw dgx-a100 --nodes 8 --tp 8 --pp 8 --zero 1 --offload-optimizer cpu -o " + out);
+  EXPECT_EQ(offload.exit_code, 2);
+  EXPECT_NE(offload.err.find("--offload-optimizer: expected none with pipeline parallelism"), std::string::npos) << offload.err;
+  const auto async = test::run_trainsim("simulate --model gpt3-175b --hw dgx-a100 --nodes 8 --tp 8 --pp 8 --zero 1 --schedule 2bw "
+                                        "--global-batch 64 -o " + out);
+  EXPECT_EQ(async.exit_code, 2);
+  EXPECT_NE(async.err.find("--zero: expected 0 with PipeDream and 2BW"), std::string::npos) << async.err;
   // simulate does not take --params (a raw count has no layers to replay): it is not among its flags.
   const auto raw = test::run_trainsim("simulate --params 7.5e9 -o " + out);
   EXPECT_EQ(raw.exit_code, 2);
