@@ -195,11 +195,18 @@ class Replayer {
   // Ops whose work is empty finish at once; their successors may start at once too.
   void finish(OpId id) {
     result_.timing[id].end = sg::Engine::get_clock();
-    // SimGrid still touches an activity after its completion signal, and releasing it there
-    // crashes (simgrid-3.32.md); keeping every one to the end makes SimGrid's own bookkeeping
-    // scan them all. So an op's activities are released at the next completion.
-    graveyard_.clear();
-    graveyard_.swap(live_[id]);
+    // SimGrid still touches an activity after its completion signal, also after the signals of
+    // other activities that end at the same instant (releasing one then crashed a 35-stage
+    // replay); keeping every one to the end makes SimGrid's own bookkeeping scan them all. So
+    // an op's activities are released at the first completion at a later time.
+    const double now = sg::Engine::get_clock();
+    if (now > graveyard_time_) {
+      graveyard_.clear();
+      graveyard_time_ = now;
+    }
+    for (auto& a : live_[id]) graveyard_.push_back(std::move(a));
+    live_[id].clear();
+    live_[id].shrink_to_fit();
     ++completed_;
     for (auto [e, end] = boost::out_edges(id, graph_); e != end; ++e) {
       const OpId next = boost::target(*e, graph_);
@@ -225,6 +232,7 @@ class Replayer {
   std::vector<std::vector<sg::ActivityPtr>> live_;
   std::vector<OpId> ready_;
   std::vector<sg::ActivityPtr> graveyard_;
+  double graveyard_time_ = -1;
   std::unordered_map<const sg::Link*, double> caps_in_force_;
   std::size_t completed_ = 0;
   ReplayResult result_;
