@@ -103,7 +103,7 @@ class Replays {
                  lowered.platform.transfers == spec_.transfers)) {
       throw std::logic_error("simulator: replays of one configuration need different platforms");
     }
-    const ReplayResult replay = sim::replay(lowered.graph, *platform_, lowered.caps);
+    const ReplayResult replay = sim::replay(*lowered.graph, *platform_, lowered.caps);
     const int gpus = static_cast<int>(lowered.gpus.size());
     // The step: the whole replay, or over several steps the steady state between the ends of the
     // first and the last (asynchronous schedules, the delayed update).
@@ -117,10 +117,10 @@ class Replays {
     steps_ = lowered.steps;
     Outcome o;
     o.step_time_s = (to - from) / steps;
-    o.ops = static_cast<double>(boost::num_vertices(lowered.graph));
+    o.ops = static_cast<double>(boost::num_vertices(*lowered.graph));
     o.activities = static_cast<double>(replay.activities);
-    const MemoryTimeline timeline = build_memory_timeline(lowered.graph, replay, gpus, lowered.simulated_nodes);
-    o.busy = gpu_busy(lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
+    const MemoryTimeline timeline = build_memory_timeline(*lowered.graph, replay, gpus, lowered.simulated_nodes);
+    o.busy = gpu_busy(*lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
     for (auto& b : o.busy) {
       b.compute_s /= steps;
       b.exposed_communication_s /= steps;
@@ -138,7 +138,7 @@ class Replays {
     if (trace != nullptr) {
       const std::string title = fmt::format("trainsim: {} on {} x {} ({} micro-batches replayed)", m_.name, s_.nodes,
                                             profile_.name, micro_batches > 0 ? micro_batches : s_.micro_batches());
-      *trace = chrome_trace(lowered.graph, replay, timeline, lowered, title);
+      *trace = chrome_trace(*lowered.graph, replay, timeline, lowered, title);
     }
     return o;
   }
@@ -187,11 +187,12 @@ class Replays {
 Outcome replay_folded(Replays& r, int m, bool fold, std::string* trace, std::string* how) {
   const int period = r.period();
   int m1 = r.first_linear();
-  if (!fold || m <= m1 + 3 * period) {
+  // Folding pays when its three replays hold fewer micro-batches than the step has.
+  if (!fold || 3 * m1 + 3 * period >= m) {
     *how = fmt::format("all {} micro-batches replayed", m);
     return r.run(0, trace);
   }
-  while (m1 + 3 * period < m) {
+  while (3 * m1 + 3 * period < m) {
     const Outcome o1 = r.run(m1, nullptr);
     const Outcome o2 = r.run(m1 + period, nullptr);
     const Outcome o3 = r.run(m1 + 2 * period, trace);
@@ -295,7 +296,7 @@ double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const
   // Folded, three replays past the warm-up (replay_folded).
   const double period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
   const double first = s.pp > 1 ? std::ceil((s.pp + 1) / period) * period : 2;
-  const double replayed = options.fold_micro_batches && m_total > first + 3 * period ? 3 * first + 3 * period : m_total;
+  const double replayed = options.fold_micro_batches && m_total > 3 * first + 3 * period ? 3 * first + 3 * period : m_total;
   const bool asynchronous = s.pp > 1 && (s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW);
   const double steps = s.delayed_update || asynchronous ? 3 : 1;
   return 16.0 * gpus * units * replayed * steps;
