@@ -148,6 +148,14 @@ class Replayer {
       case OpKind::COLLECTIVE: {
         const RingRoute& ring = platform_.ring(op.ring);
         if (ring.channels.empty() || op.group_size < 2) break;
+        if (ring.exclusive_rate > 0) {
+          // Alone on its links (platform.hpp): latency plus the hop bytes at its bottleneck rate.
+          const double rate = cap_of(id) > 0 ? std::min(cap_of(id), ring.exclusive_rate) : ring.exclusive_rate;
+          const double bytes = ring_hop_bytes(op.collective, op.bytes, op.group_size);
+          phase_[id] = 2;
+          launch(id, sg::Exec::init()->set_flops_amount(op.latency_s + bytes / rate)->set_host(platform_.delay_host()));
+          break;
+        }
         if (op.latency_s > 0) launch_delay(id, op.latency_s);
         else start_flows(id);
         break;
