@@ -71,7 +71,9 @@ double shard(double elems, int dp) { return std::ceil(elems / dp); }
 double weight_versions(const Strategy& s, int stage) {
   if (s.pp == 1) return 1;
   if (s.schedule == Schedule::PIPEDREAM) return std::min<double>(s.micro_batches(), s.pp - stage);
-  if (s.schedule == Schedule::TWO_BW) return 2;
+  // 2BW double-buffers where micro-batches of the next step are in flight when a stage updates
+  // (its p - i - 1 warm-up forwards); the last stage has none and updates in place.
+  if (s.schedule == Schedule::TWO_BW) return s.pp - stage > 1 ? 2 : 1;
   return 1;
 }
 

@@ -105,6 +105,8 @@ TEST(Hardening, EveryInputCaseOfTheIssueIsExit2WithItsMessage) {
        "{dir}/a_directory/: (file): expected a readable regular file of at most 16 MiB, got a directory"},
       {"--micro-batch 0", "memory --model gpt2-1.5b --micro-batch 0",
        "trainsim: error: --micro-batch: expected a whole number >= 1, got 0\n"},
+      {"a flag given twice", "memory --model gpt2-1.5b --gpus 4 --gpus 8",
+       "trainsim: error: --gpus: expected once, got it 2 times\n"},
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();
