@@ -12,6 +12,7 @@
 #include "cost_model.hpp"
 #include "data_parallel_program.hpp"
 #include "engine.hpp"
+#include "hydra_program.hpp"
 #include "interpreter.hpp"
 #include "isolation.hpp"
 #include "layer_costs.hpp"
@@ -165,6 +166,11 @@ class Replays {
       PipelineBuild b = build_pipeline_programs(m_, s_, costs_, memory_, micro_batches);
       notes_ = b.programs.notes;
       return std::move(b.programs);
+    }
+    if (s_.schedule == wl::Schedule::HYDRA) {
+      ProgramSet p = build_hydra_program(m_, s_, costs_, memory_, micro_batches);
+      notes_ = p.notes;
+      return p;
     }
     return build_data_parallel_program(m_, s_, costs_, memory_, profile_.gpus_per_node(), micro_batches);
   }

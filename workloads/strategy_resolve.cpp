@@ -227,6 +227,23 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
          "\"" + std::string(to_string(s.schedule)) + "\"");
   }
   if (s.vpp > 1 && s.pp < 2) fail(in.vpp.origin, "pp >= 2 for virtual pipeline stages", std::to_string(s.vpp));
+  // Hydra spills one model per GPU through host memory: no pipeline, no ZeRO, no other offload.
+  if (s.schedule == Schedule::HYDRA) {
+    if (s.pp > 1) fail(in.schedule.origin, "pp = 1 for Hydra (each GPU runs the whole model, shard by shard)", "pp > 1");
+    if (s.zero_stage != 0 || s.l2l || s.offload_params != OffloadTarget::NONE || s.offload_optimizer != OffloadTarget::NONE ||
+        s.tp > 1) {
+      fail(in.schedule.origin, "--zero 0, --tp 1, no --l2l and no --offload-* with Hydra (it keeps the model in host memory itself)",
+           "another setting");
+    }
+    if (raw) fail(in.schedule.origin, "a model architecture for Hydra (use --model)", "--params");
+    s.shards = value_or(in.shards, static_cast<int>(model.layers));
+    if (s.shards < 1 || s.shards > model.layers) {
+      fail(in.shards.origin, fmt::format("a shard count in [1, {}] (the layers of {})", model.layers, model.name),
+           std::to_string(s.shards));
+    }
+  } else if (in.shards) {
+    fail(in.shards.origin, "--schedule hydra with --shards", "another schedule");
+  }
 
   // ZeRO and offload rules, as DeepSpeed enforces them (deepspeed/runtime/zero/config.py, engine.py).
   if (s.zero_stage >= 2 && s.pp > 1) {
