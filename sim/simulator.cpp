@@ -213,6 +213,7 @@ class MicroBatchFold {
         int extra = 0;
         for (int n : {b, b + k, b + 2 * k}) extra += replayed_.count(n) ? 0 : n;
         if (replayed_micro_batches_ + extra >= m_) break;
+        attempted_ = true;
         const std::vector<double> a = flatten(at(b)), c = flatten(at(b + k)), e = flatten(at(b + 2 * k));
         bool linear = true;
         for (std::size_t i = 0; i < a.size() && linear; ++i) {
@@ -231,8 +232,8 @@ class MicroBatchFold {
         return unflatten(v, at(b + 2 * k));
       }
     }
-    *how = fold ? fmt::format("all {} micro-batches replayed (folding would not replay fewer, or found no periodic regime)", m_)
-                : fmt::format("all {} micro-batches replayed", m_);
+    *how = fold && attempted_ ? fmt::format("all {} micro-batches replayed (no periodic regime found early enough)", m_)
+                              : fmt::format("all {} micro-batch{} replayed", m_, m_ == 1 ? "" : "es");
     return r_.run(0, trace);
   }
 
@@ -250,6 +251,7 @@ class MicroBatchFold {
   int m_;
   std::map<int, Outcome> replayed_;
   int replayed_micro_batches_ = 0;
+  bool attempted_ = false;
 };
 
 // Runs inside the isolated child: everything that touches SimGrid.
