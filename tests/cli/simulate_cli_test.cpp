@@ -1,6 +1,8 @@
 // `trainsim simulate` end to end, through the built binary.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -79,6 +81,20 @@ TEST(SimulateCli, CombinationsTheStacksDoNotRunAreBadInputWithExitCode2) {
   EXPECT_EQ(raw.exit_code, 2);
   EXPECT_NE(raw.err.find("The following arguments were not expected: 7.5e9 --params"), std::string::npos) << raw.err;
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(SimulateCli, TensorParallelismAcrossNodesPaysForTheNetwork) {
+  // GPT-3 on 64 A100s: tp 16 spans two DGX A100 nodes, so its all-reduces cross 200 Gb/s NICs
+  // instead of 300 GB/s NVLink ports; the same layers' tensor-parallel traffic is exposed for much
+  // longer than with tp 8 inside a node.
+  auto exposed = [](int tp) {
+    const auto r = test::run_trainsim(fmt::format(
+        "simulate --model gpt3-175b --hw dgx-a100 --gpus 64 --tp {} --pp {} --recompute full --global-batch 16 --format json", tp,
+        64 / tp));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["per_gpu"][0]["busy_s"]["exposed_communication"].get<double>();
+  };
+  EXPECT_GT(exposed(16), 3 * exposed(8));
 }
 
 TEST(SimulateCli, DelayedUpdateHidesTheCpuOptimizer) {
