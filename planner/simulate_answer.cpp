@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "config_error.hpp"
+#include "byte_counts.hpp"
 #include "enum_names.hpp"
 
 namespace trainsim::planner {
@@ -31,6 +32,37 @@ std::string fits_reason(const MemoryAnswer& m) {
   for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
   return out;
 }
+// Combinations the stacks do not run (or trainsim does not model) are refused with the reason,
+// naming the flag to change.
+void reject_unsimulated(const wl::Strategy& s) {
+  if (s.pp > 1) {
+    if (s.offload_params != wl::OffloadTarget::NONE || s.offload_optimizer != wl::OffloadTarget::NONE) {
+      throw ConfigError(s.offload_params != wl::OffloadTarget::NONE ? "--offload-params" : "--offload-optimizer",
+                        s.offload_params != wl::OffloadTarget::NONE ? "--offload-params" : "--offload-optimizer",
+                        "none with pipeline parallelism (ZeRO-Offload and ZeRO-Infinity run the data-parallel family; "
+                        "use --pp 1, or keep the model states on the GPU)",
+                        "an offload with pp > 1");
+    }
+    if (s.l2l) throw ConfigError("--l2l", "--l2l", "pp = 1 with L2L (it runs one layer at a time on each GPU)", "pp > 1");
+    if (s.delayed_update) {
+      throw ConfigError("--dpu", "--dpu", "pp = 1 for ZeRO-Offload's delayed update", "pp > 1");
+    }
+    const bool asynchronous = s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW;
+    if (asynchronous && s.zero_stage > 0) {
+      throw ConfigError("--zero", "--zero",
+                        "0 with PipeDream and 2BW (each stage keeps and updates its own full optimizer state)",
+                        std::to_string(s.zero_stage));
+    }
+    if (s.schedule == wl::Schedule::TWO_BW && s.micro_batches() < s.pp) {
+      throw ConfigError("--global-batch", "--global-batch",
+                        fmt::format("at least pp = {} micro-batches per pipeline for 2BW (it updates once every m >= p "
+                                    "micro-batches, Narayanan et al. 2021)",
+                                    s.pp),
+                        fmt::format("{} micro-batches", s.micro_batches()));
+    }
+  }
+}
+
 }  // namespace
 
 SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) {
@@ -39,18 +71,7 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
     throw ConfigError("--params", "--params", "a model architecture for simulate (use --model): a raw count has no layers",
                       "a raw parameter count");
   }
-  if (s.pp > 1) {
-    throw ConfigError("--pp", "--pp",
-                      "1 for simulate: this build replays the data-parallel family (DP, ZeRO, offload, L2L); "
-                      "pipeline schedules are answered by `trainsim memory` until the pipeline simulator lands",
-                      std::to_string(s.pp));
-  }
-  if (s.tp > request.profile.gpus_per_node()) {
-    throw ConfigError("--tp", "--tp",
-                      fmt::format("at most the {} GPUs of a node (tensor parallelism across nodes is not simulated)",
-                                  request.profile.gpus_per_node()),
-                      std::to_string(s.tp));
-  }
+  reject_unsimulated(s);
   SimulateAnswer a;
   a.memory = answer_memory(std::move(request));
   const Request& r = a.memory.request;
@@ -64,13 +85,13 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
     a.result.infeasible_reason = "does not fit: " + fits_reason(a.memory);
     return a;
   }
-  const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile);
+  const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile, options);
   if (ops > sim::MAX_REPLAY_OPS) {
     a.result.fits = false;
     a.result.infeasible_reason = fmt::format(
         "the replay would hold about {:.3g} million ops, beyond trainsim's limit of {:.0f} million "
-        "(about 8 GiB and a minute); use fewer micro-batches per step ({} now) or fewer layers",
-        ops / 1e6, sim::MAX_REPLAY_OPS / 1e6, s.micro_batches());
+        "(about 8 GiB and a minute); use fewer micro-batches per step ({} now){}",
+        ops / 1e6, sim::MAX_REPLAY_OPS / 1e6, s.micro_batches(), options.fold_ranks ? "" : ", or let it fold (no --no-fold)");
     return a;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -102,15 +123,17 @@ nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
   j["tokens_per_s"] = number_or_null(r.tokens_per_s);
   j["samples_per_s"] = number_or_null(r.samples_per_s);
   j["bubble_fraction"] = number_or_null(r.bubble_fraction);
-  j["peak_memory_bytes"] = r.simulated ? nlohmann::ordered_json(std::llround(r.peak_memory_bytes)) : nlohmann::ordered_json();
+  j["peak_memory_bytes"] = r.simulated ? json_bytes(r.peak_memory_bytes) : nlohmann::ordered_json();
   j["per_gpu"] = nlohmann::ordered_json::array();
   for (std::size_t g = 0; g < r.per_gpu.size(); ++g) {
     const auto& x = r.per_gpu[g];
-    nlohmann::ordered_json at_peak;
-    for (const auto& [cls, bytes] : x.at_peak) at_peak[cls] = std::llround(bytes);
+    nlohmann::ordered_json at_peak = nlohmann::ordered_json::object();
+    for (const auto& [cls, bytes] : x.at_peak) at_peak[cls] = json_bytes(bytes);
     j["per_gpu"].push_back({{"gpu", g},
-                            {"peak_memory_bytes", std::llround(x.peak_memory_bytes)},
-                            {"memory_at_peak", {{"resident_bytes", std::llround(x.baseline_bytes)}, {"transient_bytes", at_peak}}},
+                            {"stage", x.stage},
+                            {"ranks", x.copies},
+                            {"peak_memory_bytes", json_bytes(x.peak_memory_bytes)},
+                            {"memory_at_peak", {{"resident_bytes", json_bytes(x.baseline_bytes)}, {"transient_bytes", at_peak}}},
                             {"busy_s",
                              {{"compute", x.compute_s},
                               {"exposed_communication", x.exposed_communication_s},
@@ -118,15 +141,19 @@ nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
                               {"optimizer", x.optimizer_s},
                               {"idle", x.idle_s}}}});
   }
-  j["host_peak_bytes"] = r.simulated ? nlohmann::ordered_json(std::llround(r.host_peak_bytes)) : nlohmann::ordered_json();
-  j["storage_peak_bytes"] = r.simulated ? nlohmann::ordered_json(std::llround(r.storage_peak_bytes)) : nlohmann::ordered_json();
-  j["memory_model_gpu_bytes"] = std::llround(a.memory.estimate.stages[0].gpu_bytes());
+  j["host_peak_bytes"] = r.simulated ? json_bytes(r.host_peak_bytes) : nlohmann::ordered_json();
+  j["storage_peak_bytes"] = r.simulated ? json_bytes(r.storage_peak_bytes) : nlohmann::ordered_json();
+  const auto& est = a.memory.estimate;
+  j["memory_model_gpu_bytes"] = json_bytes(est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes());
   j["fits"] = r.fits;
   j["infeasible_reason"] = r.infeasible_reason ? nlohmann::ordered_json(*r.infeasible_reason) : nlohmann::ordered_json();
   j["simulation"] = {{"simulated_gpus", r.simulated_gpus},
+                     {"simulated_nodes", r.simulated_nodes},
                      {"ops", r.ops},
                      {"activities", r.activities},
-                     {"steps_simulated", r.steps_simulated}};
+                     {"steps_simulated", r.steps_simulated},
+                     {"folding", r.folding},
+                     {"notes", r.notes}};
   j["assumptions"] = r.assumptions;
   return j;
 }
@@ -137,8 +164,11 @@ std::string simulate_table(const SimulateAnswer& a) {
   const auto& s = q.inputs.strategy;
   std::string out = fmt::format("trainsim simulate: {} ({}) on {} x {} ({} GPUs)\n", q.inputs.model.name,
                                 human_count(a.memory.estimate.total_params), s.nodes, q.profile.name, s.gpus);
-  out += fmt::format("  dp {} x tp {}, ZeRO-{}{}{}{}{}, micro-batch {} x {} micro-batches, seq {}, {}\n\n", s.dp, s.tp,
-                     s.zero_stage, s.offload_params != wl::OffloadTarget::NONE ? ", params -> " + std::string(wl::to_string(s.offload_params)) : "",
+  const std::string pipeline =
+      s.pp > 1 ? fmt::format(" x pp {} ({}{})", s.pp, wl::to_string(s.schedule), s.vpp > 1 ? fmt::format(", {} chunks", s.vpp) : "")
+               : std::string();
+  out += fmt::format("  dp {} x tp {}{}{}, ZeRO-{}{}{}{}{}, micro-batch {} x {} micro-batches, seq {}, {}\n\n", s.dp, s.tp,
+                     s.sp && s.tp > 1 ? " (sp)" : "", pipeline, s.zero_stage, s.offload_params != wl::OffloadTarget::NONE ? ", params -> " + std::string(wl::to_string(s.offload_params)) : "",
                      s.offload_optimizer != wl::OffloadTarget::NONE ? ", optimizer -> " + std::string(wl::to_string(s.offload_optimizer)) : "",
                      s.recompute != wl::Recompute::NONE ? ", recompute " + std::string(wl::to_string(s.recompute)) : "",
                      s.l2l ? ", L2L" : s.delayed_update ? ", delayed update" : "", s.micro_batch, s.micro_batches(), s.seq,
@@ -158,7 +188,7 @@ std::string simulate_table(const SimulateAnswer& a) {
   if (r.storage_peak_bytes > 0) out += fmt::format("  {:<34}{:>12.2f} TB per node\n", "storage in use", r.storage_peak_bytes / 1e12);
   const auto& g = r.per_gpu.front();
   const double step = r.step_time_s;
-  out += "\nWhere GPU 0's step goes\n";
+  out += r.per_gpu.size() > 1 ? "\nWhere the first stage's step goes\n" : "\nWhere a GPU's step goes\n";
   auto row = [&](const char* what, double seconds) {
     const int bar = static_cast<int>(std::lround(40 * seconds / step));
     out += fmt::format("  {:<26}{:>10.4f} s {:>6.1f} %  {}\n", what, seconds, 100 * seconds / step, std::string(static_cast<std::size_t>(std::max(0, bar)), '#'));
@@ -168,9 +198,34 @@ std::string simulate_table(const SimulateAnswer& a) {
   row("exposed offload I/O", g.exposed_offload_io_s);
   row("optimizer", g.optimizer_s);
   row("idle", g.idle_s);
+  if (r.per_gpu.size() > 1) {
+    // Stages whose times agree to the printed digit are one row (the middle stages of a long
+    // pipeline); their peak memory is shown as a range.
+    out += "\nPer stage                compute   exposed comm       idle    peak GiB\n";
+    auto key = [](const sim::GpuResult& x) {
+      return fmt::format("{:.4f} {:.4f} {:.4f}", x.compute_s, x.exposed_communication_s, x.idle_s);
+    };
+    for (std::size_t i = 0; i < r.per_gpu.size();) {
+      std::size_t j = i;
+      double low = r.per_gpu[i].peak_memory_bytes, high = low;
+      while (j + 1 < r.per_gpu.size() && key(r.per_gpu[j + 1]) == key(r.per_gpu[i])) {
+        ++j;
+        low = std::min(low, r.per_gpu[j].peak_memory_bytes);
+        high = std::max(high, r.per_gpu[j].peak_memory_bytes);
+      }
+      const auto& x = r.per_gpu[i];
+      const std::string stages = i == j ? fmt::format("stage {}", x.stage) : fmt::format("stages {}-{}", x.stage, r.per_gpu[j].stage);
+      const std::string peak = low == high ? fmt::format("{:.2f}", high / GiB) : fmt::format("{:.2f}-{:.2f}", low / GiB, high / GiB);
+      out += fmt::format("  {:<16}{:>10.4f} s {:>10.4f} s {:>8.4f} s {:>11}\n", stages, x.compute_s, x.exposed_communication_s,
+                         x.idle_s, peak);
+      i = j + 1;
+    }
+  }
   if (!r.fits) out += "\nDoes not fit: " + r.infeasible_reason.value_or("") + "\n";
-  out += fmt::format("\nSimulated {} GPUs explicitly ({} ops, {} SimGrid activities, {:.2f} s wall)\n", r.simulated_gpus, r.ops,
-                     r.activities, a.wall_s);
+  out += fmt::format("\nSimulated {} GPUs on {} nodes ({} ops, {} SimGrid activities, {:.2f} s wall)\n", r.simulated_gpus,
+                     r.simulated_nodes, r.ops, r.activities, a.wall_s);
+  for (const auto& note : r.folding) out += "Folded: " + note + "\n";
+  for (const auto& note : r.notes) out += "Note: " + note + "\n";
   for (const auto& note : r.assumptions) out += "Basis: " + note + "\n";
   return out;
 }

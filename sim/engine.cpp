@@ -63,8 +63,10 @@ class Replayer {
     }
     current = this;
     const double t0 = sg::Engine::get_clock();
-    for (std::size_t v = 0; v < n_; ++v) {
-      if (waiting_[v] == 0) start(v);
+    // Collect the ready ops first: an op with no work finishes as it starts and readies its
+    // successors, which must not be started a second time by this loop.
+    for (std::size_t v = n_; v-- > 0;) {
+      if (waiting_[v] == 0) ready_.push_back(v);
     }
     drain();
     sg::Engine::get_instance()->run();
@@ -98,6 +100,17 @@ class Replayer {
     link->set_bandwidth(bytes_per_s);
   }
 
+  // A delay (latency) on the delay host, or nothing when there is none.
+  void launch_delay(OpId id, double seconds) {
+    phase_[id] = 1;
+    launch(id, sg::Exec::init()->set_flops_amount(seconds)->set_host(platform_.delay_host()));
+  }
+
+  void launch_flow(OpId id, sg::Host* from, sg::Host* to, double amount) {
+    const auto bytes = static_cast<std::uint64_t>(std::llround(amount));
+    if (bytes > 0) launch(id, sg::Comm::sendto_init(from, to)->set_payload_size(bytes));
+  }
+
   void start(OpId id) {
     const Op& op = graph_[id];
     result_.timing[id].start = sg::Engine::get_clock();
@@ -109,38 +122,49 @@ class Replayer {
         if (op.seconds > 0) launch(id, sg::Exec::init()->set_flops_amount(op.seconds)->set_host(platform_.delay_host()));
         break;
       case OpKind::CPU:
-        if (op.params > 0) launch(id, sg::Exec::init()->set_flops_amount(op.params)->set_host(platform_.cpu()));
+        // CPU-Adam as a flow of parameters over the node's CPU link (platform.hpp).
+        launch_flow(id, platform_.io_endpoint(op.gpu), platform_.cpu_work_end(op.gpu), op.params);
         break;
       case OpKind::COPY_H2D:
       case OpKind::COPY_D2H: {
-        const auto bytes = static_cast<std::uint64_t>(std::llround(op.bytes));
-        if (bytes == 0) break;
-        sg::Host* from = op.kind == OpKind::COPY_H2D ? platform_.cpu() : platform_.gpu(op.gpu);
-        sg::Host* to = op.kind == OpKind::COPY_H2D ? platform_.gpu(op.gpu) : platform_.cpu();
-        set_cap(platform_.copy_cap(op.gpu, op.kind == OpKind::COPY_H2D), cap_of(id) > 0 ? cap_of(id) : UNCAPPED);
-        launch(id, sg::Comm::sendto_init(from, to)->set_payload_size(bytes));
+        if (op.bytes <= 0) break;
+        const bool to_gpu = op.kind == OpKind::COPY_H2D;
+        sg::Host* gpu = platform_.gpu(op.gpu);
+        sg::Host* host = platform_.host_of(op.gpu);
+        set_cap(platform_.copy_cap(op.gpu, to_gpu), cap_of(id) > 0 ? cap_of(id) : UNCAPPED);
+        launch_flow(id, to_gpu ? host : gpu, to_gpu ? gpu : host, op.bytes);
         break;
       }
       case OpKind::STORAGE_READ:
       case OpKind::STORAGE_WRITE: {
-        const auto bytes = static_cast<std::uint64_t>(std::llround(op.bytes));
-        if (bytes == 0) break;
-        if (platform_.storage() == nullptr) throw std::logic_error("replay: storage op on a platform without storage");
+        if (op.bytes <= 0) break;
+        if (!platform_.has_storage()) throw std::logic_error("replay: storage op on a platform without storage");
         const bool read = op.kind == OpKind::STORAGE_READ;
-        launch(id, sg::Comm::sendto_init(read ? platform_.storage() : platform_.cpu(), read ? platform_.cpu() : platform_.storage())
-                       ->set_payload_size(bytes));
+        sg::Host* io = platform_.io_endpoint(op.gpu);
+        sg::Host* host = platform_.host_of(op.gpu);
+        launch_flow(id, read ? io : host, read ? host : io, op.bytes);
         break;
       }
       case OpKind::COLLECTIVE: {
         const RingRoute& ring = platform_.ring(op.ring);
-        const double latency = ring.step_latency_s * ring_steps(op.collective, op.group_size);
         if (ring.channels.empty() || op.group_size < 2) break;
-        if (latency > 0) {
-          phase_[id] = 1;
-          launch(id, sg::Exec::init()->set_flops_amount(latency)->set_host(platform_.delay_host()));
-        } else {
-          start_flows(id);
+        if (ring.exclusive_rate > 0) {
+          // Alone on its links (platform.hpp): latency plus the hop bytes at its bottleneck rate.
+          const double rate = cap_of(id) > 0 ? std::min(cap_of(id), ring.exclusive_rate) : ring.exclusive_rate;
+          const double bytes = ring_hop_bytes(op.collective, op.bytes, op.group_size);
+          phase_[id] = 2;
+          launch(id, sg::Exec::init()->set_flops_amount(op.latency_s + bytes / rate)->set_host(platform_.delay_host()));
+          break;
         }
+        if (op.latency_s > 0) launch_delay(id, op.latency_s);
+        else start_flows(id);
+        break;
+      }
+      case OpKind::TRANSFER: {
+        if (op.bytes <= 0) break;
+        const TransferRoute& route = platform_.transfer(op.transfer);
+        if (route.latency_s > 0) launch_delay(id, route.latency_s);
+        else start_flows(id);
         break;
       }
     }
@@ -149,8 +173,13 @@ class Replayer {
 
   void start_flows(OpId id) {
     const Op& op = graph_[id];
-    const RingRoute& ring = platform_.ring(op.ring);
     phase_[id] = 2;
+    if (op.kind == OpKind::TRANSFER) {
+      const TransferRoute& route = platform_.transfer(op.transfer);
+      launch_flow(id, route.src, route.dst, op.bytes);
+      return;
+    }
+    const RingRoute& ring = platform_.ring(op.ring);
     const double per_channel = ring_hop_bytes(op.collective, op.bytes, op.group_size) / static_cast<double>(ring.channels.size());
     const auto bytes = static_cast<std::uint64_t>(std::llround(per_channel));
     if (bytes == 0) return;
@@ -174,11 +203,18 @@ class Replayer {
   // Ops whose work is empty finish at once; their successors may start at once too.
   void finish(OpId id) {
     result_.timing[id].end = sg::Engine::get_clock();
-    // SimGrid still touches an activity after its completion signal, and releasing it there
-    // crashes (simgrid-3.32.md); keeping every one to the end makes SimGrid's own bookkeeping
-    // scan them all. So an op's activities are released at the next completion.
-    graveyard_.clear();
-    graveyard_.swap(live_[id]);
+    // SimGrid still touches an activity after its completion signal, also after the signals of
+    // other activities that end at the same instant (releasing one then crashed a 35-stage
+    // replay); keeping every one to the end makes SimGrid's own bookkeeping scan them all. So
+    // an op's activities are released at the first completion at a later time.
+    const double now = sg::Engine::get_clock();
+    if (now > graveyard_time_) {
+      graveyard_.clear();
+      graveyard_time_ = now;
+    }
+    for (auto& a : live_[id]) graveyard_.push_back(std::move(a));
+    live_[id].clear();
+    live_[id].shrink_to_fit();
     ++completed_;
     for (auto [e, end] = boost::out_edges(id, graph_); e != end; ++e) {
       const OpId next = boost::target(*e, graph_);
@@ -204,6 +240,7 @@ class Replayer {
   std::vector<std::vector<sg::ActivityPtr>> live_;
   std::vector<OpId> ready_;
   std::vector<sg::ActivityPtr> graveyard_;
+  double graveyard_time_ = -1;
   std::unordered_map<const sg::Link*, double> caps_in_force_;
   std::size_t completed_ = 0;
   ReplayResult result_;

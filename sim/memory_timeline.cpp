@@ -16,7 +16,7 @@ void fold(DeviceMemory& d, std::vector<Event>& events) {
     if (a.time != b.time) return a.time < b.time;
     return a.bytes < b.bytes;  // frees first
   });
-  double level = d.baseline_bytes;
+  double level = 0;
   std::array<double, MEM_CLASSES> by_class{};
   d.peak_bytes = level;
   d.samples.push_back({0.0, level});
@@ -35,33 +35,36 @@ void fold(DeviceMemory& d, std::vector<Event>& events) {
 
 }  // namespace
 
-MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult& replay, int gpus,
-                                     const std::vector<double>& gpu_baseline, double host_baseline,
-                                     double storage_baseline) {
+double DeviceMemory::resident_at_peak() const {
+  return at_peak[static_cast<std::size_t>(MemClass::PARAMS)] + at_peak[static_cast<std::size_t>(MemClass::GRADS)] +
+         at_peak[static_cast<std::size_t>(MemClass::OPTIMIZER)] + at_peak[static_cast<std::size_t>(MemClass::BUCKETS)];
+}
+
+MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult& replay, int gpus, int nodes) {
   std::vector<std::vector<Event>> gpu_events(static_cast<std::size_t>(gpus));
-  std::vector<Event> host_events, storage_events;
+  std::vector<std::vector<Event>> host_events(static_cast<std::size_t>(nodes)), storage_events(static_cast<std::size_t>(nodes));
   for (std::size_t v = 0; v < boost::num_vertices(graph); ++v) {
     const Op& op = graph[v];
     for (const MemEvent& e : op.memory) {
       const double t = e.at_end ? replay.timing[v].end : replay.timing[v].start;
       const Event ev{t, e.bytes, e.cls};
+      const auto i = static_cast<std::size_t>(e.device.index);
       switch (e.device.kind) {
-        case Device::Kind::GPU: gpu_events[static_cast<std::size_t>(e.device.index)].push_back(ev); break;
-        case Device::Kind::HOST: host_events.push_back(ev); break;
-        case Device::Kind::STORAGE: storage_events.push_back(ev); break;
+        case Device::Kind::GPU: gpu_events[i].push_back(ev); break;
+        case Device::Kind::HOST: host_events[i].push_back(ev); break;
+        case Device::Kind::STORAGE: storage_events[i].push_back(ev); break;
       }
     }
   }
   MemoryTimeline out;
   out.gpus.resize(static_cast<std::size_t>(gpus));
-  for (int g = 0; g < gpus; ++g) {
-    out.gpus[static_cast<std::size_t>(g)].baseline_bytes = gpu_baseline[static_cast<std::size_t>(g)];
-    fold(out.gpus[static_cast<std::size_t>(g)], gpu_events[static_cast<std::size_t>(g)]);
+  out.hosts.resize(static_cast<std::size_t>(nodes));
+  out.storages.resize(static_cast<std::size_t>(nodes));
+  for (int g = 0; g < gpus; ++g) fold(out.gpus[static_cast<std::size_t>(g)], gpu_events[static_cast<std::size_t>(g)]);
+  for (int n = 0; n < nodes; ++n) {
+    fold(out.hosts[static_cast<std::size_t>(n)], host_events[static_cast<std::size_t>(n)]);
+    fold(out.storages[static_cast<std::size_t>(n)], storage_events[static_cast<std::size_t>(n)]);
   }
-  out.host.baseline_bytes = host_baseline;
-  fold(out.host, host_events);
-  out.storage.baseline_bytes = storage_baseline;
-  fold(out.storage, storage_events);
   return out;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-// The memory timeline: allocate/free events of the replayed ops, in time order, per device of the
-// representative node. Peak memory is this timeline's maximum, not a formula (DESIGN.md).
+// The memory timeline: allocate/free events of the replayed ops, in time order, per simulated GPU
+// and per simulated node's host memory and storage. Everything is an event, the model states too
+// (the programs allocate them at their start), so the peak is the timeline's maximum, not a
+// formula (DESIGN.md).
 
 #include <array>
 #include <vector>
@@ -16,23 +18,22 @@ struct MemorySample {
 };
 
 struct DeviceMemory {
-  double baseline_bytes = 0;
   double peak_bytes = 0;
   double peak_time = 0;
-  std::array<double, MEM_CLASSES> at_peak{};  // bytes by class at the peak, beyond the baseline
+  std::array<double, MEM_CLASSES> at_peak{};  // bytes by class at the peak
   std::vector<MemorySample> samples;          // the whole timeline (for traces)
+  // Model states and buckets at the peak (resident the whole step); the rest is transient.
+  double resident_at_peak() const;
 };
 
 struct MemoryTimeline {
   std::vector<DeviceMemory> gpus;
-  DeviceMemory host;
-  DeviceMemory storage;
+  std::vector<DeviceMemory> hosts;     // per simulated node
+  std::vector<DeviceMemory> storages;  // per simulated node
 };
 
 // Frees apply before allocations at the same instant (a stream-ordered allocator reuses memory
 // an op released as the next starts).
-MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult& replay, int gpus,
-                                     const std::vector<double>& gpu_baseline, double host_baseline,
-                                     double storage_baseline);
+MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult& replay, int gpus, int nodes);
 
 }  // namespace trainsim::sim

@@ -75,8 +75,6 @@ std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay
       for (int g : op.participants) credit(g);
     } else if (op.gpu >= 0) {
       credit(op.gpu);
-    } else {
-      for (int g = 0; g < gpus; ++g) credit(g);
     }
   }
   for (int g = 0; g < gpus; ++g) {
@@ -92,8 +90,11 @@ std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay
     busy.exposed_communication_s = length(comm);
     busy.exposed_offload_io_s = length(io);
     busy.optimizer_s = length(opt);
-    busy.idle_s = std::max(0.0, (to - from) - busy.compute_s - busy.exposed_communication_s - busy.exposed_offload_io_s -
-                                    busy.optimizer_s);
+    // Idle is measured, not the remainder: the step minus every interval any op of this GPU runs
+    // (so a test that the categories add up to the step can fail).
+    std::vector<Interval> all;
+    for (const auto& cat : r) all.insert(all.end(), cat.begin(), cat.end());
+    busy.idle_s = length(subtract({{from, to}}, normalize(std::move(all), from, to)));
   }
   return out;
 }

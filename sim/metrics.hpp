@@ -1,8 +1,9 @@
 #pragma once
-// Where each GPU's time goes in a step. Categories are exclusive and add up to the step time:
-// compute; communication not hidden behind compute (exposed); offload I/O (copies, storage)
-// hidden behind neither; optimizer work (GPU Adam, or waiting on the CPU optimizer) behind none
-// of those; and idle (the bubble).
+// Where each GPU's time goes in a step. Categories are exclusive: compute; communication not
+// hidden behind compute (exposed); offload I/O (copies, storage) hidden behind neither; optimizer
+// work (GPU Adam, or the CPU optimizer working for it) behind none of those; and idle (the bubble:
+// no op of the GPU running), measured on its own, so the five add up to the step only if the
+// accounting is right.
 
 #include <vector>
 
@@ -20,8 +21,8 @@ struct GpuBusy {
   double hardware_flops = 0;
 };
 
-// Busy time of each local GPU over [from, to); hardware FLOPs of the ops of steps >= first_step.
-// Node-level ops (gpu == -1) count for every GPU.
+// Busy time of each simulated GPU over [from, to); hardware FLOPs of the ops of steps >=
+// first_step. A collective counts for its participants, any other op for its GPU.
 std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay, int gpus, double from, double to,
                               int first_step = 0);
 

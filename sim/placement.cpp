@@ -64,15 +64,18 @@ FoldPlan plan_fold(const Placement& p, bool fold) {
   FoldPlan plan;
   plan.folded = fold && (p.tp() > 1 || p.dp() > 1);
   if (!plan.folded) {
-    for (int r = 0; r < p.world(); ++r) plan.ranks.push_back({r, p.coord(r), p.location(r), 1});
+    for (int r = 0; r < p.world(); ++r) plan.ranks.push_back({r, p.coord(r), p.location(r), 1, {p.location(r).gpu}});
   } else {
     for (int s = 0; s < p.pp(); ++s) {
       const int rep = p.rank_of({0, 0, s});
-      ExplicitRank e{rep, p.coord(rep), p.location(rep), 0};
+      ExplicitRank e{rep, p.coord(rep), p.location(rep), 0, {}};
       // Its copies: ranks of the same stage on the same node.
-      for (int t = 0; t < p.tp(); ++t) {
-        for (int d = 0; d < p.dp(); ++d) {
-          if (p.location(p.rank_of({t, d, s})).node == e.location.node) ++e.copies;
+      for (int d = 0; d < p.dp(); ++d) {
+        for (int t = 0; t < p.tp(); ++t) {
+          const GpuLocation at = p.location(p.rank_of({t, d, s}));
+          if (at.node != e.location.node) continue;
+          ++e.copies;
+          e.copy_gpus.push_back(at.gpu);
         }
       }
       plan.ranks.push_back(e);
@@ -85,8 +88,18 @@ FoldPlan plan_fold(const Placement& p, bool fold) {
     const int copies = plan.ranks.front().copies;
     plan.description = fmt::format(
         "{} of {} ranks simulated (one per pipeline stage: tp 0, dp 0), each standing for the {} identical "
-        "tensor- and data-parallel ranks of its node; {} of {} nodes simulated, the rest mirror them",
-        plan.ranks.size(), p.world(), copies, plan.nodes.size(), p.nodes());
+        "tensor- and data-parallel ranks of its node",
+        plan.ranks.size(), p.world(), copies);
+    if (static_cast<int>(plan.nodes.size()) < p.nodes()) {
+      plan.description += fmt::format("; {} of {} nodes simulated, the others mirror them", plan.nodes.size(), p.nodes());
+    }
+    // Exact when every node holds whole stages, or every stage whole nodes: then all nodes of a
+    // stage look alike. Otherwise nodes differ and the mirrors are an approximation.
+    const int per_stage = p.tp() * p.dp();
+    if (per_stage % p.gpus_per_node() != 0 && p.gpus_per_node() % per_stage != 0) {
+      plan.description += fmt::format(" (approximate: a stage's {} ranks do not align with nodes of {} GPUs)", per_stage,
+                                      p.gpus_per_node());
+    }
   } else {
     plan.description = fmt::format("all {} ranks on {} nodes simulated", p.world(), p.nodes());
   }

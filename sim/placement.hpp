@@ -69,6 +69,9 @@ struct ExplicitRank {
   RankCoord coord;
   GpuLocation location;
   int copies = 1;  // identical ranks on its node it represents (itself included)
+  // Node-local GPUs of those copies, itself first, then by (dp, tp): copy j of one stage sends to
+  // copy j of the next.
+  std::vector<int> copy_gpus;
 };
 
 struct FoldPlan {

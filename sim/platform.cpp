@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <simgrid/s4u.hpp>
+#include <stdexcept>
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -20,190 +23,379 @@ double cpu_adam_params_per_s(const hw::ClusterProfile& profile, bool* assumed) {
   return PER_CORE * profile.host.cores;
 }
 
+double ring_latency_s(const hw::ClusterProfile& profile, int steps, int ranks, int nodes) {
+  if (ranks < 2 || steps <= 0) return 0;
+  // NCCL counts 2(nodes - 1) of an all-reduce's 2(ranks - 1) steps (nodes - 1 of n - 1 for the
+  // others) as network steps: the same share of any ring's steps.
+  const double inter = nodes > 1 ? static_cast<double>(steps) * (nodes - 1) / (ranks - 1) : 0.0;
+  const double intra = steps - inter;
+  return intra * profile.intra_node.latency_us * 1e-6 +
+         inter * (profile.nic.latency_us + profile.inter_node.latency_us) * 1e-6;
+}
+
 namespace {
 
-struct Builder {
-  const hw::ClusterProfile& p;
-  sg::NetZone* zone;
-  int gpus;
-  int switches;
-  std::vector<sg::Link*> nvlink, pcie, uplink, nic;
-  std::vector<std::vector<sg::Link*>> mesh;  // nvlink_mesh: mesh[a][b], a < b
-  sg::Link* host_path = nullptr;
-  sg::Link* spine = nullptr;
-  sg::Link* copy_latency = nullptr;
+// One directed use of a link in a route.
+struct Hop {
+  sg::Link* link;
+  Dir dir;
+  bool operator<(const Hop& o) const { return link != o.link ? link < o.link : dir < o.dir; }
+  bool operator==(const Hop& o) const { return link == o.link && dir == o.dir; }
+};
+using Route = std::vector<Hop>;
 
-  sg::Link* duplex(const std::string& name, double GBps) {
-    return zone->create_split_duplex_link(name, GBps * 1e9)->set_latency(0)->seal();
+// The links of one node.
+struct NodeLinks {
+  std::vector<sg::Link*> nvlink;                  // NVSWITCH: one port per GPU
+  std::vector<std::vector<sg::Link*>> mesh;       // NVLINK_MESH: mesh[a][b], a < b
+  std::vector<sg::Link*> pcie;                    // per GPU
+  std::vector<sg::Link*> uplink;                  // per PCIe switch
+  std::vector<sg::Link*> nic;
+  sg::Link* host_path = nullptr;
+  sg::Link* spine = nullptr;                      // the node's even share of an oversubscribed spine
+  sg::Link* storage_read = nullptr;
+  sg::Link* storage_write = nullptr;
+  sg::Link* cpu = nullptr;                        // CPU-Adam, in parameters per second
+  sg::Host* host = nullptr;                       // the node's host memory (copies' endpoint)
+};
+
+class Builder {
+ public:
+  Builder(const hw::ClusterProfile& p, sg::NetZone* zone) : p_(p), zone_(zone) {
+    switches_ = (p.gpus_per_node() + p.pcie.gpus_per_switch - 1) / p.pcie.gpus_per_switch;
+    copy_latency_ = zone->create_link("pcie_latency", 1e18)
+                        ->set_latency(p.pcie.latency_us * 1e-6)
+                        ->set_sharing_policy(sg::Link::SharingPolicy::FATPIPE)
+                        ->seal();
   }
 
-  int switch_of_gpu(int g) const { return g / p.pcie.gpus_per_switch; }
-  int switch_of_nic(int c) const { return c * switches / std::max(1, p.nic.count); }
+  NodeLinks& node(int n) {
+    auto it = nodes_.find(n);
+    if (it != nodes_.end()) return it->second;
+    return nodes_.emplace(n, build_node(n)).first->second;
+  }
 
-  // The links of one GPU-to-GPU hop inside the node.
-  void hop(int from, int to, std::vector<sg::LinkInRoute>& route) const {
-    switch (p.intra_node.fabric) {
+  int switch_of_gpu(int g) const { return g / p_.pcie.gpus_per_switch; }
+  int switch_of_nic(int c) const { return c * switches_ / std::max(1, p_.nic.count); }
+  int nic_near(int g) const {
+    for (int c = 0; c < p_.nic.count; ++c) {
+      if (switch_of_nic(c) == switch_of_gpu(g)) return c;
+    }
+    return p_.nic.count > 0 ? g % p_.nic.count : -1;
+  }
+  sg::Link* copy_latency() const { return copy_latency_; }
+
+  // The links of one GPU-to-GPU hop inside node n.
+  void intra_hop(int n, int from, int to, Route& r) {
+    NodeLinks& l = node(n);
+    switch (p_.intra_node.fabric) {
       case hw::IntraNodeFabric::NVSWITCH:
-        route.emplace_back(nvlink[static_cast<std::size_t>(from)], Dir::UP);
-        route.emplace_back(nvlink[static_cast<std::size_t>(to)], Dir::DOWN);
+        r.push_back({l.nvlink[static_cast<std::size_t>(from)], Dir::UP});
+        r.push_back({l.nvlink[static_cast<std::size_t>(to)], Dir::DOWN});
         break;
       case hw::IntraNodeFabric::NVLINK_MESH: {
         const int a = std::min(from, to), b = std::max(from, to);
-        route.emplace_back(mesh[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)], from < to ? Dir::UP : Dir::DOWN);
+        r.push_back({l.mesh[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)], from < to ? Dir::UP : Dir::DOWN});
         break;
       }
       case hw::IntraNodeFabric::PCIE_ONLY: {
-        route.emplace_back(pcie[static_cast<std::size_t>(from)], Dir::UP);
+        r.push_back({l.pcie[static_cast<std::size_t>(from)], Dir::UP});
         const int sa = switch_of_gpu(from), sb = switch_of_gpu(to);
         if (sa != sb) {
-          route.emplace_back(uplink[static_cast<std::size_t>(sa)], Dir::UP);
-          route.emplace_back(uplink[static_cast<std::size_t>(sb)], Dir::DOWN);
+          r.push_back({l.uplink[static_cast<std::size_t>(sa)], Dir::UP});
+          r.push_back({l.uplink[static_cast<std::size_t>(sb)], Dir::DOWN});
         }
-        route.emplace_back(pcie[static_cast<std::size_t>(to)], Dir::DOWN);
+        r.push_back({l.pcie[static_cast<std::size_t>(to)], Dir::DOWN});
         break;
       }
     }
   }
+
+  // Out of node `a` through GPU `from`'s PCIe link and NIC `nic`, into node `b` to GPU `to`
+  // through the same rail (GPUDirect RDMA). `a == b` is the loop to a mirror and back.
+  void network_hop(int a, int from, int b, int to, int nic, Route& r) {
+    NodeLinks& la = node(a);
+    NodeLinks& lb = node(b);
+    if (la.nic.empty() || lb.nic.empty()) {
+      throw std::logic_error("platform: a transfer between nodes on a profile without NICs");
+    }
+    r.push_back({la.pcie[static_cast<std::size_t>(from)], Dir::UP});
+    r.push_back({la.nic[static_cast<std::size_t>(nic)], Dir::UP});
+    if (la.spine) r.push_back({la.spine, Dir::UP});
+    if (lb.spine) r.push_back({lb.spine, Dir::DOWN});
+    r.push_back({lb.nic[static_cast<std::size_t>(nic)], Dir::DOWN});
+    r.push_back({lb.pcie[static_cast<std::size_t>(to)], Dir::DOWN});
+  }
+
+  // A route listed with every hop repeated as often as `uses` counts it (folded copies).
+  static std::vector<sg::LinkInRoute> weighted(const Route& own, const std::map<Hop, int>& uses) {
+    std::vector<sg::LinkInRoute> out;
+    std::map<Hop, int> listed, seen;
+    for (const Hop& h : own) ++listed[h];
+    for (const Hop& h : own) {
+      // The listings of h in `own` share h's total use between them.
+      const auto it = uses.find(h);
+      const int total = it == uses.end() ? listed[h] : it->second;
+      const int n = listed[h];
+      const int i = seen[h]++;
+      const int times = total / n + (i < total % n ? 1 : 0);
+      for (int t = 0; t < times; ++t) out.emplace_back(h.link, h.dir);
+    }
+    return out;
+  }
+
+  static std::map<Hop, int> count(const std::vector<Route>& routes) {
+    std::map<Hop, int> uses;
+    for (const Route& r : routes) {
+      for (const Hop& h : r) ++uses[h];
+    }
+    return uses;
+  }
+
+  sg::Link* duplex(const std::string& name, double bytes_per_s) {
+    return zone_->create_split_duplex_link(name, bytes_per_s)->set_latency(0)->seal();
+  }
+  sg::Link* simplex(const std::string& name, double bytes_per_s) {
+    return zone_->create_link(name, bytes_per_s)->set_latency(0)->seal();
+  }
+
+ private:
+  NodeLinks build_node(int n) {
+    NodeLinks l;
+    const int gpus = p_.gpus_per_node();
+    for (int g = 0; g < gpus; ++g) {
+      l.pcie.push_back(duplex(fmt::format("n{}.pcie{}", n, g), p_.pcie.link_GBps * 1e9));
+      if (p_.intra_node.fabric == hw::IntraNodeFabric::NVSWITCH && gpus > 1) {
+        l.nvlink.push_back(duplex(fmt::format("n{}.nvlink{}", n, g), p_.intra_node.link_GBps * 1e9));
+      }
+    }
+    if (p_.intra_node.fabric == hw::IntraNodeFabric::NVLINK_MESH && gpus > 1) {
+      // All-to-all links, the GPU's bandwidth split evenly among its peers.
+      const double per_peer = p_.intra_node.link_GBps * 1e9 / (gpus - 1);
+      l.mesh.assign(static_cast<std::size_t>(gpus), std::vector<sg::Link*>(static_cast<std::size_t>(gpus), nullptr));
+      for (int x = 0; x < gpus; ++x) {
+        for (int y = x + 1; y < gpus; ++y) {
+          l.mesh[static_cast<std::size_t>(x)][static_cast<std::size_t>(y)] = duplex(fmt::format("n{}.nvlink{}-{}", n, x, y), per_peer);
+        }
+      }
+    }
+    for (int s = 0; s < switches_; ++s) l.uplink.push_back(duplex(fmt::format("n{}.pcie_switch{}", n, s), p_.pcie.switch_uplink_GBps * 1e9));
+    l.host_path = duplex(fmt::format("n{}.host_memory_path", n), p_.pcie.host_aggregate_GBps * 1e9);
+    for (int c = 0; c < p_.nic.count; ++c) l.nic.push_back(duplex(fmt::format("n{}.nic{}", n, c), p_.nic.link_Gbps / 8.0 * 1e9));
+    if (p_.nic.count > 0 && p_.inter_node.oversubscription > 1.0) {
+      l.spine = duplex(fmt::format("n{}.spine_share", n),
+                       p_.nic.count * p_.nic.link_Gbps / 8.0 * 1e9 / p_.inter_node.oversubscription);
+    }
+    if (p_.storage.kind != hw::StorageKind::NONE && p_.storage.count > 0) {
+      // Drives are striped (DeepSpeed's aio across a RAID-0 of the node's NVMe): one device with
+      // the aggregate bandwidth, reads and writes each with their own. (SimGrid 3.32's Disk is
+      // equivalent, but mixing disk I/O with executions makes every completion scan a growing
+      // list: 40k such activities took 2.4 s instead of 0.04 s.)
+      l.storage_read = simplex(fmt::format("n{}.storage_read", n), p_.storage.read_GBps * p_.storage.count * 1e9);
+      l.storage_write = simplex(fmt::format("n{}.storage_write", n), p_.storage.write_GBps * p_.storage.count * 1e9);
+    }
+    l.cpu = simplex(fmt::format("n{}.cpu_adam", n), cpu_adam_params_per_s(p_));
+    l.host = zone_->create_host(fmt::format("n{}.host", n), 1.0)->seal();
+    return l;
+  }
+
+  const hw::ClusterProfile& p_;
+  sg::NetZone* zone_;
+  int switches_ = 1;
+  sg::Link* copy_latency_ = nullptr;
+  std::map<int, NodeLinks> nodes_;
 };
+
+std::vector<int> copies_of(const PlatformGpu& g) { return g.copy_gpus.empty() ? std::vector<int>{g.gpu} : g.copy_gpus; }
+
+// The channels of a ring crossing nodes: the NICs on the same PCIe switch as a member of the
+// first node (NCCL keeps rings on the GPU's own switch), or all NICs if none is.
+std::vector<int> ring_nics(const Builder& b, const hw::ClusterProfile& p, const std::vector<RingLocation>& ring) {
+  std::vector<int> nics;
+  for (int c = 0; c < p.nic.count; ++c) {
+    for (const auto& m : ring) {
+      if (m.node == ring.front().node && b.switch_of_gpu(m.gpu) == b.switch_of_nic(c)) {
+        nics.push_back(c);
+        break;
+      }
+    }
+  }
+  if (nics.empty()) {
+    for (int c = 0; c < p.nic.count; ++c) nics.push_back(c);
+  }
+  return nics;
+}
+
+// One channel of a ring: node by node, entering at a member beside the channel's NIC and leaving
+// from another there, every other member crossed on the way (NCCL's ring pipeline: one flow over
+// every link of the ring, so the ring runs at the pace of its slowest link).
+Route ring_route(Builder& b, const std::vector<RingLocation>& ring, bool reaches_mirrors, int nic) {
+  // Members grouped by node, in order of first appearance.
+  std::vector<std::pair<int, std::vector<int>>> segments;
+  for (const auto& m : ring) {
+    if (segments.empty() || segments.back().first != m.node) segments.push_back({m.node, {}});
+    segments.back().second.push_back(m.gpu);
+  }
+  const bool crosses = segments.size() > 1 || reaches_mirrors;
+  Route r;
+  if (!crosses) {
+    const auto& gpus = segments.front().second;
+    const int k = static_cast<int>(gpus.size());
+    for (int i = 0; i < k && k > 1; ++i) b.intra_hop(segments.front().first, gpus[static_cast<std::size_t>(i)], gpus[static_cast<std::size_t>((i + 1) % k)], r);
+    return r;
+  }
+  std::vector<std::pair<int, int>> entry_exit;
+  for (auto& [node, gpus] : segments) {
+    std::vector<int> near;
+    for (int g : gpus) {
+      if (b.switch_of_gpu(g) == b.switch_of_nic(nic)) near.push_back(g);
+    }
+    const int entry = near.empty() ? gpus.front() : near.front();
+    const int exit = near.size() > 1 ? near[1] : entry;
+    std::vector<int> order = gpus;
+    std::erase(order, entry);
+    std::erase(order, exit);
+    order.insert(order.begin(), entry);
+    if (exit != entry) order.push_back(exit);
+    for (std::size_t i = 0; i + 1 < order.size(); ++i) b.intra_hop(node, order[i], order[i + 1], r);
+    gpus = order;
+    entry_exit.push_back({entry, exit});
+  }
+  for (std::size_t s = 0; s + 1 < segments.size(); ++s) {
+    b.network_hop(segments[s].first, entry_exit[s].second, segments[s + 1].first, entry_exit[s + 1].first, nic, r);
+  }
+  // Close the ring: from the last node back to the first, or out to the mirrors and back in.
+  b.network_hop(segments.back().first, entry_exit.back().second, segments.front().first, entry_exit.front().first, nic, r);
+  return r;
+}
 
 }  // namespace
 
-Platform::Platform(const hw::ClusterProfile& profile, const PlatformShape& shape, const std::vector<RingSpec>& rings) {
-  sg::NetZone* zone = sg::create_full_zone("node");
-  Builder b{profile, zone, shape.local_gpus, 0, {}, {}, {}, {}, {}, nullptr, nullptr, nullptr};
-  b.switches = (shape.local_gpus + profile.pcie.gpus_per_switch - 1) / profile.pcie.gpus_per_switch;
-
-  for (int g = 0; g < shape.local_gpus; ++g) gpus_.push_back(zone->create_host(fmt::format("gpu{}", g), GPU_SPEED)->seal());
-  cpu_ = zone->create_host("cpu", cpu_adam_params_per_s(profile))->seal();
-  // Delays (collective latency) run here: as many cores as delays can ever overlap.
+Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) {
+  sg::NetZone* zone = sg::create_full_zone("cluster");
+  Builder b(profile, zone);
+  // How often every directed link is listed across all routes: a ring nothing else shares is
+  // timed in closed form (below).
+  std::map<Hop, int> usage;
+  auto add_route = [&](sg::Host* from, sg::Host* to, const std::vector<sg::LinkInRoute>& links) {
+    for (const auto& l : links) ++usage[Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}];
+    zone->add_route(from->get_netpoint(), to->get_netpoint(), nullptr, nullptr, links, false);
+  };
+  // Delays (latencies) run here: as many cores as delays can ever overlap.
   delay_ = zone->create_host("delay", 1.0)->set_core_count(1 << 20)->seal();
-  if (profile.storage.kind != hw::StorageKind::NONE && profile.storage.count > 0) {
-    // Drives are striped (DeepSpeed's aio across a RAID-0 of the node's NVMe): one device with
-    // the aggregate bandwidth, reads and writes each with their own.
-    storage_ = zone->create_host("storage", 1.0)->seal();
-    auto* read = zone->create_link("storage_read", profile.storage.read_GBps * profile.storage.count * 1e9)->set_latency(0)->seal();
-    auto* write = zone->create_link("storage_write", profile.storage.write_GBps * profile.storage.count * 1e9)->set_latency(0)->seal();
-    zone->add_route(storage_->get_netpoint(), cpu_->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(read)}, false);
-    zone->add_route(cpu_->get_netpoint(), storage_->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(write)}, false);
+
+  for (std::size_t i = 0; i < spec.gpus.size(); ++i) {
+    const PlatformGpu& pg = spec.gpus[i];
+    NodeLinks& l = b.node(pg.node);
+    const std::vector<int> copies = copies_of(pg);
+    auto* gpu = zone->create_host(fmt::format("gpu{}", i), GPU_SPEED)->seal();
+    gpu_hosts_.push_back(gpu);
+    node_cpu_.push_back(l.host);
+    // Host <-> GPU copies: the host memory path, the GPU's switch uplink and its own link, each
+    // shared link once per copy that crosses it.
+    std::vector<Route> h2d, d2h;
+    for (int c : copies) {
+      const auto s = static_cast<std::size_t>(b.switch_of_gpu(c));
+      h2d.push_back({{l.host_path, Dir::DOWN}, {l.uplink[s], Dir::DOWN}, {l.pcie[static_cast<std::size_t>(c)], Dir::DOWN}});
+      d2h.push_back({{l.pcie[static_cast<std::size_t>(c)], Dir::UP}, {l.uplink[s], Dir::UP}, {l.host_path, Dir::UP}});
+    }
+    h2d_caps_.push_back(b.simplex(fmt::format("gpu{}.h2d_cap", i), UNCAPPED));
+    d2h_caps_.push_back(b.simplex(fmt::format("gpu{}.d2h_cap", i), UNCAPPED));
+    std::vector<sg::LinkInRoute> to_gpu{sg::LinkInRoute(b.copy_latency()), sg::LinkInRoute(h2d_caps_.back())};
+    for (const auto& h : Builder::weighted(h2d.front(), Builder::count(h2d))) to_gpu.push_back(h);
+    std::vector<sg::LinkInRoute> from_gpu{sg::LinkInRoute(b.copy_latency()), sg::LinkInRoute(d2h_caps_.back())};
+    for (const auto& h : Builder::weighted(d2h.front(), Builder::count(d2h))) from_gpu.push_back(h);
+    add_route(l.host, gpu, to_gpu);
+    add_route(gpu, l.host, from_gpu);
+    // Storage and CPU work: every copy reads, writes and updates its own shard.
+    auto* io = zone->create_host(fmt::format("gpu{}.io", i), 1.0)->seal();
+    auto* cpu_end = zone->create_host(fmt::format("gpu{}.cpu", i), 1.0)->seal();
+    io_.push_back(io);
+    cpu_end_.push_back(cpu_end);
+    const std::size_t k = copies.size();
+    if (l.storage_read) {
+      has_storage_ = true;
+      add_route(io, l.host, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_read)));
+      add_route(l.host, io, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_write)));
+    }
+    add_route(io, cpu_end, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.cpu)));
   }
 
-  for (int g = 0; g < shape.local_gpus; ++g) {
-    b.pcie.push_back(b.duplex(fmt::format("pcie{}", g), profile.pcie.link_GBps));
-    if (profile.intra_node.fabric == hw::IntraNodeFabric::NVSWITCH && shape.local_gpus > 1) {
-      b.nvlink.push_back(b.duplex(fmt::format("nvlink{}", g), profile.intra_node.link_GBps));
-    }
-  }
-  if (profile.intra_node.fabric == hw::IntraNodeFabric::NVLINK_MESH && shape.local_gpus > 1) {
-    const double per_peer = profile.intra_node.link_GBps / (profile.gpus_per_node() - 1);
-    b.mesh.assign(static_cast<std::size_t>(shape.local_gpus), std::vector<sg::Link*>(static_cast<std::size_t>(shape.local_gpus), nullptr));
-    for (int x = 0; x < shape.local_gpus; ++x) {
-      for (int y = x + 1; y < shape.local_gpus; ++y) {
-        b.mesh[static_cast<std::size_t>(x)][static_cast<std::size_t>(y)] = b.duplex(fmt::format("nvlink{}-{}", x, y), per_peer);
-      }
-    }
-  }
-  for (int s = 0; s < b.switches; ++s) b.uplink.push_back(b.duplex(fmt::format("pcie_switch{}", s), profile.pcie.switch_uplink_GBps));
-  b.host_path = b.duplex("host_memory_path", profile.pcie.host_aggregate_GBps);
-  b.copy_latency = zone->create_link("pcie_latency", 1e18)
-                       ->set_latency(profile.pcie.latency_us * 1e-6)
-                       ->set_sharing_policy(sg::Link::SharingPolicy::FATPIPE)
-                       ->seal();
-  if (shape.multi_node) {
-    for (int c = 0; c < profile.nic.count; ++c) b.nic.push_back(b.duplex(fmt::format("nic{}", c), profile.nic.link_Gbps / 8.0));
-    if (profile.inter_node.oversubscription > 1.0) {
-      // This node's even share of an oversubscribed spine.
-      b.spine = b.duplex("spine_share", profile.nic.count * profile.nic.link_Gbps / 8.0 / profile.inter_node.oversubscription);
-    }
-  }
-
-  // Host <-> GPU copies: the host memory path, the GPU's switch uplink and its own link.
-  for (int g = 0; g < shape.local_gpus; ++g) {
-    const auto s = static_cast<std::size_t>(b.switch_of_gpu(g));
-    const auto gi = static_cast<std::size_t>(g);
-    h2d_caps_.push_back(zone->create_link(fmt::format("h2d_cap{}", g), UNCAPPED)->set_latency(0)->seal());
-    d2h_caps_.push_back(zone->create_link(fmt::format("d2h_cap{}", g), UNCAPPED)->set_latency(0)->seal());
-    zone->add_route(cpu_->get_netpoint(), gpus_[gi]->get_netpoint(), nullptr, nullptr,
-                    {sg::LinkInRoute(b.copy_latency), sg::LinkInRoute(h2d_caps_[gi]), {b.host_path, Dir::DOWN},
-                     {b.uplink[s], Dir::DOWN}, {b.pcie[gi], Dir::DOWN}},
-                    false);
-    zone->add_route(gpus_[gi]->get_netpoint(), cpu_->get_netpoint(), nullptr, nullptr,
-                    {sg::LinkInRoute(b.copy_latency), sg::LinkInRoute(d2h_caps_[gi]), {b.pcie[gi], Dir::UP},
-                     {b.uplink[s], Dir::UP}, {b.host_path, Dir::UP}},
-                    false);
-  }
-
-  // Rings: each channel is one flow over every link of the ring, so the ring runs at the pace
-  // of its slowest link and loads every link it crosses equally (NCCL's ring pipeline).
-  const double intra_latency = profile.intra_node.latency_us * 1e-6;
-  const double inter_latency = (profile.nic.latency_us + profile.inter_node.latency_us) * 1e-6;
-  for (std::size_t r = 0; r < rings.size(); ++r) {
-    const RingSpec& spec = rings[r];
+  std::vector<std::vector<std::vector<sg::LinkInRoute>>> channel_links;
+  for (std::size_t r = 0; r < spec.rings.size(); ++r) {
+    const RingSpec& ring = spec.rings[r];
     RingRoute route;
-    auto endpoint_pair = [&](std::size_t channel) {
-      auto* src = zone->create_host(fmt::format("ring{}.{}.src", r, channel), 1.0)->seal();
-      auto* dst = zone->create_host(fmt::format("ring{}.{}.dst", r, channel), 1.0)->seal();
-      route.caps.push_back(zone->create_link(fmt::format("ring{}.{}.cap", r, channel), UNCAPPED)->set_latency(0)->seal());
-      return std::make_pair(src, dst);
-    };
-    const int k = static_cast<int>(spec.members.size());
-    if (!spec.crosses_nodes && k < 2) {
-      // A group of one: its collectives move nothing.
-    } else if (!spec.crosses_nodes) {
-      std::vector<sg::LinkInRoute> links;
-      auto ends = endpoint_pair(0);
-      links.emplace_back(route.caps.back());
-      for (int i = 0; i < k; ++i) b.hop(spec.members[static_cast<std::size_t>(i)], spec.members[static_cast<std::size_t>((i + 1) % k)], links);
-      zone->add_route(ends.first->get_netpoint(), ends.second->get_netpoint(), nullptr, nullptr, links, false);
-      route.channels.push_back(ends);
-      route.step_latency_s = intra_latency;
-    } else {
-      // One channel per NIC near the members (NCCL keeps rings on the GPU's own PCIe switch);
-      // all NICs if none is near. The ring enters at a member beside the NIC and leaves from
-      // another one there, crossing every other member on the way.
-      std::vector<int> nics;
-      for (int c = 0; c < profile.nic.count; ++c) {
-        for (int m : spec.members) {
-          if (b.switch_of_gpu(m) == b.switch_of_nic(c)) {
-            nics.push_back(c);
-            break;
-          }
-        }
-      }
-      if (nics.empty()) {
-        for (int c = 0; c < profile.nic.count; ++c) nics.push_back(c);
-      }
+    std::vector<std::vector<sg::LinkInRoute>> ring_links;
+    const auto& first = ring.rings.front();
+    const bool crosses = ring.reaches_mirrors ||
+                         std::any_of(first.begin(), first.end(), [&](const RingLocation& m) { return m.node != first.front().node; });
+    const bool single = !crosses && first.size() < 2;
+    if (!single) {
+      const std::vector<int> nics = crosses ? ring_nics(b, profile, first) : std::vector<int>{-1};
       for (std::size_t ch = 0; ch < nics.size(); ++ch) {
-        const int c = nics[ch];
-        std::vector<int> order = spec.members;
-        std::vector<int> near;
-        for (int m : order) {
-          if (b.switch_of_gpu(m) == b.switch_of_nic(c)) near.push_back(m);
+        std::vector<Route> all;
+        // Each identical ring takes its own channel NICs (those near its own members).
+        for (const auto& one : ring.rings) {
+          const std::vector<int> own = crosses ? ring_nics(b, profile, one) : std::vector<int>{-1};
+          all.push_back(ring_route(b, one, ring.reaches_mirrors, own[ch % own.size()]));
         }
-        const int entry = near.empty() ? order.front() : near.front();
-        const int exit = near.size() > 1 ? near[1] : entry;
-        std::erase(order, entry);
-        std::erase(order, exit);
-        order.insert(order.begin(), entry);
-        if (exit != entry) order.push_back(exit);
-        std::vector<sg::LinkInRoute> links;
-        auto ends = endpoint_pair(ch);
-        links.emplace_back(route.caps.back());
-        for (std::size_t i = 0; i + 1 < order.size(); ++i) b.hop(order[i], order[i + 1], links);
-        links.emplace_back(b.pcie[static_cast<std::size_t>(exit)], Dir::UP);
-        links.emplace_back(b.nic[static_cast<std::size_t>(c)], Dir::UP);
-        if (b.spine) {
-          links.emplace_back(b.spine, Dir::UP);
-          links.emplace_back(b.spine, Dir::DOWN);
-        }
-        links.emplace_back(b.nic[static_cast<std::size_t>(c)], Dir::DOWN);
-        links.emplace_back(b.pcie[static_cast<std::size_t>(entry)], Dir::DOWN);
-        zone->add_route(ends.first->get_netpoint(), ends.second->get_netpoint(), nullptr, nullptr, links, false);
-        route.channels.push_back(ends);
+        auto* src = zone->create_host(fmt::format("ring{}.{}.src", r, ch), 1.0)->seal();
+        auto* dst = zone->create_host(fmt::format("ring{}.{}.dst", r, ch), 1.0)->seal();
+        route.caps.push_back(b.simplex(fmt::format("ring{}.{}.cap", r, ch), UNCAPPED));
+        std::vector<sg::LinkInRoute> links{sg::LinkInRoute(route.caps.back())};
+        for (const auto& h : Builder::weighted(all.front(), Builder::count(all))) links.push_back(h);
+        add_route(src, dst, links);
+        route.channels.push_back({src, dst});
+        ring_links.push_back(links);
       }
-      route.step_latency_s = std::max(intra_latency, inter_latency);
     }
     rings_.push_back(std::move(route));
+    channel_links.push_back(std::move(ring_links));
   }
+
+  for (std::size_t t = 0; t < spec.transfers.size(); ++t) {
+    const TransferSpec& x = spec.transfers[t];
+    const PlatformGpu& a = spec.gpus[static_cast<std::size_t>(x.src)];
+    const PlatformGpu& c = spec.gpus[static_cast<std::size_t>(x.dst)];
+    const std::vector<int> from = copies_of(a), to = copies_of(c);
+    std::vector<Route> all;
+    for (std::size_t j = 0; j < from.size(); ++j) {
+      const int dst_gpu = to[std::min(j, to.size() - 1)];
+      Route one;
+      if (a.node == c.node) b.intra_hop(a.node, from[j], dst_gpu, one);
+      else b.network_hop(a.node, from[j], c.node, dst_gpu, b.nic_near(from[j]), one);
+      all.push_back(std::move(one));
+    }
+    TransferRoute route;
+    route.src = zone->create_host(fmt::format("xfer{}.src", t), 1.0)->seal();
+    route.dst = zone->create_host(fmt::format("xfer{}.dst", t), 1.0)->seal();
+    route.latency_s = a.node == c.node ? profile.intra_node.latency_us * 1e-6
+                                       : (profile.nic.latency_us + profile.inter_node.latency_us) * 1e-6;
+    std::vector<sg::LinkInRoute> links;
+    for (const auto& h : Builder::weighted(all.front(), Builder::count(all))) links.push_back(h);
+    add_route(route.src, route.dst, links);
+    transfers_.push_back(route);
+  }
+  // A ring of one channel whose links no other route lists runs alone whenever it runs (its
+  // collectives follow each other on one stream): its rate is its bottleneck's share, known now,
+  // and the engine times its collectives in closed form instead of as flows (exact: what the
+  // sharing model would compute for a lone flow).
+  for (std::size_t r = 0; r < rings_.size(); ++r) {
+    if (channel_links[r].size() != 1) continue;
+    std::map<Hop, int> own;
+    for (const auto& l : channel_links[r].front()) ++own[Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}];
+    double rate = UNCAPPED;
+    bool exclusive = true;
+    for (const auto& [hop, count] : own) {
+      if (hop.link == rings_[r].caps.front()) continue;
+      exclusive = exclusive && usage[hop] == count;
+      rate = std::min(rate, hop.link->get_bandwidth() / count);
+    }
+    if (exclusive) rings_[r].exclusive_rate = rate;
+  }
+  std::map<int, int> distinct;
+  for (const auto& g : spec.gpus) distinct[g.node] = 1;
+  nodes_ = static_cast<int>(distinct.size());
   zone->seal();
 }
 

@@ -1,17 +1,21 @@
 #pragma once
-// A cluster profile as a SimGrid 3.32 platform. One representative node is built in full: its
-// GPUs, their NVLink/NVSwitch ports (or PCIe peer paths), PCIe links and switches, the host's
-// memory path, a storage device and the NICs. Other nodes are folded by symmetry: every node of
-// a data-parallel job does the same work at the same time, so the traffic a ring sends into the
-// fabric from this node is mirrored by the traffic it receives, and the ring's route loops from
-// this node's NIC back into this node. This is exact when ranks are identical across nodes and
-// the fabric is symmetric (full bisection, or a spine shared evenly: `oversubscription`); it is
-// not exact for pipeline stages that differ per node.
+// A cluster profile as a SimGrid 3.32 platform: the simulated nodes, each built in full (every
+// GPU's NVLink/NVSwitch port or mesh links, its PCIe link, the PCIe switches and their uplinks,
+// the host memory path, the NICs and the node's share of the spine, the striped storage, the
+// CPU), with a host for each simulated GPU only.
 //
-// Network arithmetic is exact: CM02 with cross-traffic off and TCP-gamma disabled (see
-// shared/notes/simgrid-3.32.md); latencies are added explicitly, never hidden in factors.
+// Folding (placement.hpp): a simulated GPU may stand for identical GPUs of its node (its copies).
+// Its flows then cross each shared link once per copy whose own flow would cross it: SimGrid's
+// sharing model counts a link listed k times in a route as k units of that flow, which is exactly
+// the load of k identical concurrent flows. A ring stands for identical rings of its node the
+// same way. A group with members on nodes that are not simulated (mirrors: other data-parallel
+// replicas) leaves through the simulated node's NICs and re-enters through them: the traffic a
+// mirror would send is the traffic this node receives (exact on a symmetric fabric: full
+// bisection, or an oversubscribed spine shared evenly, `oversubscription`).
+//
+// Network arithmetic is exact: CM02 with cross-traffic off and TCP-gamma disabled (sim/README.md);
+// latencies are added explicitly, never hidden in factors.
 
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,25 +28,55 @@ class Link;
 
 namespace trainsim::sim {
 
-// A collective's ring: the local GPUs in ring order, and whether the group spans other nodes.
+// A GPU the replay simulates: its node, its index there, and its copies' GPUs (itself first).
+struct PlatformGpu {
+  int node = 0;
+  int gpu = 0;
+  std::vector<int> copy_gpus;  // empty means {gpu}
+};
+
+struct RingLocation {
+  int node = 0;
+  int gpu = 0;
+  bool operator==(const RingLocation&) const = default;
+};
+
+// A collective's ring. rings[0] holds the simulated GPUs that take part (in ring order, possibly
+// on several simulated nodes); rings[1..] are identical rings of their copies on the same node,
+// whose shared links the simulated ring counts.
 struct RingSpec {
-  std::vector<int> members;
-  bool crosses_nodes = false;
+  std::vector<std::vector<RingLocation>> rings;
+  bool reaches_mirrors = false;  // the group has members on nodes that are not simulated
   bool operator==(const RingSpec&) const = default;
+};
+
+// A point-to-point transfer between two simulated GPUs (pipeline sends); it stands for the copies'
+// transfers (copy j of the source to copy j of the destination).
+struct TransferSpec {
+  int src = 0;  // simulated GPU index
+  int dst = 0;
+  bool operator==(const TransferSpec&) const = default;
+};
+
+struct PlatformSpec {
+  std::vector<PlatformGpu> gpus;
+  std::vector<RingSpec> rings;
+  std::vector<TransferSpec> transfers;
 };
 
 struct RingRoute {
   std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> channels;  // one endpoint pair per channel
   // A private link at the head of each channel's route: unlimited, or set to a calibrated rate
-  // for the collective in flight (ops of one ring run one after another on its members' NCCL
-  // stream). SimGrid 3.32 refuses Comm::set_rate on host-to-host comms.
+  // for the collective in flight. SimGrid 3.32 refuses Comm::set_rate on host-to-host comms.
   std::vector<simgrid::s4u::Link*> caps;
-  double step_latency_s = 0;  // per ring step (NCCL's per-hop latency)
+  // Bytes per second of a ring that shares no link with any other route (one channel), else 0.
+  double exclusive_rate = 0;
 };
 
-struct PlatformShape {
-  int local_gpus = 1;  // GPUs of the representative node in use
-  bool multi_node = false;
+struct TransferRoute {
+  simgrid::s4u::Host* src = nullptr;
+  simgrid::s4u::Host* dst = nullptr;
+  double latency_s = 0;
 };
 
 // Host speed of GPU hosts: an exec of `seconds` runs `seconds * GPU_SPEED` flops.
@@ -53,32 +87,42 @@ inline constexpr double UNCAPPED = 1e18;
 class Platform {
  public:
   // Builds the platform in the process's SimGrid engine (which must exist and be configured).
-  Platform(const hw::ClusterProfile& profile, const PlatformShape& shape, const std::vector<RingSpec>& rings);
+  Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec);
 
-  simgrid::s4u::Host* gpu(int g) const { return gpus_[static_cast<std::size_t>(g)]; }
-  simgrid::s4u::Host* cpu() const { return cpu_; }
+  simgrid::s4u::Host* gpu(int g) const { return gpu_hosts_[static_cast<std::size_t>(g)]; }
+  // The host memory of GPU g's node (copies start and end here).
+  simgrid::s4u::Host* host_of(int g) const { return node_cpu_[static_cast<std::size_t>(g)]; }
   simgrid::s4u::Host* delay_host() const { return delay_; }
-  // Storage is a host whose read and write links carry the node's striped drive bandwidth.
-  // (SimGrid 3.32's Disk resource is equivalent, but mixing disk I/O with executions makes every
-  // completion scan a growing list: 40k such activities took 2.4 s instead of 0.04 s.)
-  simgrid::s4u::Host* storage() const { return storage_; }
+  // GPU g's end of its node's storage links, its CPU work (CPU-Adam as a flow over the node's
+  // CPU link, in parameters per second) and the other end of that work.
+  simgrid::s4u::Host* io_endpoint(int g) const { return io_[static_cast<std::size_t>(g)]; }
+  simgrid::s4u::Host* cpu_work_end(int g) const { return cpu_end_[static_cast<std::size_t>(g)]; }
+  bool has_storage() const { return has_storage_; }
   const RingRoute& ring(int id) const { return rings_[static_cast<std::size_t>(id)]; }
+  const TransferRoute& transfer(int id) const { return transfers_[static_cast<std::size_t>(id)]; }
   // The private rate-cap link of a GPU's host-to-device or device-to-host copies.
   simgrid::s4u::Link* copy_cap(int gpu, bool to_gpu) const {
     return (to_gpu ? h2d_caps_ : d2h_caps_)[static_cast<std::size_t>(gpu)];
   }
+  int simulated_nodes() const { return nodes_; }
 
  private:
-  std::vector<simgrid::s4u::Host*> gpus_;
-  simgrid::s4u::Host* cpu_ = nullptr;
+  std::vector<simgrid::s4u::Host*> gpu_hosts_, node_cpu_, io_, cpu_end_;
   simgrid::s4u::Host* delay_ = nullptr;
-  simgrid::s4u::Host* storage_ = nullptr;
+  bool has_storage_ = false;
+  int nodes_ = 0;
   std::vector<RingRoute> rings_;
+  std::vector<TransferRoute> transfers_;
   std::vector<simgrid::s4u::Link*> h2d_caps_, d2h_caps_;
 };
 
 // CPU-Adam throughput of a node: the profile's calibration, else scaled from the ZeRO-Offload
 // figure in the seeds (1 billion parameters in 0.22 s on a DGX-2's 48 cores).
 double cpu_adam_params_per_s(const hw::ClusterProfile& profile, bool* assumed = nullptr);
+
+// NCCL's latency of a ring collective (nccl src/graph/tuning.cc, ring algorithm): one intra-node
+// hop latency per step inside nodes and one network latency per step that crosses nodes.
+// `ranks` in the group, spread over `nodes` nodes.
+double ring_latency_s(const hw::ClusterProfile& profile, int steps, int ranks, int nodes);
 
 }  // namespace trainsim::sim

@@ -3,20 +3,73 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "cost_model.hpp"
-#include "data_parallel_lowering.hpp"
+#include "data_parallel_program.hpp"
 #include "engine.hpp"
+#include "hydra_program.hpp"
+#include "interpreter.hpp"
 #include "isolation.hpp"
 #include "layer_costs.hpp"
 #include "memory_timeline.hpp"
 #include "metrics.hpp"
+#include "pipeline_program.hpp"
+#include "pipeline_schedule.hpp"
+#include "placement.hpp"
 #include "platform.hpp"
 #include "trace_writer.hpp"
 
 namespace trainsim::sim {
 namespace {
+
+// What one replay measured, per step; every field is one the micro-batch fold extrapolates.
+struct Outcome {
+  double step_time_s = 0;
+  std::vector<GpuBusy> busy;                                  // per simulated GPU, per step
+  std::vector<double> gpu_peak;                               // per simulated GPU
+  std::vector<std::array<double, MEM_CLASSES>> gpu_at_peak;   // per simulated GPU
+  std::vector<double> host_peak, storage_peak;                // per simulated node
+  double ops = 0, activities = 0;
+};
+
+// The quantities a folded step extrapolates (not the op counts: those say what was replayed).
+std::vector<double> flatten(const Outcome& o) {
+  std::vector<double> v{o.step_time_s};
+  for (const auto& b : o.busy) {
+    v.insert(v.end(), {b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, b.hardware_flops});
+  }
+  v.insert(v.end(), o.gpu_peak.begin(), o.gpu_peak.end());
+  for (const auto& a : o.gpu_at_peak) v.insert(v.end(), a.begin(), a.end());
+  v.insert(v.end(), o.host_peak.begin(), o.host_peak.end());
+  v.insert(v.end(), o.storage_peak.begin(), o.storage_peak.end());
+  return v;
+}
+
+Outcome unflatten(const std::vector<double>& v, const Outcome& shape) {
+  Outcome o = shape;
+  std::size_t i = 0;
+  o.step_time_s = v[i++];
+  for (auto& b : o.busy) {
+    b.compute_s = v[i++];
+    b.exposed_communication_s = v[i++];
+    b.exposed_offload_io_s = v[i++];
+    b.optimizer_s = v[i++];
+    b.idle_s = v[i++];
+    b.hardware_flops = v[i++];
+  }
+  for (auto& p : o.gpu_peak) p = v[i++];
+  for (auto& a : o.gpu_at_peak) {
+    for (auto& x : a) x = v[i++];
+  }
+  for (auto& p : o.host_peak) p = v[i++];
+  for (auto& p : o.storage_peak) p = v[i++];
+  return o;
+}
 
 double latest_end(const ReplayResult& replay, const std::vector<OpId>& ops) {
   double t = 0;
@@ -26,89 +79,261 @@ double latest_end(const ReplayResult& replay, const std::vector<OpId>& ops) {
   return t;
 }
 
+class Replays {
+ public:
+  Replays(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile, const wl::MemoryEstimate& memory,
+          const SimOptions& options)
+      : m_(m), s_(s), profile_(profile), memory_(memory), costs_(profile, m.numerics),
+        placement_(s.tp, s.dp, s.pp, profile.gpus_per_node()), fold_(plan_fold(placement_, options.fold_ranks)) {}
+
+  const FoldPlan& fold() const { return fold_; }
+  const CostModel& costs() const { return costs_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<SimulatedGpu>& gpus() const { return gpus_; }
+
+  // Replays the step with `micro_batches` per step (0: the strategy's) and measures it.
+  Outcome run(int micro_batches, std::string* trace) {
+    const ProgramSet programs = build(micro_batches);
+    LoweredPrograms lowered = interpret(programs, placement_, fold_, costs_, profile_);
+    gpus_ = lowered.gpus;
+    if (!platform_) {
+      platform_ = std::make_unique<Platform>(profile_, lowered.platform);
+      spec_ = lowered.platform;
+    } else if (!(lowered.platform.gpus.size() == spec_.gpus.size() && lowered.platform.rings == spec_.rings &&
+                 lowered.platform.transfers == spec_.transfers)) {
+      throw std::logic_error("simulator: replays of one configuration need different platforms");
+    }
+    const ReplayResult replay = sim::replay(*lowered.graph, *platform_, lowered.caps);
+    const int gpus = static_cast<int>(lowered.gpus.size());
+    // The step: the whole replay, or over several steps the steady state between the ends of the
+    // first and the last (asynchronous schedules, the delayed update).
+    double from = 0, to = replay.makespan;
+    int steps = 1;
+    if (lowered.steps > 1) {
+      from = latest_end(replay, lowered.step_ends.front());
+      to = latest_end(replay, lowered.step_ends.back());
+      steps = lowered.steps - 1;
+    }
+    steps_ = lowered.steps;
+    Outcome o;
+    o.step_time_s = (to - from) / steps;
+    o.ops = static_cast<double>(boost::num_vertices(*lowered.graph));
+    o.activities = static_cast<double>(replay.activities);
+    ops_replayed_ += o.ops;
+    activities_replayed_ += o.activities;
+    const MemoryTimeline timeline = build_memory_timeline(*lowered.graph, replay, gpus, lowered.simulated_nodes);
+    o.busy = gpu_busy(*lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
+    for (auto& b : o.busy) {
+      b.compute_s /= steps;
+      b.exposed_communication_s /= steps;
+      b.exposed_offload_io_s /= steps;
+      b.optimizer_s /= steps;
+      b.idle_s /= steps;
+      b.hardware_flops /= steps;
+    }
+    for (const auto& g : timeline.gpus) {
+      o.gpu_peak.push_back(g.peak_bytes);
+      o.gpu_at_peak.push_back(g.at_peak);
+    }
+    for (const auto& h : timeline.hosts) o.host_peak.push_back(h.peak_bytes);
+    for (const auto& st : timeline.storages) o.storage_peak.push_back(st.peak_bytes);
+    if (trace != nullptr) {
+      const std::string title = fmt::format("trainsim: {} on {} x {} ({} micro-batches replayed)", m_.name, s_.nodes,
+                                            profile_.name, micro_batches > 0 ? micro_batches : s_.micro_batches());
+      *trace = chrome_trace(*lowered.graph, replay, timeline, lowered, title);
+    }
+    return o;
+  }
+
+  int steps() const { return steps_; }
+  // Every op and SimGrid activity of every replay so far.
+  double ops_replayed() const { return ops_replayed_; }
+  double activities_replayed() const { return activities_replayed_; }
+
+  // The smallest micro-batch count from which each further `period` adds the same work: past a
+  // pipeline's warm-up (p + 1), rounded to the interleaved schedule's groups of p.
+  int period() const { return s_.pp > 1 && s_.schedule == wl::Schedule::INTERLEAVED ? s_.pp : 1; }
+  int first_linear() const {
+    const int p = period();
+    const int base = s_.pp > 1 ? s_.pp + 1 : 2;
+    return (base + p - 1) / p * p;
+  }
+
+ private:
+  ProgramSet build(int micro_batches) {
+    notes_.clear();
+    if (s_.pp > 1) {
+      PipelineBuild b = build_pipeline_programs(m_, s_, costs_, memory_, micro_batches);
+      notes_ = b.programs.notes;
+      return std::move(b.programs);
+    }
+    if (s_.schedule == wl::Schedule::HYDRA) {
+      ProgramSet p = build_hydra_program(m_, s_, costs_, memory_, micro_batches);
+      notes_ = p.notes;
+      return p;
+    }
+    return build_data_parallel_program(m_, s_, costs_, memory_, profile_.gpus_per_node(), micro_batches);
+  }
+
+  const wl::ModelSpec& m_;
+  const wl::Strategy& s_;
+  const hw::ClusterProfile& profile_;
+  const wl::MemoryEstimate& memory_;
+  CostModel costs_;
+  Placement placement_;
+  FoldPlan fold_;
+  std::unique_ptr<Platform> platform_;
+  PlatformSpec spec_;
+  std::vector<SimulatedGpu> gpus_;
+  std::vector<std::string> notes_;
+  int steps_ = 1;
+  double ops_replayed_ = 0, activities_replayed_ = 0;
+};
+
+// Identical gradient-accumulation micro-batches are folded: the step is replayed at three
+// micro-batch counts b, b + k and b + 2k past the warm-up, with (m - b) a multiple of k; when
+// every measured quantity grows by the same amount from b to b + k as from b + k to b + 2k (the
+// replay has reached its periodic regime), the step at m is extrapolated along that line. The
+// regime's period k may be a multiple of the schedule's own (a 1F1B pipeline of unequal stages
+// alternated between two increments), so k = P, 2P, 4P are tried in turn, and a later start b
+// after them; otherwise everything is replayed. Tests compare folded and full replays on small
+// cases (tests/sim/fold_test.cpp).
+class MicroBatchFold {
+ public:
+  MicroBatchFold(Replays& r, int m) : r_(r), m_(m) {}
+
+  Outcome run(bool fold, std::string* trace, std::string* how) {
+    const int period = r_.period();
+    for (int start : {r_.first_linear(), 2 * r_.first_linear()}) {
+      for (int k : {period, 2 * period, 4 * period}) {
+        // The first replay at or after `start` from which steps of k reach m.
+        const int b = start + ((m_ - start) % k + k) % k;
+        if (!fold || 3 * b + 3 * k >= m_) continue;  // folding would replay more than the step
+        // Give up once the replays so far and these would hold as many micro-batches as the step.
+        int extra = 0;
+        for (int n : {b, b + k, b + 2 * k}) extra += replayed_.count(n) ? 0 : n;
+        if (replayed_micro_batches_ + extra >= m_) break;
+        attempted_ = true;
+        const std::vector<double> a = flatten(at(b)), c = flatten(at(b + k)), e = flatten(at(b + 2 * k));
+        bool linear = true;
+        for (std::size_t i = 0; i < a.size() && linear; ++i) {
+          const double scale = std::max({std::fabs(a[i]), std::fabs(c[i]), std::fabs(e[i]), 1e-300});
+          linear = std::fabs((e[i] - c[i]) - (c[i] - a[i])) <= 1e-9 * scale + 1e-15;
+        }
+        if (!linear) continue;
+        const double periods = static_cast<double>(m_ - (b + 2 * k)) / k;
+        std::vector<double> v(e.size());
+        for (std::size_t i = 0; i < e.size(); ++i) v[i] = e[i] + periods * (e[i] - c[i]);
+        *how = fmt::format("{} micro-batches folded: replayed {}, {} and {}, each further {} adding the same work "
+                           "(to 1e-9), the step extrapolated to {}",
+                           m_ - (b + 2 * k), b, b + k, b + 2 * k,
+                           k == 1 ? "micro-batch" : fmt::format("{} micro-batches", k), m_);
+        if (trace != nullptr) r_.run(b + 2 * k, trace);
+        return unflatten(v, at(b + 2 * k));
+      }
+    }
+    *how = fold && attempted_ ? fmt::format("all {} micro-batches replayed (no periodic regime found early enough)", m_)
+                              : fmt::format("all {} micro-batch{} replayed", m_, m_ == 1 ? "" : "es");
+    return r_.run(0, trace);
+  }
+
+ private:
+  const Outcome& at(int micro_batches) {
+    auto it = replayed_.find(micro_batches);
+    if (it == replayed_.end()) {
+      it = replayed_.emplace(micro_batches, r_.run(micro_batches, nullptr)).first;
+      replayed_micro_batches_ += micro_batches;
+    }
+    return it->second;
+  }
+
+  Replays& r_;
+  int m_;
+  std::map<int, Outcome> replayed_;
+  int replayed_micro_batches_ = 0;
+  bool attempted_ = false;
+};
+
 // Runs inside the isolated child: everything that touches SimGrid.
 SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                      const wl::MemoryEstimate& memory, const SimOptions& options) {
   SimResult r;
-  const CostModel costs(profile, m.numerics);
-  LoweredGraph lowered = lower_data_parallel(m, s, profile, costs, memory);
-  const int gpus = lowered.topology.local_gpus;
-  Platform platform(profile, {gpus, lowered.topology.dp_crosses_nodes}, lowered.topology.rings);
-  const ReplayResult replay = sim::replay(lowered.graph, platform, lowered.caps);
-
-  // The step: the whole replay, or with the delayed update the steady state between the ends of
-  // the first and the last simulated steps.
-  double from = 0, to = replay.makespan;
-  int steps = 1;
-  if (lowered.steps > 1) {
-    from = latest_end(replay, lowered.step_ends.front());
-    to = latest_end(replay, lowered.step_ends.back());
-    steps = lowered.steps - 1;
-  }
+  Replays replays(m, s, profile, memory, options);
+  std::string how;
+  const Outcome o = MicroBatchFold(replays, static_cast<int>(s.micro_batches()))
+                        .run(options.fold_micro_batches, options.trace ? &r.trace : nullptr, &how);
+  const auto& gpus = replays.gpus();
   r.simulated = true;
-  r.steps_simulated = lowered.steps;
-  r.step_time_s = (to - from) / steps;
-  r.simulated_gpus = gpus;
-  r.ops = boost::num_vertices(lowered.graph);
-  r.activities = replay.activities;
-
-  const MemoryTimeline timeline = build_memory_timeline(lowered.graph, replay, gpus, lowered.gpu_baseline_bytes,
-                                                        lowered.host_baseline_bytes, lowered.storage_baseline_bytes);
-  const std::vector<GpuBusy> busy = gpu_busy(lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
-  double idle = 0, hardware = 0;
-  for (int g = 0; g < gpus; ++g) {
-    const GpuBusy& b = busy[static_cast<std::size_t>(g)];
+  r.steps_simulated = replays.steps();
+  r.step_time_s = o.step_time_s;
+  r.simulated_gpus = static_cast<int>(gpus.size());
+  r.simulated_nodes = static_cast<int>(replays.fold().nodes.size());
+  r.ops = static_cast<std::size_t>(std::llround(replays.ops_replayed()));
+  r.activities = static_cast<std::size_t>(std::llround(replays.activities_replayed()));
+  double idle = 0, hardware = 0, weight = 0;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const GpuBusy& b = o.busy[g];
     GpuResult gr;
-    const DeviceMemory& dm = timeline.gpus[static_cast<std::size_t>(g)];
-    gr.peak_memory_bytes = dm.peak_bytes;
-    gr.baseline_bytes = dm.baseline_bytes;
+    gr.stage = gpus[g].rank.coord.pp;
+    gr.copies = gpus[g].rank.copies;
+    gr.peak_memory_bytes = o.gpu_peak[g];
+    double resident = 0;
     for (int c = 0; c < MEM_CLASSES; ++c) {
-      if (dm.at_peak[static_cast<std::size_t>(c)] != 0) {
-        gr.at_peak.emplace_back(std::string(to_string(static_cast<MemClass>(c))), dm.at_peak[static_cast<std::size_t>(c)]);
+      const double bytes = o.gpu_at_peak[g][static_cast<std::size_t>(c)];
+      const auto cls = static_cast<MemClass>(c);
+      if (cls == MemClass::PARAMS || cls == MemClass::GRADS || cls == MemClass::OPTIMIZER || cls == MemClass::BUCKETS) {
+        resident += bytes;
+      } else if (std::fabs(bytes) > 0.5) {
+        gr.at_peak.emplace_back(std::string(to_string(cls)), bytes);
       }
     }
-    gr.compute_s = b.compute_s / steps;
-    gr.exposed_communication_s = b.exposed_communication_s / steps;
-    gr.exposed_offload_io_s = b.exposed_offload_io_s / steps;
-    gr.optimizer_s = b.optimizer_s / steps;
-    gr.idle_s = b.idle_s / steps;
-    gr.hardware_flops = b.hardware_flops / steps;
+    gr.baseline_bytes = resident;
+    gr.compute_s = b.compute_s;
+    gr.exposed_communication_s = b.exposed_communication_s;
+    gr.exposed_offload_io_s = b.exposed_offload_io_s;
+    gr.optimizer_s = b.optimizer_s;
+    gr.idle_s = b.idle_s;
+    gr.hardware_flops = b.hardware_flops;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, gr.peak_memory_bytes);
-    idle += gr.idle_s;
-    hardware += gr.hardware_flops;
+    // Averages over all ranks: each simulated GPU counts for the ranks it stands for.
+    idle += gr.idle_s * gr.copies;
+    hardware += gr.hardware_flops * gr.copies;
+    weight += gr.copies;
     r.per_gpu.push_back(gr);
   }
-  r.host_peak_bytes = timeline.host.peak_bytes;
-  r.storage_peak_bytes = timeline.storage.peak_bytes;
-  r.bubble_fraction = r.step_time_s > 0 ? idle / gpus / r.step_time_s : 0;
+  for (double h : o.host_peak) r.host_peak_bytes = std::max(r.host_peak_bytes, h);
+  for (double st : o.storage_peak) r.storage_peak_bytes = std::max(r.storage_peak_bytes, st);
+  r.bubble_fraction = r.step_time_s > 0 ? idle / weight / r.step_time_s : 0;
   r.model_flops_per_step = wl::model_flops_per_step(m, s);
   r.tflops_per_gpu = r.model_flops_per_step / r.step_time_s / s.gpus / 1e12;
-  r.hardware_tflops_per_gpu = hardware / gpus / r.step_time_s / 1e12;
-  r.tokens_per_s = static_cast<double>(s.global_batch * s.seq) / r.step_time_s;
+  r.hardware_tflops_per_gpu = hardware / weight / r.step_time_s / 1e12;
+  r.tokens_per_s = static_cast<double>(s.global_batch) * static_cast<double>(s.seq) / r.step_time_s;
   r.samples_per_s = static_cast<double>(s.global_batch) / r.step_time_s;
-  r.assumptions = costs.assumptions();
-  if (lowered.topology.dp_crosses_nodes) {
-    r.assumptions.push_back(fmt::format(
-        "one node of {} simulated in full; the other {} nodes by symmetry (identical ranks, symmetric fabric)",
-        profile.name, s.nodes - 1));
-  }
-  if (options.trace) {
-    const std::string title = fmt::format("trainsim: {} on {} x {}", m.name, s.nodes, profile.name);
-    r.trace = chrome_trace(lowered.graph, replay, timeline, gpus, title);
-  }
+  r.assumptions = replays.costs().assumptions();
+  r.folding.push_back(replays.fold().description);
+  r.folding.push_back(how);
+  r.notes = replays.notes();
   return r;
 }
 
 }  // namespace
 
-double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile) {
-  // Per GPU of the simulated node, micro-batch and unit (layer or ZeRO-3 gather unit): forward,
-  // recompute and backward with their fetches, gathers and copies: at most 16 ops (the 1T
-  // ZeRO-Infinity step on a DGX-2 has 12); plus two steps more for the delayed update.
-  const double gpus = std::min(s.gpus, profile.gpus_per_node());
-  const double units = (s.zero_stage == 3 ? 4.0 : 1.0) * static_cast<double>(m.layers) + 2;
-  const double steps = s.delayed_update ? 3 : 1;
-  return 16.0 * gpus * units * static_cast<double>(s.micro_batches()) * steps;
+double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                            const SimOptions& options) {
+  // Per simulated GPU, replayed micro-batch and unit (a layer, or a ZeRO-3 gather unit; plus the
+  // embedding and the head): forward, recompute and backward with their tensor-parallel
+  // collectives, fetches, gathers, copies and sends: at most 16 ops.
+  const Placement placement(s.tp, s.dp, s.pp, profile.gpus_per_node());
+  const double gpus = static_cast<double>(plan_fold(placement, options.fold_ranks).ranks.size());
+  const double units = (s.zero_stage == 3 && s.pp == 1 ? 4.0 : 1.0) * static_cast<double>(m.layers) / s.pp + 2;
+  const double m_total = static_cast<double>(s.micro_batches());
+  // Folded, three replays past the warm-up (replay_folded).
+  const double period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
+  const double first = s.pp > 1 ? std::ceil((s.pp + 1) / period) * period : 2;
+  const double replayed = options.fold_micro_batches && m_total > 3 * first + 3 * period ? 3 * first + 3 * period : m_total;
+  const bool asynchronous = s.pp > 1 && (s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW);
+  const double steps = s.delayed_update || asynchronous ? 3 : 1;
+  return 16.0 * gpus * units * replayed * steps;
 }
 
 SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
@@ -141,9 +366,11 @@ nlohmann::ordered_json to_json(const SimResult& r) {
   j["storage_peak_bytes"] = r.storage_peak_bytes;
   j["per_gpu"] = nlohmann::ordered_json::array();
   for (const auto& g : r.per_gpu) {
-    nlohmann::ordered_json at_peak;
+    nlohmann::ordered_json at_peak = nlohmann::ordered_json::object();
     for (const auto& [cls, bytes] : g.at_peak) at_peak[cls] = bytes;
-    j["per_gpu"].push_back({{"peak_memory_bytes", g.peak_memory_bytes},
+    j["per_gpu"].push_back({{"stage", g.stage},
+                            {"copies", g.copies},
+                            {"peak_memory_bytes", g.peak_memory_bytes},
                             {"baseline_bytes", g.baseline_bytes},
                             {"at_peak", at_peak},
                             {"busy_s",
@@ -155,9 +382,12 @@ nlohmann::ordered_json to_json(const SimResult& r) {
                             {"hardware_flops", g.hardware_flops}});
   }
   j["simulated_gpus"] = r.simulated_gpus;
+  j["simulated_nodes"] = r.simulated_nodes;
   j["ops"] = r.ops;
   j["activities"] = r.activities;
   j["steps_simulated"] = r.steps_simulated;
+  j["folding"] = r.folding;
+  j["notes"] = r.notes;
   j["assumptions"] = r.assumptions;
   return j;
 }
@@ -179,6 +409,8 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
   r.storage_peak_bytes = j.at("storage_peak_bytes").get<double>();
   for (const auto& g : j.at("per_gpu")) {
     GpuResult gr;
+    gr.stage = g.at("stage").get<int>();
+    gr.copies = g.at("copies").get<int>();
     gr.peak_memory_bytes = g.at("peak_memory_bytes").get<double>();
     gr.baseline_bytes = g.at("baseline_bytes").get<double>();
     for (const auto& [cls, bytes] : g.at("at_peak").items()) gr.at_peak.emplace_back(cls, bytes.get<double>());
@@ -192,9 +424,12 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
     r.per_gpu.push_back(gr);
   }
   r.simulated_gpus = j.at("simulated_gpus").get<int>();
+  r.simulated_nodes = j.at("simulated_nodes").get<int>();
   r.ops = j.at("ops").get<std::size_t>();
   r.activities = j.at("activities").get<std::size_t>();
   r.steps_simulated = j.at("steps_simulated").get<int>();
+  r.folding = j.at("folding").get<std::vector<std::string>>();
+  r.notes = j.at("notes").get<std::vector<std::string>>();
   r.assumptions = j.at("assumptions").get<std::vector<std::string>>();
   return r;
 }

@@ -16,11 +16,17 @@ namespace trainsim::sim {
 
 struct SimOptions {
   bool trace = false;  // produce a Chrome trace (SimResult::trace); the caller writes it
+  // Simulate one rank per pipeline stage for the identical tensor- and data-parallel ranks
+  // (placement.hpp), and fold identical micro-batches (simulator.cpp). Off: replay everything.
+  bool fold_ranks = true;
+  bool fold_micro_batches = true;
 };
 
 struct GpuResult {
+  int stage = 0;   // pipeline stage of this simulated GPU
+  int copies = 1;  // identical ranks of its node it stands for (itself included)
   double peak_memory_bytes = 0;
-  double baseline_bytes = 0;                  // resident all step (model states, buckets)
+  double baseline_bytes = 0;                  // model states and buckets at the peak
   std::vector<std::pair<std::string, double>> at_peak;  // the rest of the peak, by class
   double compute_s = 0, exposed_communication_s = 0, exposed_offload_io_s = 0, optimizer_s = 0, idle_s = 0;
   double hardware_flops = 0;
@@ -40,8 +46,11 @@ struct SimResult {
   double peak_memory_bytes = 0;
   double host_peak_bytes = 0;
   double storage_peak_bytes = 0;
-  std::vector<GpuResult> per_gpu;  // the GPUs of the representative node
-  int simulated_gpus = 0;          // GPUs simulated explicitly (one node); the rest by symmetry
+  std::vector<GpuResult> per_gpu;  // the simulated GPUs (one per stage when ranks are folded)
+  int simulated_gpus = 0;
+  int simulated_nodes = 0;
+  std::vector<std::string> folding;  // what was folded (ranks, micro-batches) and how
+  std::vector<std::string> notes;    // e.g. the stage partition
   std::size_t ops = 0;
   std::size_t activities = 0;
   int steps_simulated = 1;
@@ -58,8 +67,10 @@ SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Clus
 // The most ops one replay may hold: about 2 million ops take some 8 GiB and a minute; a step
 // beyond it is answered as infeasible, naming the limit, before anything is built.
 inline constexpr double MAX_REPLAY_OPS = 2e6;
-// An upper estimate of the ops the replay of this step holds, from its shape alone.
-double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile);
+// An upper estimate of the ops the replay of this step holds, from its shape alone (with the
+// folding `options` ask for).
+double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                            const SimOptions& options = {});
 
 nlohmann::ordered_json to_json(const SimResult& r);
 SimResult sim_result_from_json(const nlohmann::json& j);

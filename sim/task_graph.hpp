@@ -1,16 +1,17 @@
 #pragma once
-// The task-graph IR the replay engine runs: typed operations with dependencies (Boost.Graph).
-// A graph describes one representative node of the cluster: its GPUs, its host CPU and memory,
-// its storage; work of other nodes is folded by symmetry (see platform.hpp). No SimGrid here.
+// The task-graph IR the replay engine runs: typed operations with dependencies (Boost.Graph),
+// on the simulated GPUs and nodes (placement.hpp says which ranks those are and what they stand
+// for). Built by the interpreter (lowering/interpreter.cpp) from programs. No SimGrid here.
 
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace trainsim::sim {
 
-enum class OpKind { COMPUTE, COLLECTIVE, COPY_H2D, COPY_D2H, STORAGE_READ, STORAGE_WRITE, CPU, DELAY };
+enum class OpKind { COMPUTE, COLLECTIVE, TRANSFER, COPY_H2D, COPY_D2H, STORAGE_READ, STORAGE_WRITE, CPU, DELAY };
 // What a GPU is doing while the op runs, for the busy-time breakdown.
 enum class Category { COMPUTE, COMMUNICATION, OFFLOAD_IO, OPTIMIZER };
 // Streams serialize: ops on one GPU's stream run in insertion order (CUDA stream semantics).
@@ -25,13 +26,14 @@ std::string_view to_string(Category c);
 std::string_view to_string(CollectiveKind k);
 std::string_view to_string(MemClass c);
 
-// A memory device of the representative node: GPU 0..G-1, then the host, then storage.
+// A memory device: a simulated GPU, or the host memory or storage of a simulated node (by the
+// node's position among the simulated nodes).
 struct Device {
   enum class Kind { GPU, HOST, STORAGE } kind = Kind::GPU;
   int index = 0;
   static Device gpu(int g) { return {Kind::GPU, g}; }
-  static Device host() { return {Kind::HOST, 0}; }
-  static Device storage() { return {Kind::STORAGE, 0}; }
+  static Device host(int node = 0) { return {Kind::HOST, node}; }
+  static Device storage(int node = 0) { return {Kind::STORAGE, node}; }
 };
 
 struct MemEvent {
@@ -45,8 +47,8 @@ struct Op {
   OpKind kind = OpKind::COMPUTE;
   Category category = Category::COMPUTE;
   Stream stream = Stream::COMPUTE;
-  int gpu = -1;                  // local GPU; -1 for node-level ops (collectives, CPU, storage)
-  std::vector<int> participants; // collectives: local GPUs taking part
+  int gpu = -1;                  // simulated GPU (copies, storage, CPU work: whose route); -1 for collectives
+  std::vector<int> participants; // collectives: simulated GPUs taking part
   double seconds = 0;            // COMPUTE, DELAY
   double bytes = 0;              // copies, storage, collectives (the collective's buffer size)
   double params = 0;             // CPU optimizer work, in parameters
@@ -54,6 +56,9 @@ struct Op {
   CollectiveKind collective = CollectiveKind::ALL_REDUCE;
   int ring = -1;                 // platform ring (group) of a collective
   int group_size = 0;            // ranks in the collective across all nodes
+  int transfer = -1;             // TRANSFER: platform route from `gpu` to `peer`
+  int peer = -1;                 // TRANSFER: the receiving simulated GPU
+  double latency_s = 0;          // COLLECTIVE, TRANSFER: run before the bytes move
   const char* name = "";
   int layer = -1;
   int micro_batch = -1;
@@ -68,19 +73,27 @@ using OpId = TaskGraph::vertex_descriptor;
 // previous op of the same (GPU, stream), plus the dependencies given.
 class GraphBuilder {
  public:
-  explicit GraphBuilder(int gpus) : last_(static_cast<std::size_t>(gpus) * STREAMS, NONE) {}
+  explicit GraphBuilder(int gpus)
+      : graph_(std::make_unique<TaskGraph>()), last_(static_cast<std::size_t>(gpus) * STREAMS, NONE) {}
 
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, const std::vector<OpId>& deps);
-  TaskGraph& graph() { return graph_; }
-  TaskGraph take() { return std::move(graph_); }
+  // Puts an op made earlier next in line on `gpu`'s `stream` too (a collective joined by another
+  // member).
+  void chain_existing(OpId id, int gpu, Stream stream) { chain(id, gpu, stream); }
+  TaskGraph& graph() { return *graph_; }
+  // Boost's adjacency_list has no move constructor: the graph is handed over by pointer, never
+  // copied (a copy of a million-op graph cost a tenth of the replay).
+  std::unique_ptr<TaskGraph> take() { return std::move(graph_); }
+  // Room for `ops` ops, so that adding them never moves the ones already added.
+  void reserve(std::size_t ops) { graph_->m_vertices.reserve(ops); }
 
   static constexpr OpId NONE = static_cast<OpId>(-1);
 
  private:
   static constexpr std::size_t STREAMS = 4;  // COMPUTE, COMM, H2D, D2H are per GPU
   void chain(OpId id, int gpu, Stream stream);
-  TaskGraph graph_;
+  std::unique_ptr<TaskGraph> graph_;
   std::vector<OpId> last_;
 };
 

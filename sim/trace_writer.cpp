@@ -7,7 +7,8 @@
 namespace trainsim::sim {
 namespace {
 
-constexpr int HOST_PID = 1000, STORAGE_PID = 1001, FABRIC_PID = 1002;
+constexpr int HOST_PID = 100000, STORAGE_PID = 200000, FABRIC_PID = 300000;
+constexpr int SEND_TID = 5, RECV_TID = 6;
 
 // Microseconds with nanosecond resolution, printed the same way every time.
 double us(double seconds) { return std::round(seconds * 1e9) / 1e3; }
@@ -33,8 +34,8 @@ std::string label(const Op& op) {
 
 }  // namespace
 
-std::string chrome_trace(const TaskGraph& graph, const ReplayResult& replay, const MemoryTimeline& memory, int gpus,
-                         const std::string& title) {
+std::string chrome_trace(const TaskGraph& graph, const ReplayResult& replay, const MemoryTimeline& memory,
+                         const LoweredPrograms& lowered, const std::string& title) {
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   auto meta = [&](const char* what, int pid, int tid, const std::string& name) {
     nlohmann::ordered_json e{{"name", what}, {"ph", "M"}, {"pid", pid}};
@@ -42,16 +43,27 @@ std::string chrome_trace(const TaskGraph& graph, const ReplayResult& replay, con
     e["args"] = {{"name", name}};
     events.push_back(e);
   };
+  const int gpus = static_cast<int>(lowered.gpus.size());
   for (int g = 0; g < gpus; ++g) {
-    meta("process_name", g, -1, fmt::format("GPU {}", g));
+    const SimulatedGpu& sg = lowered.gpus[static_cast<std::size_t>(g)];
+    const ExplicitRank& e = sg.rank;
+    meta("process_name", g, -1,
+         fmt::format("stage {} (node {}, GPU {}){}", e.coord.pp, e.location.node, e.location.gpu,
+                     e.copies > 1 ? fmt::format(", for {} ranks", e.copies) : std::string()));
+    meta("process_sort_index", g, -1, std::to_string(g));
     meta("thread_name", g, 0, "compute");
     meta("thread_name", g, 1, "communication (NCCL)");
     meta("thread_name", g, 2, "copy host->device");
     meta("thread_name", g, 3, "copy device->host");
+    meta("thread_name", g, 4, "host and storage work");
+    meta("thread_name", g, SEND_TID, "pipeline sends");
+    meta("thread_name", g, RECV_TID, "pipeline receives");
   }
-  meta("process_name", HOST_PID, -1, "host CPU");
-  meta("process_name", STORAGE_PID, -1, "storage");
-  meta("process_name", FABRIC_PID, -1, "fabric (rings, PCIe links)");
+  for (int n = 0; n < lowered.simulated_nodes; ++n) {
+    meta("process_name", HOST_PID + n, -1, fmt::format("node {} host", n));
+    meta("process_name", STORAGE_PID + n, -1, fmt::format("node {} storage", n));
+  }
+  meta("process_name", FABRIC_PID, -1, "fabric (rings)");
   auto span = [&](const std::string& name, const Op& op, std::size_t v, int pid, int tid) {
     nlohmann::ordered_json e{{"name", name}, {"cat", std::string(to_string(op.category))}, {"ph", "X"},
                              {"ts", us(replay.timing[v].start)}, {"dur", us(replay.timing[v].end - replay.timing[v].start)},
@@ -67,23 +79,34 @@ std::string chrome_trace(const TaskGraph& graph, const ReplayResult& replay, con
     if (!args.empty()) e["args"] = args;
     events.push_back(e);
   };
+  auto node_of = [&](int g) { return lowered.gpus[static_cast<std::size_t>(g)].node_index; };
+  int flow = 0;
   for (std::size_t v = 0; v < boost::num_vertices(graph); ++v) {
     const Op& op = graph[v];
     const std::string name = label(op);
     switch (op.kind) {
       case OpKind::COMPUTE: span(name, op, v, op.gpu, 0); break;
       case OpKind::COLLECTIVE:
-        for (int g : op.participants) span(name, op, v, g, 1);
+        for (int g : op.participants) span(name, op, v, g, stream_tid(op.stream) == 0 ? 0 : 1);
         span(name, op, v, FABRIC_PID, op.ring);
         break;
-      case OpKind::COPY_H2D:
-      case OpKind::COPY_D2H:
-        span(name, op, v, op.gpu, stream_tid(op.stream));
-        span(name, op, v, FABRIC_PID, 1000 + op.gpu);
+      case OpKind::TRANSFER: {
+        span(name, op, v, op.gpu, SEND_TID);
+        span(name, op, v, op.peer, RECV_TID);
+        // A flow arrow from the send to the receive.
+        const double start = us(replay.timing[v].start), end = us(replay.timing[v].end);
+        events.push_back({{"name", name}, {"cat", "pipeline"}, {"ph", "s"}, {"id", flow}, {"ts", start},
+                          {"pid", op.gpu}, {"tid", SEND_TID}});
+        events.push_back({{"name", name}, {"cat", "pipeline"}, {"ph", "f"}, {"bp", "e"}, {"id", flow}, {"ts", end},
+                          {"pid", op.peer}, {"tid", RECV_TID}});
+        ++flow;
         break;
+      }
+      case OpKind::COPY_H2D:
+      case OpKind::COPY_D2H: span(name, op, v, op.gpu, stream_tid(op.stream)); break;
       case OpKind::STORAGE_READ:
-      case OpKind::STORAGE_WRITE: span(name, op, v, STORAGE_PID, op.gpu < 0 ? 0 : op.gpu); break;
-      case OpKind::CPU: span(name, op, v, HOST_PID, op.gpu < 0 ? 0 : op.gpu); break;
+      case OpKind::STORAGE_WRITE: span(name, op, v, STORAGE_PID + node_of(op.gpu), op.gpu); break;
+      case OpKind::CPU: span(name, op, v, HOST_PID + node_of(op.gpu), op.gpu); break;
       case OpKind::DELAY: break;
     }
   }
@@ -94,8 +117,10 @@ std::string chrome_trace(const TaskGraph& graph, const ReplayResult& replay, con
     }
   };
   for (int g = 0; g < gpus; ++g) counter(g, memory.gpus[static_cast<std::size_t>(g)]);
-  counter(HOST_PID, memory.host);
-  counter(STORAGE_PID, memory.storage);
+  for (int n = 0; n < lowered.simulated_nodes; ++n) {
+    counter(HOST_PID + n, memory.hosts[static_cast<std::size_t>(n)]);
+    counter(STORAGE_PID + n, memory.storages[static_cast<std::size_t>(n)]);
+  }
   nlohmann::ordered_json doc;
   doc["traceEvents"] = events;
   doc["displayTimeUnit"] = "ms";

@@ -158,6 +158,8 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     else if (name == "--pipeline-model-parallel-size") set_int(in.pp, limits::PARALLEL_DEGREE);
     else if (name == "--virtual-pipeline-model-parallel-size") set_int(in.vpp, limits::PARALLEL_DEGREE);
     else if (name == "--num-layers-per-virtual-pipeline-stage") layers_per_virtual_stage = a.integer_of(name, limits::LAYERS);
+    else if (name == "--decoder-first-pipeline-num-layers") set_int(in.first_stage_layers, limits::LAYERS);
+    else if (name == "--decoder-last-pipeline-num-layers") set_int(in.last_stage_layers, limits::LAYERS);
     else if (name == "--sequence-parallel") in.sp.set(true, origin(name));
     else if (name == "--micro-batch-size") set_i64(in.micro_batch, limits::MICRO_BATCH);
     else if (name == "--global-batch-size") set_i64(in.global_batch, limits::GLOBAL_BATCH);

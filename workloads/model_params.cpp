@@ -111,10 +111,10 @@ double largest_adjacent_gather(const ModelSpec& m, int tp) {
   return best;
 }
 
-double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp) {
+double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp, int stage_layers) {
   if (m.raw_params) return *m.raw_params;
   const RankParams r = rank_params(m, tp);
-  double p = static_cast<double>(m.layers / pp) * r.per_layer;
+  double p = static_cast<double>(stage_layers >= 0 ? stage_layers : m.layers / pp) * r.per_layer;
   if (stage == 0) p += r.embedding;
   if (stage == pp - 1) {
     p += r.head;

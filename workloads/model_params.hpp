@@ -34,8 +34,9 @@ double largest_operator_params(const ModelSpec& m, int tp = 1);
 
 // Parameters held by one rank of pipeline stage `stage` of `pp` with tensor parallelism `tp`
 // (Megatron layout: vocabulary-parallel embeddings on the first stage, the output layer on the
-// last; a tied embedding is duplicated on the last stage when pp > 1).
-double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp);
+// last; a tied embedding is duplicated on the last stage when pp > 1). `stage_layers`: the
+// stage's transformer layers (stage_partition.hpp); -1: layers / pp.
+double stage_params_per_rank(const ModelSpec& m, int stage, int pp, int tp, int stage_layers = -1);
 
 // Parameters on one tensor-parallel rank: per transformer layer, the embedding part (first
 // stage) and the head part (last stage; with a tied embedding, without its copy).

@@ -180,10 +180,39 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
       fail(in.tp.origin, fmt::format("a divisor of the key/value heads ({}) of {}", model.kv_heads, model.name),
            std::to_string(s.tp));
     }
-    if (model.layers % (s.pp * s.vpp) != 0) {
+    // Layers need not divide evenly (stage_partition.hpp), but every virtual stage holds one.
+    if (model.layers < s.pp * s.vpp) {
       fail(s.vpp > 1 ? in.vpp.origin : in.pp.origin,
-           fmt::format("pp x vpp ({} x {}) dividing the {} layers of {}", s.pp, s.vpp, model.layers, model.name),
+           fmt::format("pp x vpp ({} x {}) at most the {} layers of {}", s.pp, s.vpp, model.layers, model.name),
            std::to_string(s.pp * s.vpp));
+    }
+  }
+  s.first_stage_layers = value_or(in.first_stage_layers, 0);
+  s.last_stage_layers = value_or(in.last_stage_layers, 0);
+  if ((s.first_stage_layers > 0 || s.last_stage_layers > 0) && s.pp < 2) {
+    fail(in.first_stage_layers ? in.first_stage_layers.origin : in.last_stage_layers.origin,
+         "pp >= 2 for first and last stage layers", "pp 1");
+  }
+  if (!raw && (s.first_stage_layers > 0 || s.last_stage_layers > 0)) {
+    // Megatron-LM: the middle stages split what is left evenly, each stage over its chunks.
+    const int first = s.first_stage_layers, last = s.last_stage_layers;
+    const int free_stages = s.pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+    const std::int64_t rest = model.layers - first - last;
+    const std::string origin = in.first_stage_layers ? in.first_stage_layers.origin : in.last_stage_layers.origin;
+    if (rest < 0 || (free_stages == 0 && rest != 0) || (free_stages > 0 && (rest % free_stages != 0 || rest / free_stages < s.vpp))) {
+      fail(origin,
+           fmt::format("first and last stage layers that leave the other {} stages an equal share (at least vpp = {}) "
+                       "of the {} layers",
+                       free_stages, s.vpp, model.layers),
+           fmt::format("first {}, last {}", first, last));
+    }
+    for (const auto& [n, what] : {std::pair{first, "first"}, std::pair{last, "last"},
+                                  std::pair{free_stages > 0 ? static_cast<int>(rest / free_stages) : s.vpp, "middle"}}) {
+      if (n > 0 && n % s.vpp != 0) {
+        fail(origin, fmt::format("stage layers divisible by vpp = {} (the {} stage's {} layers split over its chunks)",
+                                 s.vpp, what, n),
+             fmt::format("first {}, last {}", first, last));
+      }
     }
   }
 
@@ -198,6 +227,23 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
          "\"" + std::string(to_string(s.schedule)) + "\"");
   }
   if (s.vpp > 1 && s.pp < 2) fail(in.vpp.origin, "pp >= 2 for virtual pipeline stages", std::to_string(s.vpp));
+  // Hydra spills one model per GPU through host memory: no pipeline, no ZeRO, no other offload.
+  if (s.schedule == Schedule::HYDRA) {
+    if (s.pp > 1) fail(in.schedule.origin, "pp = 1 for Hydra (each GPU runs the whole model, shard by shard)", "pp > 1");
+    if (s.zero_stage != 0 || s.l2l || s.offload_params != OffloadTarget::NONE || s.offload_optimizer != OffloadTarget::NONE ||
+        s.tp > 1) {
+      fail(in.schedule.origin, "--zero 0, --tp 1, no --l2l and no --offload-* with Hydra (it keeps the model in host memory itself)",
+           "another setting");
+    }
+    if (raw) fail(in.schedule.origin, "a model architecture for Hydra (use --model)", "--params");
+    s.shards = value_or(in.shards, static_cast<int>(model.layers));
+    if (s.shards < 1 || s.shards > model.layers) {
+      fail(in.shards.origin, fmt::format("a shard count in [1, {}] (the layers of {})", model.layers, model.name),
+           std::to_string(s.shards));
+    }
+  } else if (in.shards) {
+    fail(in.shards.origin, "--schedule hydra with --shards", "another schedule");
+  }
 
   // ZeRO and offload rules, as DeepSpeed enforces them (deepspeed/runtime/zero/config.py, engine.py).
   if (s.zero_stage >= 2 && s.pp > 1) {

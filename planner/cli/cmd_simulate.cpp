@@ -14,11 +14,15 @@ void register_simulate(CLI::App& app, Commands& commands) {
     planner::InputFlags inputs;
     OutputFlags output;
     std::string trace;
+    bool no_fold = false;
   };
   auto state = std::make_shared<State>();
   CLI::App* sub = app.add_subcommand("simulate", "Replay one training step: step time, throughput, busy time, memory");
   add_input_flags(*sub, state->inputs, ModelFlags::ARCHITECTURE_ONLY);
   add_output_flags(*sub, state->output, {"table", "json"});
+  sub->add_flag("--no-fold", state->no_fold,
+                "Simulate every rank and every micro-batch (no folding of identical ranks or micro-batches): slower, "
+                "for checking a folded answer");
   sub->add_option("--trace", state->trace,
                   "Write a Chrome trace of the step (open it in https://ui.perfetto.dev); a configuration that does "
                   "not fit has none, and says so");
@@ -41,6 +45,8 @@ void register_simulate(CLI::App& app, Commands& commands) {
 
       sim::SimOptions options;
       options.trace = trace;
+      options.fold_ranks = !state->no_fold;
+      options.fold_micro_batches = !state->no_fold;
       planner::SimulateAnswer answer = planner::answer_simulate(std::move(request), options);
       outputs.front().text = state->output.format == "json" ? planner::simulate_json(answer).dump(2) + "\n"
                                                             : planner::simulate_table(answer);

@@ -55,7 +55,7 @@ class Emitter {
     if (plan_.bucket_of_unit.empty()) plan_.bucket_of_unit.assign(static_cast<std::size_t>(units), 0);
   }
 
-  std::vector<Instruction> run() {
+  std::vector<ScheduleItem> run() {
     build_items();
     for (std::size_t p = 0; p < items_.size(); ++p) {
       emit_prefetches(static_cast<int>(p));
@@ -73,7 +73,7 @@ class Emitter {
   }
 
  private:
-  int emit(Instruction in) {
+  int emit(ScheduleItem in) {
     out_.push_back(std::move(in));
     return static_cast<int>(out_.size()) - 1;
   }
@@ -108,7 +108,7 @@ class Emitter {
   }
 
   // A fetch or gather for compute `target`, issued once compute target - ahead - 1 has ended.
-  void trigger(Instruction& in, int target, int ahead) const {
+  void trigger(ScheduleItem& in, int target, int ahead) const {
     const int t = target - ahead - 1;
     if (t >= 0) in.after.push_back(computes_[static_cast<std::size_t>(t)]);
   }
@@ -122,7 +122,7 @@ class Emitter {
     for (int p = position; p <= std::min(n - 1, position + plan_.fetch_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (plan_.fetch_params && it.needs_params && fetch_.count(p) == 0) {
-        Instruction f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
+        ScheduleItem f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
         trigger(f, p, plan_.fetch_ahead);
         fetch_[p] = emit(f);
       }
@@ -130,7 +130,7 @@ class Emitter {
       if (plan_.offload_checkpoints && it.kind != Instr::FORWARD && saved_.count({it.micro_batch, it.layer})) {
         const auto key = std::make_pair(it.micro_batch, it.layer);
         if (first_backward_item_.count(key) && first_backward_item_.at(key) == p && loaded_.count(key) == 0) {
-          Instruction c{Instr::LOAD_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {saved_.at(key)}};
+          ScheduleItem c{Instr::LOAD_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {saved_.at(key)}};
           trigger(c, p, plan_.fetch_ahead);
           loaded_[key] = emit(c);
         }
@@ -139,7 +139,7 @@ class Emitter {
     for (int p = position; plan_.gather_params && p <= std::min(n - 1, position + plan_.gather_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (!it.needs_params || gather_.count(p)) continue;
-      Instruction g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
+      ScheduleItem g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
       trigger(g, p, plan_.gather_ahead);
       if (fetch_.count(p)) g.after.push_back(fetch_[p]);
       gather_[p] = emit(g);
@@ -178,7 +178,7 @@ class Emitter {
 
   DataParallelPlan plan_;
   std::vector<Item> items_;
-  std::vector<Instruction> out_;
+  std::vector<ScheduleItem> out_;
   std::vector<int> computes_;
   std::vector<int> finals_;
   std::map<int, int> fetch_, gather_;                    // compute position -> instruction
@@ -188,6 +188,6 @@ class Emitter {
 
 }  // namespace
 
-std::vector<Instruction> data_parallel_schedule(const DataParallelPlan& plan) { return Emitter(plan).run(); }
+std::vector<ScheduleItem> data_parallel_schedule(const DataParallelPlan& plan) { return Emitter(plan).run(); }
 
 }  // namespace trainsim::sim

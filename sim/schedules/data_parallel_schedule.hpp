@@ -33,7 +33,7 @@ std::string_view to_string(Instr i);
 
 enum class Pass { FORWARD, RECOMPUTE, BACKWARD, NONE };
 
-struct Instruction {
+struct ScheduleItem {
   Instr kind = Instr::FORWARD;
   int unit = -1;
   int layer = -1;
@@ -62,7 +62,7 @@ struct DataParallelPlan {
   std::vector<int> bucket_of_unit;   // gradient bucket of each unit; buckets close in backward order
 };
 
-std::vector<Instruction> data_parallel_schedule(const DataParallelPlan& plan);
+std::vector<ScheduleItem> data_parallel_schedule(const DataParallelPlan& plan);
 
 // Buckets over units in backward order: a bucket closes once it holds `bucket_bytes` or more.
 std::vector<int> assign_buckets(const std::vector<double>& unit_grad_bytes, double bucket_bytes);

@@ -55,7 +55,10 @@ TEST(CostModel, ReplayHonoursTheCalibratedBusBandwidth) {
   const hw::ClusterProfile p = calibrated();
   const double S = 1e9;
   const std::string out = run_isolated([&] {
-    Platform platform(p, {4, false}, {RingSpec{{0, 1, 2, 3}, false}});
+    PlatformSpec spec;
+    for (int g = 0; g < 4; ++g) spec.gpus.push_back({0, g, {}});
+    spec.rings = {RingSpec{{{{0, 0}, {0, 1}, {0, 2}, {0, 3}}}, false}};
+    Platform platform(p, spec);
     GraphBuilder b(4);
     Op op;
     op.kind = OpKind::COLLECTIVE;
@@ -63,6 +66,7 @@ TEST(CostModel, ReplayHonoursTheCalibratedBusBandwidth) {
     op.participants = {0, 1, 2, 3};
     op.ring = 0;
     op.group_size = 4;
+    op.latency_s = ring_latency_s(p, ring_steps(CollectiveKind::ALL_REDUCE, 4), 4, 1);
     op.bytes = S;
     b.add(op);
     RateCaps caps;

@@ -35,14 +35,33 @@ hw::ClusterProfile toy_profile() {
 constexpr double PCIE_LATENCY = 5e-6;
 constexpr double NVLINK_LATENCY = 3e-6;
 
-double simulate(const std::vector<RingSpec>& rings, const std::function<void(GraphBuilder&)>& build) {
+// The four GPUs of node 0, each simulated on its own.
+PlatformSpec one_node(std::vector<RingSpec> rings = {}) {
+  PlatformSpec spec;
+  for (int g = 0; g < 4; ++g) spec.gpus.push_back({0, g, {}});
+  spec.rings = std::move(rings);
+  return spec;
+}
+
+double simulate_on(const PlatformSpec& spec, const std::function<void(GraphBuilder&)>& build,
+                const hw::ClusterProfile& profile = toy_profile()) {
   const std::string out = run_isolated([&] {
-    Platform platform(toy_profile(), {4, false}, rings);
-    GraphBuilder b(4);
+    Platform platform(profile, spec);
+    GraphBuilder b(static_cast<int>(spec.gpus.size()));
     build(b);
     return fmt::format("{:.17g}", replay(b.graph(), platform).makespan);
   });
   return std::stod(out);
+}
+
+double simulate(const std::vector<RingSpec>& rings, const std::function<void(GraphBuilder&)>& build) {
+  return simulate_on(one_node(rings), build);
+}
+
+RingSpec ring_of(std::initializer_list<int> gpus, bool reaches_mirrors = false) {
+  std::vector<RingLocation> ring;
+  for (int g : gpus) ring.push_back({0, g});
+  return RingSpec{{ring}, reaches_mirrors};
 }
 
 Op copy_to(int gpu, double bytes) {
@@ -90,7 +109,7 @@ TEST(ExactToy, TwoFlowsShareASwitchUplink) {
 TEST(ExactToy, RingAllReduce) {
   // 2(n-1) steps of latency plus 2(n-1)/n S over the 100 GB/s NVLink ports (nccl-tests' ring).
   const double S = 4e9;
-  const double t = simulate({RingSpec{{0, 1, 2, 3}, false}}, [&](GraphBuilder& b) {
+  const double t = simulate({ring_of({0, 1, 2, 3})}, [&](GraphBuilder& b) {
     Op op;
     op.kind = OpKind::COLLECTIVE;
     op.stream = Stream::COMM;
@@ -99,6 +118,7 @@ TEST(ExactToy, RingAllReduce) {
     op.collective = CollectiveKind::ALL_REDUCE;
     op.ring = 0;
     op.group_size = 4;
+    op.latency_s = ring_latency_s(toy_profile(), ring_steps(CollectiveKind::ALL_REDUCE, 4), 4, 1);
     op.bytes = S;
     b.add(op);
   });
@@ -111,6 +131,7 @@ TEST(ExactToy, StorageReadOverlapsCompute) {
     op.kind = OpKind::STORAGE_READ;
     op.stream = Stream::NODE;
     op.category = Category::OFFLOAD_IO;
+    op.gpu = 0;
     op.bytes = bytes;
     return op;
   };
@@ -139,6 +160,92 @@ TEST(ExactToy, PrefetchHiddenBehindComputeAndNot) {
   };
   expect_exact(simulate({}, two_layers(0.2)), 0.2 + 0.2);                    // hidden
   expect_exact(simulate({}, two_layers(0.05)), PCIE_LATENCY + 0.1 + 0.2);   // exposed
+}
+
+TEST(ExactToy, PipelineTransferBetweenNodes) {
+  // GPU 0 of node 0 to GPU 0 of node 1 through GPUDirect: PCIe 10 GB/s, NIC 100 Gb/s = 12.5 GB/s:
+  // the PCIe links bound it; NIC and switch latencies before.
+  hw::ClusterProfile p = toy_profile();
+  p.nic.count = 2;
+  p.nic.link_Gbps = 100;
+  p.nic.latency_us = 2;
+  p.inter_node.latency_us = 1;
+  p.inter_node.topology = hw::InterNodeTopology::FAT_TREE;
+  p.inter_node.oversubscription = 1;
+  PlatformSpec spec;
+  spec.gpus = {{0, 0, {}}, {1, 0, {}}};
+  spec.transfers = {{0, 1}};
+  const double t = simulate_on(spec, [](GraphBuilder& b) {
+    Op op;
+    op.kind = OpKind::TRANSFER;
+    op.stream = Stream::NODE;
+    op.category = Category::COMMUNICATION;
+    op.gpu = 0;
+    op.peer = 1;
+    op.transfer = 0;
+    op.bytes = 1e9;
+    b.add(op);
+  }, p);
+  expect_exact(t, 3e-6 + 0.1);
+}
+
+TEST(ExactToy, AFoldedGpuCountsItsCopiesOnSharedLinks) {
+  // GPU 0 standing for itself and GPU 1 (they share a switch uplink of 10 GB/s): its copy runs at
+  // 5 GB/s, as the two flows of the unfolded node do (TwoFlowsShareASwitchUplink).
+  PlatformSpec spec;
+  spec.gpus = {{0, 0, {0, 1}}};
+  expect_exact(simulate_on(spec, [](GraphBuilder& b) { b.add(copy_to(0, 1e9)); }), PCIE_LATENCY + 0.2);
+  // Standing for GPUs 0 and 2 (different switches, one 20 GB/s host path): 10 GB/s.
+  spec.gpus = {{0, 0, {0, 2}}};
+  expect_exact(simulate_on(spec, [](GraphBuilder& b) { b.add(copy_to(0, 1e9)); }), PCIE_LATENCY + 0.1);
+}
+
+TEST(ExactToy, CpuWorkIsAFlowOverTheNodesCpu) {
+  // CPU-Adam at the profile's rate, shared by the copies a GPU stands for.
+  hw::ClusterProfile p = toy_profile();
+  p.calibration.cpu_adam_params_per_s = 1e9;
+  auto adam = [](GraphBuilder& b) {
+    Op op;
+    op.kind = OpKind::CPU;
+    op.stream = Stream::NODE;
+    op.category = Category::OPTIMIZER;
+    op.gpu = 0;
+    op.params = 2e9;
+    b.add(op);
+  };
+  PlatformSpec alone;
+  alone.gpus = {{0, 0, {}}};
+  expect_exact(simulate_on(alone, adam, p), 2.0);
+  PlatformSpec four;
+  four.gpus = {{0, 0, {0, 1, 2, 3}}};
+  expect_exact(simulate_on(four, adam, p), 8.0);
+}
+
+TEST(ExactToy, ARingReachingMirrorsLoopsThroughTheNic) {
+  // One member here, the others on mirror nodes: the ring leaves through GPU 0's PCIe link and
+  // NIC and comes back in through them: 10 GB/s (PCIe) bounds the hop bytes.
+  hw::ClusterProfile p = toy_profile();
+  p.nic.count = 1;
+  p.nic.link_Gbps = 200;
+  p.inter_node.topology = hw::InterNodeTopology::FAT_TREE;
+  p.inter_node.oversubscription = 1;
+  PlatformSpec spec;
+  spec.gpus = {{0, 0, {}}};
+  spec.rings = {ring_of({0}, true)};
+  const double S = 1e9;
+  const double t = simulate_on(spec, [&](GraphBuilder& b) {
+    Op op;
+    op.kind = OpKind::COLLECTIVE;
+    op.stream = Stream::COMM;
+    op.category = Category::COMMUNICATION;
+    op.participants = {0};
+    op.collective = CollectiveKind::ALL_GATHER;
+    op.ring = 0;
+    op.group_size = 4;
+    op.bytes = S;
+    b.add(op);
+  }, p);
+  expect_exact(t, 3.0 / 4 * S / 10e9);
 }
 
 }  // namespace

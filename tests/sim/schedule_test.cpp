@@ -20,11 +20,11 @@ DataParallelPlan plan_of(int layers, int micro_batches) {
   return p;
 }
 
-int count(const std::vector<Instruction>& s, Instr kind) {
-  return static_cast<int>(std::count_if(s.begin(), s.end(), [&](const Instruction& i) { return i.kind == kind; }));
+int count(const std::vector<ScheduleItem>& s, Instr kind) {
+  return static_cast<int>(std::count_if(s.begin(), s.end(), [&](const ScheduleItem& i) { return i.kind == kind; }));
 }
 
-void expect_dependencies_point_backwards(const std::vector<Instruction>& s) {
+void expect_dependencies_point_backwards(const std::vector<ScheduleItem>& s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     for (int a : s[i].after) {
       EXPECT_GE(a, 0);

@@ -1,0 +1,379 @@
+#include "data_parallel_program.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "activation_memory.hpp"
+#include "data_parallel_schedule.hpp"
+#include "unit_work.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using wl::OffloadTarget;
+using wl::Recompute;
+
+class Builder {
+ public:
+  Builder(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& c, const wl::MemoryEstimate& mem,
+          int gpus_per_node, int micro_batches)
+      : m_(m), s_(s), c_(c), st_(mem.stages[0]), writer_(program_) {
+    bytes_ = wl::state_bytes(m.numerics);
+    gather_ = s.zero_stage == 3 && s.dp > 1 && !s.l2l;
+    units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l);
+    std::vector<double> grad_bytes;
+    for (const auto& u : units_) grad_bytes.push_back(u.params * bytes_.grads);
+    const double bucket = s.zero_stage == 0 || s.l2l ? s.buffers.ddp_bucket_bytes : s.buffers.reduce_bucket_elems * bytes_.grads;
+    bucket_of_unit_ = assign_buckets(grad_bytes, bucket);
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      const auto k = static_cast<std::size_t>(bucket_of_unit_[u]);
+      if (bucket_bytes_.size() <= k) bucket_bytes_.resize(k + 1, 0.0);
+      bucket_bytes_[k] += grad_bytes[u];
+    }
+    work_.units = &units_;
+    work_.activations = activation_sizes(m, s);
+    work_.recompute = s.recompute;
+    work_.transformer_layers = static_cast<int>(m.layers);
+    work_.tp = s.tp;
+    work_.sp = s.sp && s.tp > 1;
+    work_.tp_bytes = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) *
+                     wl::activation_element_bytes(m.numerics);
+    work_.dtype = m.numerics == wl::Numerics::FP32 ? Dtype::FP32
+                  : m.numerics == wl::Numerics::FP16_MIXED ? Dtype::FP16
+                                                           : Dtype::BF16;
+    rank_params_ = st_.params_on_rank;
+    ranks_per_node_ = std::min(s.gpus, gpus_per_node);
+    micro_batches_ = micro_batches > 0 ? micro_batches : static_cast<int>(s.micro_batches());
+  }
+
+  ProgramSet run() {
+    ProgramSet out;
+    out.steps = s_.delayed_update ? 3 : 1;
+    program_.step_ends.assign(static_cast<std::size_t>(out.steps), {});
+    allocate_model_states();
+    const std::vector<ScheduleItem>& plan = schedule();
+    std::vector<int> ends;
+    for (int step = 0; step < out.steps; ++step) {
+      // Without the delayed update a step starts from the parameters the previous step updated;
+      // with it, from those of two steps before (Ren et al. 2021, Sec. 5.2).
+      const int source = step - (s_.delayed_update ? 2 : 1);
+      const std::vector<int> barrier = source >= 0 ? program_.step_ends[static_cast<std::size_t>(source)] : std::vector<int>{states_};
+      step_ = step;
+      program_.step_ends[static_cast<std::size_t>(step)] = lower_step(plan, barrier);
+    }
+    out.stages.push_back(std::move(program_));
+    return out;
+  }
+
+ private:
+  const std::vector<ScheduleItem>& schedule() {
+    DataParallelPlan plan;
+    for (const auto& u : units_) plan.unit_layer.push_back(u.layer);
+    plan.checkpointed_layers = static_cast<int>(m_.layers);
+    plan.micro_batches = micro_batches_;
+    plan.fetch_params = s_.l2l || s_.offload_params != OffloadTarget::NONE;
+    // L2L keeps the layer in use and the next one (Pudipeddi et al. 2020); ZeRO-Infinity reads
+    // one unit further ahead than it gathers.
+    plan.fetch_ahead = s_.l2l ? 1 : 2;
+    plan.gather_params = gather_;
+    plan.recompute_full = s_.recompute == Recompute::FULL;
+    plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;
+    plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
+    plan.reduce_every_micro_batch = s_.zero_stage >= 2 && !s_.l2l;
+    plan.offload_grads = s_.l2l || s_.offload_optimizer != OffloadTarget::NONE;
+    plan.update_params = !s_.l2l && ((s_.zero_stage >= 1 && s_.zero_stage <= 2 && s_.dp > 1) ||
+                                     (s_.offload_optimizer != OffloadTarget::NONE && s_.offload_params == OffloadTarget::NONE));
+    plan.bucket_of_unit = bucket_of_unit_;
+    schedule_ = data_parallel_schedule(plan);
+    return schedule_;
+  }
+
+  double shard(double elems) const { return std::ceil(elems / s_.dp); }
+
+  // Model states, allocated before the first instruction unit by unit from the units' own
+  // parameters (ZeRO Sec. 5: 2 + 2 + K bytes per parameter, each part sharded over the data-
+  // parallel ranks by stage, on the tier its offload puts it), so the replay's totals are its own
+  // sums, not the memory model's; and the long-lived buffers the memory model sizes (buckets,
+  // pinned staging).
+  void allocate_model_states() {
+    Instruction in;
+    in.kind = InstrKind::MEMORY;
+    in.name = "model_states";
+    in.stream = Stream::COMPUTE;
+    auto tier_of = [](OffloadTarget t) { return t == OffloadTarget::CPU ? Tier::HOST : t == OffloadTarget::NVME ? Tier::STORAGE : Tier::GPU; };
+    double params = 0, grads = 0, optimizer = 0;
+    for (const auto& unit : units_) {
+      UnitCost u = unit;
+      // ZeRO-3's head unit gathers the word embedding it is tied to (unit_costs.hpp); the tensor
+      // itself is held once, with the embedding.
+      if (u.holds_head && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) && s_.zero_stage == 3 && !s_.l2l) {
+        u.params -= static_cast<double>(m_.vocab * m_.hidden) / s_.tp;
+      }
+      if (s_.l2l) {
+        // One copy per node in host memory, each of the node's ranks holding an equal share.
+        params += u.params / ranks_per_node_;
+        grads += u.params / ranks_per_node_;
+        optimizer += u.params / ranks_per_node_;
+      } else {
+        params += s_.zero_stage >= 3 ? shard(u.params) : u.params;
+        grads += s_.zero_stage >= 2 ? shard(u.params) : u.params;
+        optimizer += s_.zero_stage >= 1 ? shard(u.params) : u.params;
+      }
+    }
+    const Tier params_at = s_.l2l ? Tier::HOST : tier_of(s_.offload_params);
+    // ZeRO-Offload moves the gradient partition with the optimizer states (Ren et al. 2021 Sec. 4.1).
+    const Tier states_at = s_.l2l ? Tier::HOST : tier_of(s_.offload_optimizer);
+    auto add = [&](Tier t, MemClass c, double bytes) {
+      if (bytes > 0) in.memory.push_back({t, c, bytes, false});
+    };
+    add(params_at, MemClass::PARAMS, params * bytes_.params);
+    add(states_at, MemClass::GRADS, grads * bytes_.grads);
+    add(states_at, MemClass::OPTIMIZER, optimizer * bytes_.optimizer);
+    add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
+    add(Tier::HOST, MemClass::STAGING, st_.buffers.pinned_host_bytes);
+    states_ = writer_.add(std::move(in));
+  }
+
+  Instruction base(InstrKind kind, Stream stream, Category cat, const char* name, const ScheduleItem& from) const {
+    Instruction in;
+    in.kind = kind;
+    in.stream = stream;
+    in.category = cat;
+    in.name = name;
+    in.layer = from.layer;
+    in.micro_batch = from.micro_batch;
+    in.step = step_;
+    return in;
+  }
+
+  Instruction copy(Tier from, Tier to, double bytes, Stream stream, Category cat, const char* name,
+                   const ScheduleItem& at) const {
+    Instruction in = base(InstrKind::COPY, stream, cat, name, at);
+    in.from = from;
+    in.to = to;
+    in.bytes = bytes;
+    return in;
+  }
+
+  Instruction collective(CollectiveKind kind, double bytes, const char* name, const ScheduleItem& at) const {
+    Instruction in = base(InstrKind::COLLECTIVE, Stream::COMM, Category::COMMUNICATION, name, at);
+    in.collective = kind;
+    in.group = GroupKind::DATA;
+    in.bytes = bytes;
+    in.dtype = work_.dtype;
+    return in;
+  }
+
+  std::vector<int> lower_step(const std::vector<ScheduleItem>& plan, const std::vector<int>& barrier) {
+    std::vector<int> done(plan.size(), -1);
+    std::map<int, std::pair<MemClass, double>> holds;  // fetch/gather -> what its compute releases
+    std::vector<int> step_end;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      const ScheduleItem& in = plan[i];
+      std::vector<int> deps;
+      for (int a : in.after) deps.push_back(done[static_cast<std::size_t>(a)]);
+      if (in.after.empty()) deps = barrier;
+      int out = -1;
+      switch (in.kind) {
+        case Instr::FETCH_PARAMS: {
+          const double params = units_[static_cast<std::size_t>(in.unit)].params;
+          const double bytes = (s_.l2l ? params : shard(params)) * bytes_.params;
+          if (s_.offload_params == OffloadTarget::NVME) {
+            Instruction read = copy(Tier::STORAGE, Tier::HOST, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_read_params", in);
+            read.after = deps;
+            deps = {writer_.add(std::move(read))};
+          }
+          Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, Stream::H2D, Category::OFFLOAD_IO, "h2d_params", in);
+          h2d.memory.push_back({Tier::GPU, MemClass::STAGING, bytes, false});
+          h2d.after = deps;
+          out = writer_.add(std::move(h2d));
+          holds[static_cast<int>(i)] = {MemClass::STAGING, bytes};
+          break;
+        }
+        case Instr::GATHER_PARAMS: {
+          const double bytes = units_[static_cast<std::size_t>(in.unit)].params * bytes_.params;
+          // The fetched shard (if any) becomes part of the gathered unit.
+          double staged = 0;
+          for (int a : in.after) {
+            if (plan[static_cast<std::size_t>(a)].kind == Instr::FETCH_PARAMS) staged = holds[a].second;
+          }
+          Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
+          g.memory.push_back({Tier::GPU, MemClass::GATHERED, bytes, false});
+          if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, true});
+          g.after = deps;
+          out = writer_.add(std::move(g));
+          holds[static_cast<int>(i)] = {MemClass::GATHERED, bytes};
+          break;
+        }
+        case Instr::FORWARD:
+        case Instr::RECOMPUTE:
+        case Instr::BACKWARD: {
+          // Parameters gathered (or fetched, without a gather) for this compute are freed at its end.
+          std::vector<MemEffect> release;
+          for (int a : in.after) {
+            const Instr k = plan[static_cast<std::size_t>(a)].kind;
+            if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a)) {
+              release.push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+            }
+          }
+          const ComputePass pass = in.kind == Instr::FORWARD    ? ComputePass::FORWARD
+                                   : in.kind == Instr::BACKWARD ? ComputePass::BACKWARD
+                                                                : ComputePass::RECOMPUTE;
+          out = emit_unit_pass(writer_, work_, in.unit, {pass, in.micro_batch, 0, step_}, deps, release);
+          break;
+        }
+        case Instr::SAVE_CHECKPOINT:
+        case Instr::LOAD_CHECKPOINT: {
+          const bool save = in.kind == Instr::SAVE_CHECKPOINT;
+          const double b = work_.activations.stored;
+          Instruction c = copy(save ? Tier::GPU : Tier::HOST, save ? Tier::HOST : Tier::GPU, b, save ? Stream::D2H : Stream::H2D,
+                               Category::OFFLOAD_IO, save ? "checkpoint_out" : "checkpoint_in", in);
+          c.memory.push_back({Tier::GPU, MemClass::CHECKPOINTS, save ? -b : b, save});
+          c.memory.push_back({Tier::HOST, MemClass::CHECKPOINTS, save ? b : -b, !save});
+          c.after = deps;
+          out = writer_.add(std::move(c));
+          break;
+        }
+        case Instr::REDUCE_GRADS: {
+          const double bytes = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
+          const bool scatter = s_.zero_stage >= 2 && !s_.l2l;
+          Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
+          r.after = deps;
+          out = writer_.add(std::move(r));
+          break;
+        }
+        case Instr::OFFLOAD_GRADS: {
+          const double bucket = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
+          // Each rank moves its shard; L2L's ranks of a node share the node's one copy.
+          const double bytes = s_.l2l ? bucket / ranks_per_node_ : std::ceil(bucket / s_.dp);
+          Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
+          d2h.after = deps;
+          out = writer_.add(std::move(d2h));
+          if (s_.offload_optimizer == OffloadTarget::NVME) {
+            Instruction w = copy(Tier::HOST, Tier::STORAGE, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_write_grads", in);
+            w.after = {out};
+            out = writer_.add(std::move(w));
+          }
+          break;
+        }
+        case Instr::OPTIMIZER_STEP:
+          out = lower_optimizer(in, deps);
+          step_end = {out};
+          break;
+        case Instr::UPDATE_PARAMS:
+          out = lower_update(in, deps);
+          step_end = {out};
+          break;
+      }
+      done[i] = out;
+    }
+    return step_end;
+  }
+
+  int lower_optimizer(const ScheduleItem& in, std::vector<int> deps) {
+    if (previous_optimizer_ >= 0) deps.push_back(previous_optimizer_);
+    const double params = s_.zero_stage >= 1 ? shard(rank_params_) : rank_params_;
+    int out = -1;
+    if (s_.l2l) {
+      // One update of the node's copy on the CPU (L2L's eager parameter server), shared equally
+      // by the node's ranks.
+      Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+      op.params = rank_params_ / ranks_per_node_;
+      op.after = deps;
+      out = writer_.add(std::move(op));
+    } else if (s_.offload_optimizer == OffloadTarget::NONE) {
+      Instruction op = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::OPTIMIZER, "adam", in);
+      op.pass = ComputePass::OPTIMIZER;
+      op.seconds = c_.gpu_adam_seconds(params, m_.numerics);
+      op.after = deps;
+      out = writer_.add(std::move(op));
+    } else if (s_.offload_optimizer == OffloadTarget::CPU) {
+      // ZeRO-Offload: each rank's CPU-Adam over its shard; the node's cores are shared.
+      Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+      op.params = params;
+      op.after = deps;
+      out = writer_.add(std::move(op));
+    } else {
+      // ZeRO-Infinity with optimizer states on NVMe: sub-groups stream through host memory: read
+      // states and gradients, CPU-Adam, write the states back (and the fp16 parameters when they
+      // live on NVMe too). Reads, updates and writes of successive sub-groups overlap.
+      int read_id = -1, cpu_id = -1, write_id = -1;
+      for (double left = params; left > 0; left -= s_.buffers.sub_group_elems) {
+        const double n = std::min(left, s_.buffers.sub_group_elems);
+        Instruction read = copy(Tier::STORAGE, Tier::HOST, n * (bytes_.optimizer + bytes_.grads), Stream::NODE,
+                                Category::OPTIMIZER, "nvme_read_optimizer", in);
+        read.after = deps;
+        if (read_id >= 0) read.after.push_back(read_id);
+        read_id = writer_.add(std::move(read));
+        Instruction cpu = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+        cpu.params = n;
+        cpu.after = {read_id};
+        if (cpu_id >= 0) cpu.after.push_back(cpu_id);
+        cpu_id = writer_.add(std::move(cpu));
+        Instruction write = copy(Tier::HOST, Tier::STORAGE,
+                                 n * (bytes_.optimizer + (s_.offload_params == OffloadTarget::NVME ? bytes_.params : 0.0)),
+                                 Stream::NODE, Category::OPTIMIZER, "nvme_write_optimizer", in);
+        write.after = {cpu_id};
+        if (write_id >= 0) write.after.push_back(write_id);
+        write_id = writer_.add(std::move(write));
+      }
+      out = write_id;
+    }
+    previous_optimizer_ = out;
+    return out;
+  }
+
+  int lower_update(const ScheduleItem& in, std::vector<int> deps) {
+    int out = deps.empty() ? -1 : deps.back();
+    if (s_.offload_optimizer != OffloadTarget::NONE) {
+      // The CPU optimizer's 16-bit result goes back to the GPU.
+      Instruction h2d = copy(Tier::HOST, Tier::GPU, shard(rank_params_) * bytes_.params, Stream::H2D, Category::OFFLOAD_IO,
+                             "h2d_updated_params", in);
+      h2d.after = deps;
+      out = writer_.add(std::move(h2d));
+    }
+    if (s_.zero_stage >= 1 && s_.zero_stage <= 2 && s_.dp > 1) {
+      // ZeRO 1-2: every rank needs all updated parameters: an all-gather per allgather bucket.
+      const double total = rank_params_ * bytes_.params;
+      const double bucket = s_.buffers.allgather_bucket_elems * bytes_.params;
+      std::vector<int> after{out};
+      for (double left = total; left > 0; left -= bucket) {
+        Instruction g = collective(CollectiveKind::ALL_GATHER, std::min(left, bucket), "gather_updated_params", in);
+        g.after = after;
+        out = writer_.add(std::move(g));
+        after.clear();
+      }
+    }
+    return out;
+  }
+
+  const wl::ModelSpec& m_;
+  const wl::Strategy& s_;
+  const CostModel& c_;
+  const wl::StageMemory& st_;
+  Program program_;
+  ProgramWriter writer_;
+  UnitWork work_;
+  wl::StateBytes bytes_;
+  bool gather_ = false;
+  std::vector<UnitCost> units_;
+  std::vector<int> bucket_of_unit_;
+  std::vector<double> bucket_bytes_;
+  std::vector<ScheduleItem> schedule_;
+  double rank_params_ = 0;
+  int ranks_per_node_ = 1;
+  int micro_batches_ = 1;
+  int step_ = 0;
+  int states_ = -1;
+  int previous_optimizer_ = -1;
+};
+
+}  // namespace
+
+ProgramSet build_data_parallel_program(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& costs,
+                                       const wl::MemoryEstimate& memory, int gpus_per_node, int micro_batches) {
+  return Builder(m, s, costs, memory, gpus_per_node, micro_batches).run();
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,152 @@
+#include "unit_work.hpp"
+
+#include "activation_memory.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+bool first_of_layer(const std::vector<UnitCost>& units, int u) {
+  return u == 0 || units[static_cast<std::size_t>(u - 1)].layer != units[static_cast<std::size_t>(u)].layer;
+}
+
+bool last_of_layer(const std::vector<UnitCost>& units, int u) {
+  return u + 1 == static_cast<int>(units.size()) ||
+         units[static_cast<std::size_t>(u + 1)].layer != units[static_cast<std::size_t>(u)].layer;
+}
+
+void alloc(std::vector<MemEffect>& out, MemClass cls, double bytes, bool at_end) {
+  if (bytes != 0) out.push_back({Tier::GPU, cls, bytes, at_end});
+}
+
+// What a pass allocates when it starts and frees or keeps when it ends (the activation memory of
+// Korthikanti et al.: stored activations, or a checkpoint under full recompute, kept from a
+// layer's forward to its backward; what a recompute re-materializes lives until the backward).
+void activation_effects(const UnitWork& w, int u, ComputePass pass, std::vector<MemEffect>& at_start,
+                        std::vector<MemEffect>& at_end) {
+  const auto& units = *w.units;
+  const UnitCost& uc = units[static_cast<std::size_t>(u)];
+  const bool full = w.recompute == wl::Recompute::FULL;
+  const bool layer = uc.layer >= 0 && uc.layer < w.transformer_layers;
+  const double stored = layer && !full ? w.activations.stored : 0.0;
+  const double ckpt = layer && full ? w.activations.stored : 0.0;
+  const double working = layer && w.recompute != wl::Recompute::NONE ? w.activations.full - w.activations.stored : 0.0;
+  if (pass == ComputePass::FORWARD) {
+    if (last_of_layer(units, u)) {
+      alloc(at_end, MemClass::ACTIVATIONS, stored, true);
+      alloc(at_end, MemClass::CHECKPOINTS, ckpt, true);
+    }
+    if (uc.holds_embedding) alloc(at_end, MemClass::ACTIVATIONS, w.activations.embedding, true);
+    if (uc.holds_head) {
+      alloc(at_end, MemClass::ACTIVATIONS, w.activations.output, true);
+      alloc(at_end, MemClass::LOGITS, w.activations.logits, true);
+    }
+  } else if (pass == ComputePass::RECOMPUTE) {
+    if (w.recompute == wl::Recompute::SELECTIVE || first_of_layer(units, u)) alloc(at_start, MemClass::ACTIVATIONS, working, false);
+  } else {
+    if (first_of_layer(units, u)) {
+      alloc(at_end, MemClass::ACTIVATIONS, -stored - working, true);
+      alloc(at_end, MemClass::CHECKPOINTS, -ckpt, true);
+    }
+    if (uc.holds_embedding) alloc(at_end, MemClass::ACTIVATIONS, -w.activations.embedding, true);
+    if (uc.holds_head) {
+      alloc(at_end, MemClass::ACTIVATIONS, -w.activations.output, true);
+      alloc(at_end, MemClass::LOGITS, -w.activations.logits, true);
+    }
+  }
+}
+
+const char* name_of(ComputePass p) {
+  switch (p) {
+    case ComputePass::FORWARD: return "forward";
+    case ComputePass::BACKWARD: return "backward";
+    case ComputePass::RECOMPUTE: return "recompute";
+    default: return "compute";
+  }
+}
+
+}  // namespace
+
+ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) {
+  const wl::ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
+  const wl::LayerActivations acts = wl::layer_activation_bytes(m, shape);
+  ActivationSizes a;
+  a.stored = acts.stored;
+  a.full = acts.full;
+  a.embedding = wl::embedding_activation_bytes(m, shape);
+  a.output = wl::output_norm_activation_bytes(m, shape);
+  a.logits = wl::logits_bytes(m, shape);
+  return a;
+}
+
+int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassLabel& label,
+                   const std::vector<int>& first_after, const std::vector<MemEffect>& end_effects) {
+  const UnitCost& uc = (*work.units)[static_cast<std::size_t>(unit)];
+  const std::vector<Segment>& segments = label.pass == ComputePass::FORWARD    ? uc.forward
+                                         : label.pass == ComputePass::BACKWARD ? uc.backward
+                                         : work.recompute == wl::Recompute::FULL ? uc.full_recompute
+                                                                                  : uc.selective_recompute;
+  std::vector<MemEffect> at_start, at_end;
+  activation_effects(work, unit, label.pass, at_start, at_end);
+  at_end.insert(at_end.end(), end_effects.begin(), end_effects.end());
+  auto labelled = [&](Instruction in) {
+    in.pass = label.pass;
+    in.layer = uc.layer;
+    in.micro_batch = label.micro_batch;
+    in.chunk = label.chunk;
+    in.step = label.step;
+    return in;
+  };
+  std::vector<int> after = first_after;
+  int last = -1;
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    const Segment& seg = segments[k];
+    Instruction c = labelled({});
+    c.kind = InstrKind::COMPUTE;
+    c.stream = Stream::COMPUTE;
+    c.category = Category::COMPUTE;
+    c.name = name_of(label.pass);
+    c.seconds = seg.seconds;
+    c.flops = seg.flops;
+    c.after = after;
+    if (k == 0) c.memory = at_start;
+    const bool last_segment = k + 1 == segments.size();
+    const bool collective = seg.tp_allreduce_after && work.tp > 1;
+    if (last_segment && !collective) c.memory.insert(c.memory.end(), at_end.begin(), at_end.end());
+    last = w.add(std::move(c));
+    after = {last};
+    if (!collective) continue;
+    // Synchronous on the compute stream, as Megatron-LM's tensor-parallel regions are.
+    std::vector<CollectiveKind> kinds = work.sp ? std::vector<CollectiveKind>{CollectiveKind::REDUCE_SCATTER, CollectiveKind::ALL_GATHER}
+                                                : std::vector<CollectiveKind>{CollectiveKind::ALL_REDUCE};
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      Instruction col = labelled({});
+      col.kind = InstrKind::COLLECTIVE;
+      col.stream = Stream::COMPUTE;
+      col.category = Category::COMMUNICATION;
+      col.name = work.sp ? (i == 0 ? "sp_reduce_scatter" : "sp_all_gather") : "tp_allreduce";
+      col.collective = kinds[i];
+      col.group = GroupKind::TENSOR;
+      col.dtype = work.dtype;
+      col.bytes = work.tp_bytes;
+      col.after = after;
+      if (last_segment && i + 1 == kinds.size()) col.memory = at_end;
+      last = w.add(std::move(col));
+      after = {last};
+    }
+  }
+  if (segments.empty()) {
+    // A pass with no work (a selective recompute of a unit without the attention core) still
+    // marks its memory effects and its place in the order.
+    Instruction m = labelled({});
+    m.kind = InstrKind::MEMORY;
+    m.stream = Stream::COMPUTE;
+    m.name = name_of(label.pass);
+    m.after = after;
+    m.memory = at_start;
+    m.memory.insert(m.memory.end(), at_end.begin(), at_end.end());
+    last = w.add(std::move(m));
+  }
+  return last;
+}
+
+}  // namespace trainsim::sim
