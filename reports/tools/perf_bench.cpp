@@ -135,6 +135,15 @@ nlohmann::ordered_json to_json(const Measurement& m) {
           {"simulated_step_time_s", m.step_time_s}};
 }
 
+// The 1-, 5- and 15-minute load averages when the run ends: a load above the core count means
+// other processes shared the CPU, so the wall times are upper bounds of a quiet machine's.
+std::string load_average() {
+  std::ifstream loadavg("/proc/loadavg");
+  double one = 0, five = 0, fifteen = 0;
+  if (!(loadavg >> one >> five >> fifteen)) return "unknown";
+  return fmt::format("{:.2f} {:.2f} {:.2f}", one, five, fifteen);
+}
+
 std::string host_description() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line, model = "unknown CPU";
@@ -210,7 +219,7 @@ int main(int argc, char** argv) {
                                             64 * dp, 64 * dp),
                                 1));
     }
-    for (int pp : {2, 4, 8, 16, 32}) {
+    for (int pp : {8, 16, 32, 48, 96}) {  // 175B needs 8 stages of TP 8 to fit 80 GB
       by_stages.push_back(measure(trainsim, fmt::format("stages {}", pp),
                                   fmt::format("--model gpt3-175b --hw dgx-a100 --gpus {} --tp 8 --pp {} --recompute full "
                                               "--global-batch {}",
@@ -242,6 +251,7 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
     doc["context"] = {{"date", date},
                       {"host", host_description()},
+                      {"load_average_1_5_15_min", load_average()},
                       {"trainsim", trainsim},
                       {"command", fmt::format("trainsim-bench --trainsim {} --out {} --repeat {}", trainsim, out_dir, repeat)}};
     auto list = [](const std::vector<Measurement>& ms) {
@@ -280,6 +290,9 @@ int main(int argc, char** argv) {
     std::string md = "# Simulator performance\n\n";
     md += fmt::format("Measured {} on {}; `{}` (built {}).\n\n", date, host_description(), doc["context"]["command"].get<std::string>(),
                       "RelWithDebInfo");
+    md += fmt::format("Load average (1, 5, 15 min) when the run ended: {} on {} cores; a load above the core count means "
+                      "other processes shared the CPU and the wall times are upper bounds.\n\n",
+                      doc["context"]["load_average_1_5_15_min"].get<std::string>(), sysconf(_SC_NPROCESSORS_ONLN));
     md += "Each figure is the real CLI (`trainsim simulate ... --format json`) in a child process: wall time from start to exit "
           "(median of the runs), peak resident memory of the process tree (wait4/getrusage). `ops` counts every op of every "
           "replay (a folded step replays a few micro-batch counts and extrapolates).\n\n";
