@@ -122,7 +122,10 @@ double sequential_transfer(AsyncIo& io, int fd, bool write, std::size_t block, i
       }
       if (error.empty() && issued < requests) issue(slot);
     }
-    if (error.empty()) io.submit();
+    // Submit unconditionally: requests prepared earlier in this batch, before a later completion
+    // of the same batch failed its check, are counted in `issued`; left unsubmitted they would
+    // never complete and the loop would wait for them forever.
+    io.submit();
   }
   if (!error.empty()) throw CalibrationError(error);
   if (write && ::fdatasync(fd) != 0) throw CalibrationError(std::string("fdatasync: ") + std::strerror(errno));

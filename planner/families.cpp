@@ -11,7 +11,7 @@ using wl::Schedule;
 bool no_offload(const wl::Strategy& s) {
   return s.offload_params == OffloadTarget::NONE && s.offload_optimizer == OffloadTarget::NONE && !s.l2l;
 }
-bool data_parallel(const wl::Strategy& s) { return s.pp == 1; }
+bool data_parallel(const wl::Strategy& s) { return s.pp == 1 && s.schedule != Schedule::HYDRA; }
 bool pipeline(const wl::Strategy& s, Schedule k) { return s.pp > 1 && s.schedule == k; }
 
 }  // namespace
@@ -20,7 +20,7 @@ const std::vector<Family>& families() {
   // Names as the papers call them: ZeRO (Rajbhandari et al. 2020), ZeRO-Offload (Ren et al.
   // 2021), ZeRO-Infinity (Rajbhandari et al. 2021), L2L (Pudipeddi et al. 2020), GPipe (Huang et
   // al. 2019), PipeDream (Narayanan et al. 2019), PipeDream-2BW and PipeDream-Flush (1F1B,
-  // Narayanan et al. 2021a), Megatron-LM 3D (Narayanan et al. 2021b).
+  // Narayanan et al. 2021a), Megatron-LM 3D (Narayanan et al. 2021b), Hydra (Nagrecha and Kumar 2021).
   static const std::vector<Family> list = {
       {"dp", "plain data parallelism (every rank holds the whole model's states), with tp",
        [](const wl::Strategy& s) { return data_parallel(s) && s.zero_stage == 0 && no_offload(s); }},
@@ -44,6 +44,8 @@ const std::vector<Family>& families() {
        }},
       {"l2l", "L2L: one layer on the GPU at a time, model states in host memory",
        [](const wl::Strategy& s) { return s.l2l; }},
+      {"hydra", "Hydra: the whole model on each GPU, shard by shard, spilled through host memory",
+       [](const wl::Strategy& s) { return s.schedule == Schedule::HYDRA; }},
       {"megatron-3d", "Megatron-LM: tensor x pipeline (1F1B or interleaved) x data parallelism",
        [](const wl::Strategy& s) {
          return s.tp > 1 && (pipeline(s, Schedule::ONE_F_ONE_B) || pipeline(s, Schedule::INTERLEAVED));

@@ -14,7 +14,7 @@ inline std::string flag_of(wl::Field f) {
     case wl::Field::TP: return "--tp";
     case wl::Field::PP: return "--pp";
     case wl::Field::VPP: return "--vpp";
-    case wl::Field::FIRST_STAGE_LAYERS: return "--strategy";
+    case wl::Field::FIRST_STAGE_LAYERS: return "--first-stage-layers";
     case wl::Field::SP: return "--sp";
     case wl::Field::SCHEDULE: return "--schedule";
     case wl::Field::ZERO: return "--zero";
@@ -24,6 +24,7 @@ inline std::string flag_of(wl::Field f) {
     case wl::Field::RECOMPUTE: return "--recompute";
     case wl::Field::L2L: return "--l2l";
     case wl::Field::DELAYED_UPDATE: return "--dpu";
+    case wl::Field::SHARDS: return "--shards";
     case wl::Field::MICRO_BATCH: return "--micro-batch";
     case wl::Field::GLOBAL_BATCH: return "--global-batch";
     case wl::Field::SEQ: return "--seq";

@@ -35,6 +35,9 @@ wl::StrategyInput strategy_from_flags(const InputFlags& f) {
   set(in.tp, f.tp, "--tp");
   set(in.pp, f.pp, "--pp");
   set(in.vpp, f.vpp, "--vpp");
+  set(in.first_stage_layers, f.first_stage_layers, "--first-stage-layers");
+  set(in.last_stage_layers, f.last_stage_layers, "--last-stage-layers");
+  set(in.shards, f.shards, "--shards");
   set(in.zero, f.zero, "--zero");
   set(in.sp, f.sp, "--sp");
   set(in.l2l, f.l2l, "--l2l");
@@ -158,6 +161,9 @@ nlohmann::ordered_json inputs_json(const Request& r) {
   strategy["tp"] = s.tp;
   strategy["pp"] = s.pp;
   strategy["vpp"] = s.vpp;
+  strategy["first_stage_layers"] = s.first_stage_layers;
+  strategy["last_stage_layers"] = s.last_stage_layers;
+  strategy["shards"] = s.shards;
   strategy["sp"] = s.sp;
   strategy["schedule"] = wl::to_string(s.schedule);
   strategy["zero"] = s.zero_stage;

@@ -30,11 +30,22 @@ std::vector<int> axis_vpp(const wl::Strategy& s, const SpaceShape& shape) {
   return out;
 }
 
-std::vector<int> axis_schedule(const wl::Strategy& s, const SpaceShape&) {
+std::vector<int> axis_schedule(const wl::Strategy& s, const SpaceShape& shape) {
+  // Without a pipeline: plain steps, or Hydra's spilled execution (Nagrecha and Kumar 2021),
+  // which runs the whole model shard by shard on one GPU (no tensor parallelism).
+  if (s.pp == 1 && s.tp == 1 && shape.model->has_architecture()) {
+    return {static_cast<int>(Schedule::ONE_F_ONE_B), static_cast<int>(Schedule::HYDRA)};
+  }
   if (s.pp == 1) return {static_cast<int>(Schedule::ONE_F_ONE_B)};
   if (s.vpp > 1) return {static_cast<int>(Schedule::INTERLEAVED)};
   return {static_cast<int>(Schedule::GPIPE), static_cast<int>(Schedule::ONE_F_ONE_B), static_cast<int>(Schedule::PIPEDREAM),
           static_cast<int>(Schedule::TWO_BW)};
+}
+
+// Hydra's shards: one per layer (what `simulate` defaults to; the smallest shard on the GPU).
+std::vector<int> axis_shards(const wl::Strategy& s, const SpaceShape& shape) {
+  if (s.schedule != Schedule::HYDRA) return {0};
+  return {static_cast<int>(shape.model->layers)};
 }
 
 std::vector<int> axis_sp(const wl::Strategy& s, const SpaceShape&) {
@@ -43,12 +54,13 @@ std::vector<int> axis_sp(const wl::Strategy& s, const SpaceShape&) {
 }
 
 std::vector<int> axis_zero(const wl::Strategy& s, const SpaceShape&) {
+  if (s.schedule == Schedule::HYDRA) return {0};
   if (s.pp == 1) return {0, 1, 2, 3};
   return {0, 1};
 }
 
 std::vector<int> axis_l2l(const wl::Strategy& s, const SpaceShape&) {
-  if (s.pp == 1 && s.zero_stage == 0 && s.tp == 1) return {0, 1};
+  if (s.pp == 1 && s.zero_stage == 0 && s.tp == 1 && s.schedule != Schedule::HYDRA) return {0, 1};
   return {0};
 }
 
@@ -110,6 +122,7 @@ const std::vector<Axis>& search_axes() {
        }},
       {"vpp", "virtual stages per GPU (interleaved 1F1B)", axis_vpp, [](wl::Strategy& s, int v) { s.vpp = v; }},
       {"schedule", "pipeline schedule", axis_schedule, [](wl::Strategy& s, int v) { s.schedule = static_cast<Schedule>(v); }},
+      {"shards", "Hydra's model shards per GPU", axis_shards, [](wl::Strategy& s, int v) { s.shards = v; }},
       {"sp", "sequence parallelism", axis_sp, [](wl::Strategy& s, int v) { s.sp = v != 0; }},
       {"zero", "ZeRO stage", axis_zero, [](wl::Strategy& s, int v) { s.zero_stage = v; }},
       {"l2l", "L2L (one layer on the GPU at a time)", axis_l2l, [](wl::Strategy& s, int v) { s.l2l = v != 0; }},

@@ -145,10 +145,26 @@ std::string simulate_table(const SimulateAnswer& a) {
   row("optimizer", g.optimizer_s);
   row("idle", g.idle_s);
   if (r.per_gpu.size() > 1) {
-    out += "\nPer stage                compute   exposed comm   idle     peak GiB\n";
-    for (const auto& x : r.per_gpu) {
-      out += fmt::format("  stage {:<4}        {:>10.4f} s {:>10.4f} s {:>8.4f} s {:>10.2f}\n", x.stage, x.compute_s,
-                         x.exposed_communication_s, x.idle_s, x.peak_memory_bytes / GiB);
+    // Stages whose times agree to the printed digit are one row (the middle stages of a long
+    // pipeline); their peak memory is shown as a range.
+    out += "\nPer stage                compute   exposed comm       idle    peak GiB\n";
+    auto key = [](const sim::GpuResult& x) {
+      return fmt::format("{:.4f} {:.4f} {:.4f}", x.compute_s, x.exposed_communication_s, x.idle_s);
+    };
+    for (std::size_t i = 0; i < r.per_gpu.size();) {
+      std::size_t j = i;
+      double low = r.per_gpu[i].peak_memory_bytes, high = low;
+      while (j + 1 < r.per_gpu.size() && key(r.per_gpu[j + 1]) == key(r.per_gpu[i])) {
+        ++j;
+        low = std::min(low, r.per_gpu[j].peak_memory_bytes);
+        high = std::max(high, r.per_gpu[j].peak_memory_bytes);
+      }
+      const auto& x = r.per_gpu[i];
+      const std::string stages = i == j ? fmt::format("stage {}", x.stage) : fmt::format("stages {}-{}", x.stage, r.per_gpu[j].stage);
+      const std::string peak = low == high ? fmt::format("{:.2f}", high / GiB) : fmt::format("{:.2f}-{:.2f}", low / GiB, high / GiB);
+      out += fmt::format("  {:<16}{:>10.4f} s {:>10.4f} s {:>8.4f} s {:>11}\n", stages, x.compute_s, x.exposed_communication_s,
+                         x.idle_s, peak);
+      i = j + 1;
     }
   }
   if (!r.fits) out += "\nDoes not fit: " + r.infeasible_reason.value_or("") + "\n";

@@ -148,6 +148,14 @@ class Replayer {
       case OpKind::COLLECTIVE: {
         const RingRoute& ring = platform_.ring(op.ring);
         if (ring.channels.empty() || op.group_size < 2) break;
+        if (ring.exclusive_rate > 0) {
+          // Alone on its links (platform.hpp): latency plus the hop bytes at its bottleneck rate.
+          const double rate = cap_of(id) > 0 ? std::min(cap_of(id), ring.exclusive_rate) : ring.exclusive_rate;
+          const double bytes = ring_hop_bytes(op.collective, op.bytes, op.group_size);
+          phase_[id] = 2;
+          launch(id, sg::Exec::init()->set_flops_amount(op.latency_s + bytes / rate)->set_host(platform_.delay_host()));
+          break;
+        }
         if (op.latency_s > 0) launch_delay(id, op.latency_s);
         else start_flows(id);
         break;
@@ -195,11 +203,18 @@ class Replayer {
   // Ops whose work is empty finish at once; their successors may start at once too.
   void finish(OpId id) {
     result_.timing[id].end = sg::Engine::get_clock();
-    // SimGrid still touches an activity after its completion signal, and releasing it there
-    // crashes (simgrid-3.32.md); keeping every one to the end makes SimGrid's own bookkeeping
-    // scan them all. So an op's activities are released at the next completion.
-    graveyard_.clear();
-    graveyard_.swap(live_[id]);
+    // SimGrid still touches an activity after its completion signal, also after the signals of
+    // other activities that end at the same instant (releasing one then crashed a 35-stage
+    // replay); keeping every one to the end makes SimGrid's own bookkeeping scan them all. So
+    // an op's activities are released at the first completion at a later time.
+    const double now = sg::Engine::get_clock();
+    if (now > graveyard_time_) {
+      graveyard_.clear();
+      graveyard_time_ = now;
+    }
+    for (auto& a : live_[id]) graveyard_.push_back(std::move(a));
+    live_[id].clear();
+    live_[id].shrink_to_fit();
     ++completed_;
     for (auto [e, end] = boost::out_edges(id, graph_); e != end; ++e) {
       const OpId next = boost::target(*e, graph_);
@@ -225,6 +240,7 @@ class Replayer {
   std::vector<std::vector<sg::ActivityPtr>> live_;
   std::vector<OpId> ready_;
   std::vector<sg::ActivityPtr> graveyard_;
+  double graveyard_time_ = -1;
   std::unordered_map<const sg::Link*, double> caps_in_force_;
   std::size_t completed_ = 0;
   ReplayResult result_;

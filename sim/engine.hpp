@@ -1,8 +1,9 @@
 #pragma once
 // Replays a task graph on a platform. Activities are created lazily: an op starts when its last
 // dependency ends (building SimGrid's own activity DAG up front is quadratic in 3.32, see
-// shared/notes/simgrid-3.32.md). Collectives run as their latency (a delay) and then one flow
-// per ring channel; copies and collectives may carry a calibrated rate cap.
+// sim/README.md). Collectives run as their latency (a delay) and then one flow per ring channel,
+// or in closed form on a ring no other route shares; transfers likewise; copies and collectives
+// may carry a calibrated rate cap.
 
 #include <vector>
 

@@ -1,5 +1,5 @@
 #pragma once
-// SimGrid allows one engine and one platform per process (shared/notes/simgrid-3.32.md), so each
+// SimGrid allows one engine and one platform per process (sim/README.md, The engine), so each
 // simulation runs in a forked child: the child configures SimGrid, builds its platform, replays
 // and hands back its answer as text through a pipe. This also keeps a planner free to run many
 // simulations, and to run them in parallel.

@@ -88,8 +88,11 @@ FoldPlan plan_fold(const Placement& p, bool fold) {
     const int copies = plan.ranks.front().copies;
     plan.description = fmt::format(
         "{} of {} ranks simulated (one per pipeline stage: tp 0, dp 0), each standing for the {} identical "
-        "tensor- and data-parallel ranks of its node; {} of {} nodes simulated, the rest mirror them",
-        plan.ranks.size(), p.world(), copies, plan.nodes.size(), p.nodes());
+        "tensor- and data-parallel ranks of its node",
+        plan.ranks.size(), p.world(), copies);
+    if (static_cast<int>(plan.nodes.size()) < p.nodes()) {
+      plan.description += fmt::format("; {} of {} nodes simulated, the others mirror them", plan.nodes.size(), p.nodes());
+    }
     // Exact when every node holds whole stages, or every stage whole nodes: then all nodes of a
     // stage look alike. Otherwise nodes differ and the mirrors are an approximation.
     const int per_stage = p.tp() * p.dp();

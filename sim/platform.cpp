@@ -274,6 +274,13 @@ Route ring_route(Builder& b, const std::vector<RingLocation>& ring, bool reaches
 Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) {
   sg::NetZone* zone = sg::create_full_zone("cluster");
   Builder b(profile, zone);
+  // How often every directed link is listed across all routes: a ring nothing else shares is
+  // timed in closed form (below).
+  std::map<Hop, int> usage;
+  auto add_route = [&](sg::Host* from, sg::Host* to, const std::vector<sg::LinkInRoute>& links) {
+    for (const auto& l : links) ++usage[Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}];
+    zone->add_route(from->get_netpoint(), to->get_netpoint(), nullptr, nullptr, links, false);
+  };
   // Delays (latencies) run here: as many cores as delays can ever overlap.
   delay_ = zone->create_host("delay", 1.0)->set_core_count(1 << 20)->seal();
 
@@ -298,8 +305,8 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     for (const auto& h : Builder::weighted(h2d.front(), Builder::count(h2d))) to_gpu.push_back(h);
     std::vector<sg::LinkInRoute> from_gpu{sg::LinkInRoute(b.copy_latency()), sg::LinkInRoute(d2h_caps_.back())};
     for (const auto& h : Builder::weighted(d2h.front(), Builder::count(d2h))) from_gpu.push_back(h);
-    zone->add_route(l.host->get_netpoint(), gpu->get_netpoint(), nullptr, nullptr, to_gpu, false);
-    zone->add_route(gpu->get_netpoint(), l.host->get_netpoint(), nullptr, nullptr, from_gpu, false);
+    add_route(l.host, gpu, to_gpu);
+    add_route(gpu, l.host, from_gpu);
     // Storage and CPU work: every copy reads, writes and updates its own shard.
     auto* io = zone->create_host(fmt::format("gpu{}.io", i), 1.0)->seal();
     auto* cpu_end = zone->create_host(fmt::format("gpu{}.cpu", i), 1.0)->seal();
@@ -308,18 +315,17 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     const std::size_t k = copies.size();
     if (l.storage_read) {
       has_storage_ = true;
-      zone->add_route(io->get_netpoint(), l.host->get_netpoint(), nullptr, nullptr,
-                      std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_read)), false);
-      zone->add_route(l.host->get_netpoint(), io->get_netpoint(), nullptr, nullptr,
-                      std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_write)), false);
+      add_route(io, l.host, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_read)));
+      add_route(l.host, io, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_write)));
     }
-    zone->add_route(io->get_netpoint(), cpu_end->get_netpoint(), nullptr, nullptr,
-                    std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.cpu)), false);
+    add_route(io, cpu_end, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.cpu)));
   }
 
+  std::vector<std::vector<std::vector<sg::LinkInRoute>>> channel_links;
   for (std::size_t r = 0; r < spec.rings.size(); ++r) {
     const RingSpec& ring = spec.rings[r];
     RingRoute route;
+    std::vector<std::vector<sg::LinkInRoute>> ring_links;
     const auto& first = ring.rings.front();
     const bool crosses = ring.reaches_mirrors ||
                          std::any_of(first.begin(), first.end(), [&](const RingLocation& m) { return m.node != first.front().node; });
@@ -338,11 +344,13 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
         route.caps.push_back(b.simplex(fmt::format("ring{}.{}.cap", r, ch), UNCAPPED));
         std::vector<sg::LinkInRoute> links{sg::LinkInRoute(route.caps.back())};
         for (const auto& h : Builder::weighted(all.front(), Builder::count(all))) links.push_back(h);
-        zone->add_route(src->get_netpoint(), dst->get_netpoint(), nullptr, nullptr, links, false);
+        add_route(src, dst, links);
         route.channels.push_back({src, dst});
+        ring_links.push_back(links);
       }
     }
     rings_.push_back(std::move(route));
+    channel_links.push_back(std::move(ring_links));
   }
 
   for (std::size_t t = 0; t < spec.transfers.size(); ++t) {
@@ -365,8 +373,25 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
                                        : (profile.nic.latency_us + profile.inter_node.latency_us) * 1e-6;
     std::vector<sg::LinkInRoute> links;
     for (const auto& h : Builder::weighted(all.front(), Builder::count(all))) links.push_back(h);
-    zone->add_route(route.src->get_netpoint(), route.dst->get_netpoint(), nullptr, nullptr, links, false);
+    add_route(route.src, route.dst, links);
     transfers_.push_back(route);
+  }
+  // A ring of one channel whose links no other route lists runs alone whenever it runs (its
+  // collectives follow each other on one stream): its rate is its bottleneck's share, known now,
+  // and the engine times its collectives in closed form instead of as flows (exact: what the
+  // sharing model would compute for a lone flow).
+  for (std::size_t r = 0; r < rings_.size(); ++r) {
+    if (channel_links[r].size() != 1) continue;
+    std::map<Hop, int> own;
+    for (const auto& l : channel_links[r].front()) ++own[Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}];
+    double rate = UNCAPPED;
+    bool exclusive = true;
+    for (const auto& [hop, count] : own) {
+      if (hop.link == rings_[r].caps.front()) continue;
+      exclusive = exclusive && usage[hop] == count;
+      rate = std::min(rate, hop.link->get_bandwidth() / count);
+    }
+    if (exclusive) rings_[r].exclusive_rate = rate;
   }
   std::map<int, int> distinct;
   for (const auto& g : spec.gpus) distinct[g.node] = 1;

@@ -69,6 +69,8 @@ struct RingRoute {
   // A private link at the head of each channel's route: unlimited, or set to a calibrated rate
   // for the collective in flight. SimGrid 3.32 refuses Comm::set_rate on host-to-host comms.
   std::vector<simgrid::s4u::Link*> caps;
+  // Bytes per second of a ring that shares no link with any other route (one channel), else 0.
+  double exclusive_rate = 0;
 };
 
 struct TransferRoute {

@@ -12,6 +12,7 @@
 #include "cost_model.hpp"
 #include "data_parallel_program.hpp"
 #include "engine.hpp"
+#include "hydra_program.hpp"
 #include "interpreter.hpp"
 #include "isolation.hpp"
 #include "layer_costs.hpp"
@@ -36,8 +37,9 @@ struct Outcome {
   double ops = 0, activities = 0;
 };
 
+// The quantities a folded step extrapolates (not the op counts: those say what was replayed).
 std::vector<double> flatten(const Outcome& o) {
-  std::vector<double> v{o.step_time_s, o.ops, o.activities};
+  std::vector<double> v{o.step_time_s};
   for (const auto& b : o.busy) {
     v.insert(v.end(), {b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, b.hardware_flops});
   }
@@ -52,8 +54,6 @@ Outcome unflatten(const std::vector<double>& v, const Outcome& shape) {
   Outcome o = shape;
   std::size_t i = 0;
   o.step_time_s = v[i++];
-  o.ops = v[i++];
-  o.activities = v[i++];
   for (auto& b : o.busy) {
     b.compute_s = v[i++];
     b.exposed_communication_s = v[i++];
@@ -103,7 +103,7 @@ class Replays {
                  lowered.platform.transfers == spec_.transfers)) {
       throw std::logic_error("simulator: replays of one configuration need different platforms");
     }
-    const ReplayResult replay = sim::replay(lowered.graph, *platform_, lowered.caps);
+    const ReplayResult replay = sim::replay(*lowered.graph, *platform_, lowered.caps);
     const int gpus = static_cast<int>(lowered.gpus.size());
     // The step: the whole replay, or over several steps the steady state between the ends of the
     // first and the last (asynchronous schedules, the delayed update).
@@ -117,10 +117,12 @@ class Replays {
     steps_ = lowered.steps;
     Outcome o;
     o.step_time_s = (to - from) / steps;
-    o.ops = static_cast<double>(boost::num_vertices(lowered.graph));
+    o.ops = static_cast<double>(boost::num_vertices(*lowered.graph));
     o.activities = static_cast<double>(replay.activities);
-    const MemoryTimeline timeline = build_memory_timeline(lowered.graph, replay, gpus, lowered.simulated_nodes);
-    o.busy = gpu_busy(lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
+    ops_replayed_ += o.ops;
+    activities_replayed_ += o.activities;
+    const MemoryTimeline timeline = build_memory_timeline(*lowered.graph, replay, gpus, lowered.simulated_nodes);
+    o.busy = gpu_busy(*lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
     for (auto& b : o.busy) {
       b.compute_s /= steps;
       b.exposed_communication_s /= steps;
@@ -138,12 +140,15 @@ class Replays {
     if (trace != nullptr) {
       const std::string title = fmt::format("trainsim: {} on {} x {} ({} micro-batches replayed)", m_.name, s_.nodes,
                                             profile_.name, micro_batches > 0 ? micro_batches : s_.micro_batches());
-      *trace = chrome_trace(lowered.graph, replay, timeline, lowered, title);
+      *trace = chrome_trace(*lowered.graph, replay, timeline, lowered, title);
     }
     return o;
   }
 
   int steps() const { return steps_; }
+  // Every op and SimGrid activity of every replay so far.
+  double ops_replayed() const { return ops_replayed_; }
+  double activities_replayed() const { return activities_replayed_; }
 
   // The smallest micro-batch count from which each further `period` adds the same work: past a
   // pipeline's warm-up (p + 1), rounded to the interleaved schedule's groups of p.
@@ -162,6 +167,11 @@ class Replays {
       notes_ = b.programs.notes;
       return std::move(b.programs);
     }
+    if (s_.schedule == wl::Schedule::HYDRA) {
+      ProgramSet p = build_hydra_program(m_, s_, costs_, memory_, micro_batches);
+      notes_ = p.notes;
+      return p;
+    }
     return build_data_parallel_program(m_, s_, costs_, memory_, profile_.gpus_per_node(), micro_batches);
   }
 
@@ -177,47 +187,72 @@ class Replays {
   std::vector<SimulatedGpu> gpus_;
   std::vector<std::string> notes_;
   int steps_ = 1;
+  double ops_replayed_ = 0, activities_replayed_ = 0;
 };
 
 // Identical gradient-accumulation micro-batches are folded: the step is replayed at three
-// micro-batch counts m1 < m2 < m3 one period apart past the warm-up; when every measured quantity
-// grows by the same amount from m1 to m2 as from m2 to m3 (the replay has reached its periodic
-// regime), the step at m is extrapolated along that line. Otherwise the replays start later, up
-// to the full replay. Tests compare folded and full replays on small cases (sim/README.md).
-Outcome replay_folded(Replays& r, int m, bool fold, std::string* trace, std::string* how) {
-  const int period = r.period();
-  int m1 = r.first_linear();
-  if (!fold || m <= m1 + 3 * period) {
-    *how = fmt::format("all {} micro-batches replayed", m);
-    return r.run(0, trace);
-  }
-  while (m1 + 3 * period < m) {
-    const Outcome o1 = r.run(m1, nullptr);
-    const Outcome o2 = r.run(m1 + period, nullptr);
-    const Outcome o3 = r.run(m1 + 2 * period, trace);
-    const std::vector<double> a = flatten(o1), b = flatten(o2), c = flatten(o3);
-    bool linear = true;
-    for (std::size_t i = 0; i < a.size() && linear; ++i) {
-      const double scale = std::max({std::fabs(a[i]), std::fabs(b[i]), std::fabs(c[i]), 1e-300});
-      // Counts (ops, activities) are exact; times and bytes to 1e-9 of their size.
-      linear = std::fabs((c[i] - b[i]) - (b[i] - a[i])) <= 1e-9 * scale + 1e-15;
+// micro-batch counts b, b + k and b + 2k past the warm-up, with (m - b) a multiple of k; when
+// every measured quantity grows by the same amount from b to b + k as from b + k to b + 2k (the
+// replay has reached its periodic regime), the step at m is extrapolated along that line. The
+// regime's period k may be a multiple of the schedule's own (a 1F1B pipeline of unequal stages
+// alternated between two increments), so k = P, 2P, 4P are tried in turn, and a later start b
+// after them; otherwise everything is replayed. Tests compare folded and full replays on small
+// cases (tests/sim/fold_test.cpp).
+class MicroBatchFold {
+ public:
+  MicroBatchFold(Replays& r, int m) : r_(r), m_(m) {}
+
+  Outcome run(bool fold, std::string* trace, std::string* how) {
+    const int period = r_.period();
+    for (int start : {r_.first_linear(), 2 * r_.first_linear()}) {
+      for (int k : {period, 2 * period, 4 * period}) {
+        // The first replay at or after `start` from which steps of k reach m.
+        const int b = start + ((m_ - start) % k + k) % k;
+        if (!fold || 3 * b + 3 * k >= m_) continue;  // folding would replay more than the step
+        // Give up once the replays so far and these would hold as many micro-batches as the step.
+        int extra = 0;
+        for (int n : {b, b + k, b + 2 * k}) extra += replayed_.count(n) ? 0 : n;
+        if (replayed_micro_batches_ + extra >= m_) break;
+        attempted_ = true;
+        const std::vector<double> a = flatten(at(b)), c = flatten(at(b + k)), e = flatten(at(b + 2 * k));
+        bool linear = true;
+        for (std::size_t i = 0; i < a.size() && linear; ++i) {
+          const double scale = std::max({std::fabs(a[i]), std::fabs(c[i]), std::fabs(e[i]), 1e-300});
+          linear = std::fabs((e[i] - c[i]) - (c[i] - a[i])) <= 1e-9 * scale + 1e-15;
+        }
+        if (!linear) continue;
+        const double periods = static_cast<double>(m_ - (b + 2 * k)) / k;
+        std::vector<double> v(e.size());
+        for (std::size_t i = 0; i < e.size(); ++i) v[i] = e[i] + periods * (e[i] - c[i]);
+        *how = fmt::format("{} micro-batches folded: replayed {}, {} and {}, each further {} adding the same work "
+                           "(to 1e-9), the step extrapolated to {}",
+                           m_ - (b + 2 * k), b, b + k, b + 2 * k,
+                           k == 1 ? "micro-batch" : fmt::format("{} micro-batches", k), m_);
+        if (trace != nullptr) r_.run(b + 2 * k, trace);
+        return unflatten(v, at(b + 2 * k));
+      }
     }
-    if (linear) {
-      const double periods = static_cast<double>(m - (m1 + 2 * period)) / period;
-      std::vector<double> v(c.size());
-      for (std::size_t i = 0; i < c.size(); ++i) v[i] = c[i] + periods * (c[i] - b[i]);
-      *how = fmt::format("{} micro-batches folded: replayed {}, {} and {}, each further {} adding the same work "
-                         "(to 1e-9), the step extrapolated to {}",
-                         m - (m1 + 2 * period), m1, m1 + period, m1 + 2 * period,
-                         period == 1 ? "micro-batch" : fmt::format("{} micro-batches", period), m);
-      return unflatten(v, o3);
-    }
-    m1 *= 2;
-    m1 = (m1 + period - 1) / period * period;
+    *how = fold && attempted_ ? fmt::format("all {} micro-batches replayed (no periodic regime found early enough)", m_)
+                              : fmt::format("all {} micro-batch{} replayed", m_, m_ == 1 ? "" : "es");
+    return r_.run(0, trace);
   }
-  *how = fmt::format("all {} micro-batches replayed (no periodic regime found earlier)", m);
-  return r.run(0, trace);
-}
+
+ private:
+  const Outcome& at(int micro_batches) {
+    auto it = replayed_.find(micro_batches);
+    if (it == replayed_.end()) {
+      it = replayed_.emplace(micro_batches, r_.run(micro_batches, nullptr)).first;
+      replayed_micro_batches_ += micro_batches;
+    }
+    return it->second;
+  }
+
+  Replays& r_;
+  int m_;
+  std::map<int, Outcome> replayed_;
+  int replayed_micro_batches_ = 0;
+  bool attempted_ = false;
+};
 
 // Runs inside the isolated child: everything that touches SimGrid.
 SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
@@ -225,16 +260,16 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
   SimResult r;
   Replays replays(m, s, profile, memory, options);
   std::string how;
-  const Outcome o = replay_folded(replays, static_cast<int>(s.micro_batches()), options.fold_micro_batches,
-                                  options.trace ? &r.trace : nullptr, &how);
+  const Outcome o = MicroBatchFold(replays, static_cast<int>(s.micro_batches()))
+                        .run(options.fold_micro_batches, options.trace ? &r.trace : nullptr, &how);
   const auto& gpus = replays.gpus();
   r.simulated = true;
   r.steps_simulated = replays.steps();
   r.step_time_s = o.step_time_s;
   r.simulated_gpus = static_cast<int>(gpus.size());
   r.simulated_nodes = static_cast<int>(replays.fold().nodes.size());
-  r.ops = static_cast<std::size_t>(std::llround(o.ops));
-  r.activities = static_cast<std::size_t>(std::llround(o.activities));
+  r.ops = static_cast<std::size_t>(std::llround(replays.ops_replayed()));
+  r.activities = static_cast<std::size_t>(std::llround(replays.activities_replayed()));
   double idle = 0, hardware = 0, weight = 0;
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const GpuBusy& b = o.busy[g];
@@ -295,7 +330,7 @@ double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const
   // Folded, three replays past the warm-up (replay_folded).
   const double period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
   const double first = s.pp > 1 ? std::ceil((s.pp + 1) / period) * period : 2;
-  const double replayed = options.fold_micro_batches && m_total > first + 3 * period ? 3 * first + 3 * period : m_total;
+  const double replayed = options.fold_micro_batches && m_total > 3 * first + 3 * period ? 3 * first + 3 * period : m_total;
   const bool asynchronous = s.pp > 1 && (s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW);
   const double steps = s.delayed_update || asynchronous ? 3 : 1;
   return 16.0 * gpus * units * replayed * steps;

@@ -55,7 +55,7 @@ std::string_view to_string(MemClass c) {
 void GraphBuilder::chain(OpId id, int gpu, Stream stream) {
   if (gpu < 0 || stream == Stream::NODE) return;
   OpId& previous = last_[static_cast<std::size_t>(gpu) * STREAMS + static_cast<std::size_t>(stream)];
-  if (previous != NONE) boost::add_edge(previous, id, graph_);
+  if (previous != NONE) boost::add_edge(previous, id, *graph_);
   previous = id;
 }
 
@@ -63,14 +63,14 @@ OpId GraphBuilder::add(Op op, const std::vector<OpId>& deps) {
   const int gpu = op.gpu;
   const Stream stream = op.stream;
   const std::vector<int> participants = op.participants;
-  const OpId id = boost::add_vertex(std::move(op), graph_);
+  const OpId id = boost::add_vertex(std::move(op), *graph_);
   if (participants.empty()) {
     chain(id, gpu, stream);
   } else {
     for (int g : participants) chain(id, g, stream);
   }
   for (OpId d : deps) {
-    if (d != NONE) boost::add_edge(d, id, graph_);
+    if (d != NONE) boost::add_edge(d, id, *graph_);
   }
   return id;
 }

@@ -5,6 +5,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,22 +73,27 @@ using OpId = TaskGraph::vertex_descriptor;
 // previous op of the same (GPU, stream), plus the dependencies given.
 class GraphBuilder {
  public:
-  explicit GraphBuilder(int gpus) : last_(static_cast<std::size_t>(gpus) * STREAMS, NONE) {}
+  explicit GraphBuilder(int gpus)
+      : graph_(std::make_unique<TaskGraph>()), last_(static_cast<std::size_t>(gpus) * STREAMS, NONE) {}
 
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, const std::vector<OpId>& deps);
   // Puts an op made earlier next in line on `gpu`'s `stream` too (a collective joined by another
   // member).
   void chain_existing(OpId id, int gpu, Stream stream) { chain(id, gpu, stream); }
-  TaskGraph& graph() { return graph_; }
-  TaskGraph take() { return std::move(graph_); }
+  TaskGraph& graph() { return *graph_; }
+  // Boost's adjacency_list has no move constructor: the graph is handed over by pointer, never
+  // copied (a copy of a million-op graph cost a tenth of the replay).
+  std::unique_ptr<TaskGraph> take() { return std::move(graph_); }
+  // Room for `ops` ops, so that adding them never moves the ones already added.
+  void reserve(std::size_t ops) { graph_->m_vertices.reserve(ops); }
 
   static constexpr OpId NONE = static_cast<OpId>(-1);
 
  private:
   static constexpr std::size_t STREAMS = 4;  // COMPUTE, COMM, H2D, D2H are per GPU
   void chain(OpId id, int gpu, Stream stream);
-  TaskGraph graph_;
+  std::unique_ptr<TaskGraph> graph_;
   std::vector<OpId> last_;
 };
 

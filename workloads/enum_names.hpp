@@ -24,11 +24,12 @@ inline constexpr Table<Numerics, 4> NUMERICS{{{Numerics::FP16_MIXED, "fp16-mixed
                                               {Numerics::FP32, "fp32"}}};
 inline constexpr Table<AttentionImpl, 2> ATTENTION{
     {{AttentionImpl::MATERIALIZED, "materialized"}, {AttentionImpl::FLASH, "flash"}}};
-inline constexpr Table<Schedule, 5> SCHEDULE{{{Schedule::GPIPE, "gpipe"},
+inline constexpr Table<Schedule, 6> SCHEDULE{{{Schedule::GPIPE, "gpipe"},
                                              {Schedule::ONE_F_ONE_B, "1f1b"},
                                              {Schedule::INTERLEAVED, "interleaved"},
                                              {Schedule::PIPEDREAM, "pipedream"},
-                                             {Schedule::TWO_BW, "2bw"}}};
+                                             {Schedule::TWO_BW, "2bw"},
+                                             {Schedule::HYDRA, "hydra"}}};
 inline constexpr Table<OffloadTarget, 3> OFFLOAD{
     {{OffloadTarget::NONE, "none"}, {OffloadTarget::CPU, "cpu"}, {OffloadTarget::NVME, "nvme"}}};
 inline constexpr Table<ActivationOffload, 2> ACTIVATION_OFFLOAD{

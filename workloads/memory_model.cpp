@@ -45,6 +45,7 @@ double in_flight_microbatches(const Strategy& s, int stage) {
     // Interleaved 1F1B (Megatron-LM schedules.py): (p - i - 1) * 2 + (v - 1) * p warm-up chunks
     // plus the one in steady state, each chunk 1/v of the stage's layers; on the first stage this
     // is p (1 + (p - 1)/(p v)) stage micro-batches (Korthikanti et al. 2022, Sec. 4.3).
+    case Schedule::HYDRA: return 1.0;  // one GPU, micro-batches one after another
     case Schedule::INTERLEAVED: {
       const double chunks = std::min(m * s.vpp, static_cast<double>((s.pp - stage - 1) * 2 + (s.vpp - 1) * s.pp + 1));
       return chunks / s.vpp;
@@ -71,7 +72,9 @@ double shard(double elems, int dp) { return std::ceil(elems / dp); }
 double weight_versions(const Strategy& s, int stage) {
   if (s.pp == 1) return 1;
   if (s.schedule == Schedule::PIPEDREAM) return std::min<double>(s.micro_batches(), s.pp - stage);
-  if (s.schedule == Schedule::TWO_BW) return 2;
+  // 2BW double-buffers where micro-batches of the next step are in flight when a stage updates
+  // (its p - i - 1 warm-up forwards); the last stage has none and updates in place.
+  if (s.schedule == Schedule::TWO_BW) return s.pp - stage > 1 ? 2 : 1;
   return 1;
 }
 
@@ -86,6 +89,17 @@ void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gp
   st.params_bytes = p_elems * b.params;
   st.grads_bytes = g_elems * b.grads;
   st.optimizer_bytes = o_elems * b.optimizer;
+  if (s.schedule == Schedule::HYDRA) {
+    // Hydra keeps each GPU's whole model (its states too) in host memory and promotes one shard at
+    // a time (Nagrecha & Kumar 2021); the GPU's double buffer is charged under buffers.
+    st.params_bytes = psi * b.params;
+    st.grads_bytes = psi * b.grads;
+    st.optimizer_bytes = psi * b.optimizer;
+    st.params_at = place(st.params_bytes, OffloadTarget::CPU);
+    st.grads_at = place(st.grads_bytes, OffloadTarget::CPU);
+    st.optimizer_at = place(st.optimizer_bytes, OffloadTarget::CPU);
+    return;
+  }
   if (s.l2l) {
     // L2L keeps one copy of the model states per node in host memory (its eager parameter
     // server); each of the node's ranks is charged an equal share of it.
@@ -128,11 +142,27 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     a.head_bytes = output_norm_activation_bytes(m, shape);
   }
   a.at.gpu = a.stored_bytes + a.checkpoint_bytes;
+  if (s.schedule == Schedule::HYDRA) {
+    // Each shard's input is kept in host memory; the shard reruns its forward before its backward,
+    // so its layers' activations are alive at once during that visit (Hydra's Backward task).
+    const int per_shard = static_cast<int>((m.layers + s.shards - 1) / s.shards);
+    const double residual_e = m.fp32_residual ? 4.0 : activation_element_bytes(m.numerics);
+    a.layers = per_shard;
+    a.stored_bytes = 0;
+    a.checkpoint_bytes = s.shards * residual_e * static_cast<double>(s.seq) * static_cast<double>(s.micro_batch) *
+                         static_cast<double>(m.hidden);
+    a.working_bytes = per_shard * layer.full;
+    a.at.gpu = 0;
+    a.at.cpu = a.checkpoint_bytes;
+    a.head_bytes = 0;
+    st.buffers.logits_loss_bytes = logits_bytes(m, shape);
+    return;
+  }
   if (s.offload_activations == ActivationOffload::CPU) {
-    // ZeRO-Infinity Sec. 5.1.2: checkpoints go to host memory; two layers' worth stay on the GPU
-    // as the write-out and prefetch buffers.
+    // ZeRO-Infinity Sec. 5.1.2: every checkpoint goes to host memory; two layers' worth of GPU
+    // memory stay as the write-out and prefetch buffers.
     const double resident = std::min(a.checkpoint_bytes, 2.0 * layer.stored);
-    a.at.cpu = a.checkpoint_bytes - resident;
+    a.at.cpu = a.checkpoint_bytes;
     a.at.gpu = a.stored_bytes + resident;
   }
   st.buffers.logits_loss_bytes =
@@ -177,6 +207,21 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
   if (s.offload_optimizer == OffloadTarget::NVME) {
     // Optimizer swapping streams fp32 sub-groups through pinned host buffers.
     buf.pinned_host_bytes += z.offload_optimizer_buffer_count * std::min(z.sub_group_elems, shard(psi, s.dp)) * 4.0;
+  }
+  if (s.schedule == Schedule::HYDRA && modeled) {
+    // Double buffering: the shard being computed and the next one, each with its gradients and
+    // optimizer states (the shard's optimizer step runs on the GPU).
+    // Shard k holds layers [k L / N, (k + 1) L / N), the embedding on the first, the head on the
+    // last; two consecutive shards are on the GPU at once (visits run 0 .. N-1, then N-2 .. 0).
+    const RankParams r = rank_params(m, s.tp);
+    const int L = static_cast<int>(m.layers), N = s.shards;
+    auto shard = [&](int k) {
+      return ((k + 1) * L / N - k * L / N) * r.per_layer + (k == 0 ? r.embedding : 0.0) + (k == N - 1 ? r.head : 0.0);
+    };
+    double pair = shard(0);
+    for (int k = 0; k + 1 < N; ++k) pair = std::max(pair, shard(k) + shard(k + 1));
+    buf.staging_bytes = pair * (b.params + b.grads + b.optimizer);
+    buf.comm_bucket_bytes = 0;
   }
   const double versions = weight_versions(s, st.stage);
   buf.weight_stash_bytes = (versions - 1) * st.params_at.gpu;

@@ -10,7 +10,9 @@
 
 namespace trainsim::wl {
 
-enum class Schedule { GPIPE, ONE_F_ONE_B, INTERLEAVED, PIPEDREAM, TWO_BW };
+// HYDRA: Hydra's spilled execution on each GPU (no pipeline): the model in `shards` kept in host
+// memory and promoted one at a time (Nagrecha & Kumar 2021).
+enum class Schedule { GPIPE, ONE_F_ONE_B, INTERLEAVED, PIPEDREAM, TWO_BW, HYDRA };
 enum class OffloadTarget { NONE, CPU, NVME };
 enum class ActivationOffload { NONE, CPU };
 enum class Recompute { NONE, SELECTIVE, FULL };
@@ -45,6 +47,7 @@ struct Strategy {
   // num-layers); 0: not fixed (the partition balances the stages by cost).
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  int shards = 0;  // Hydra: model shards (0 unless the schedule is "hydra")
   bool sp = false;
   Schedule schedule = Schedule::ONE_F_ONE_B;
   int zero_stage = 0;

@@ -37,7 +37,7 @@ struct ModelOverrides {
 };
 
 struct StrategyInput {
-  Setting<int> gpus, nodes, dp, tp, pp, vpp, first_stage_layers, last_stage_layers;
+  Setting<int> gpus, nodes, dp, tp, pp, vpp, first_stage_layers, last_stage_layers, shards;
   Setting<bool> sp;
   Setting<Schedule> schedule;
   Setting<int> zero;

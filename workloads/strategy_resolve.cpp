@@ -49,6 +49,7 @@ std::string origin_of(const StrategyInput& in, Field f) {
     case Field::RECOMPUTE: return origin_or(in.recompute, "--recompute");
     case Field::L2L: return origin_or(in.l2l, "--l2l");
     case Field::DELAYED_UPDATE: return origin_or(in.delayed_update, "--dpu");
+    case Field::SHARDS: return origin_or(in.shards, "--shards");
     case Field::MICRO_BATCH: return origin_or(in.micro_batch, "--micro-batch");
     case Field::GLOBAL_BATCH: return origin_or(in.global_batch, "--global-batch");
     case Field::SEQ: return origin_or(in.seq, "--seq");
@@ -198,6 +199,13 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   s.last_stage_layers = value_or(in.last_stage_layers, 0);
   // Pipeline schedule: interleaving needs virtual stages and vice versa (checked below).
   s.schedule = value_or(in.schedule, s.vpp > 1 ? Schedule::INTERLEAVED : Schedule::ONE_F_ONE_B);
+  // Hydra's shards: one per layer unless given (the rules check the range, and that only Hydra
+  // has shards).
+  if (s.schedule == Schedule::HYDRA) {
+    s.shards = value_or(in.shards, static_cast<int>(model.layers));
+  } else {
+    s.shards = value_or(in.shards, 0);
+  }
   if (s.sp && s.tp == 1) out.notes.push_back("sequence parallelism has no effect with tp = 1");
 
   // Batch shape.

@@ -108,6 +108,39 @@ const std::vector<Rule>& rules() {
          if (s.vpp <= 1 || s.pp >= 2) return std::nullopt;
          return Broken{Field::VPP, "pp >= 2 for virtual pipeline stages", str(s.vpp)};
        }},
+      // Hydra (Nagrecha and Kumar 2021) spills one model per GPU through host memory: no
+      // pipeline, no ZeRO, no other offload, no tensor parallelism.
+      {{"hydra-no-pipeline", S::STRATEGY, "Hydra runs without a pipeline"},
+       [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
+         if (s.schedule != Schedule::HYDRA || s.pp == 1) return std::nullopt;
+         return Broken{Field::SCHEDULE, "pp = 1 for Hydra (each GPU runs the whole model, shard by shard)", "pp > 1"};
+       }},
+      {{"hydra-alone", S::STRATEGY, "Hydra with ZeRO 0, tp 1, no L2L and no offload"},
+       [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
+         if (s.schedule != Schedule::HYDRA ||
+             (s.zero_stage == 0 && !s.l2l && s.offload_params == OffloadTarget::NONE &&
+              s.offload_optimizer == OffloadTarget::NONE && s.tp == 1)) {
+           return std::nullopt;
+         }
+         return Broken{Field::SCHEDULE,
+                       "--zero 0, --tp 1, no --l2l and no --offload-* with Hydra (it keeps the model in host memory itself)",
+                       "another setting"};
+       }},
+      {{"hydra-needs-architecture", S::STRATEGY, "Hydra needs a model architecture"},
+       [](const ModelSpec& m, const Strategy& s) -> std::optional<Broken> {
+         if (s.schedule != Schedule::HYDRA || !raw(m)) return std::nullopt;
+         return Broken{Field::SCHEDULE, "a model architecture for Hydra (use --model)", "--params"};
+       }},
+      {{"hydra-shards", S::STRATEGY, "Hydra's shards between 1 and the layers; none without Hydra"},
+       [](const ModelSpec& m, const Strategy& s) -> std::optional<Broken> {
+         if (s.schedule != Schedule::HYDRA) {
+           if (s.shards == 0) return std::nullopt;
+           return Broken{Field::SHARDS, "--schedule hydra with --shards", "another schedule"};
+         }
+         if (raw(m) || (s.shards >= 1 && s.shards <= m.layers)) return std::nullopt;
+         return Broken{Field::SHARDS, fmt::format("a shard count in [1, {}] (the layers of {})", m.layers, m.name),
+                       str(s.shards)};
+       }},
       {{"zero-with-pipeline", S::STRATEGY, "ZeRO stage 0 or 1 with pipeline parallelism (DeepSpeed)"},
        [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
          if (s.zero_stage < 2 || s.pp == 1) return std::nullopt;
@@ -265,6 +298,7 @@ std::string_view to_string(Field f) {
     case Field::RECOMPUTE: return "recompute";
     case Field::L2L: return "l2l";
     case Field::DELAYED_UPDATE: return "delayed_update";
+    case Field::SHARDS: return "shards";
     case Field::MICRO_BATCH: return "micro_batch";
     case Field::GLOBAL_BATCH: return "global_batch";
     case Field::SEQ: return "seq";

@@ -21,7 +21,7 @@ namespace trainsim::wl {
 // The strategy field a rule blames: resolve_inputs turns it into the flag or file key that set it.
 enum class Field {
   GPUS, DP, TP, PP, VPP, FIRST_STAGE_LAYERS, SP, SCHEDULE, ZERO, OFFLOAD_PARAMS, OFFLOAD_OPTIMIZER,
-  OFFLOAD_ACTIVATIONS, RECOMPUTE, L2L, DELAYED_UPDATE, MICRO_BATCH, GLOBAL_BATCH, SEQ, MODEL
+  OFFLOAD_ACTIVATIONS, RECOMPUTE, L2L, DELAYED_UPDATE, SHARDS, MICRO_BATCH, GLOBAL_BATCH, SEQ, MODEL
 };
 std::string_view to_string(Field f);
 

@@ -135,6 +135,7 @@ void StrategyInput::merge(const StrategyInput& later) {
   take(vpp, later.vpp);
   take(first_stage_layers, later.first_stage_layers);
   take(last_stage_layers, later.last_stage_layers);
+  take(shards, later.shards);
   take(sp, later.sp);
   take(schedule, later.schedule);
   take(zero, later.zero);
@@ -189,6 +190,7 @@ StrategyInput strategy_from_json(const JsonDocument& doc) {
   read_int(o, "vpp", in.vpp, limits::PARALLEL_DEGREE);
   read_int(o, "first_stage_layers", in.first_stage_layers, limits::LAYERS);
   read_int(o, "last_stage_layers", in.last_stage_layers, limits::LAYERS);
+  read_int(o, "shards", in.shards, limits::LAYERS);
   if (auto v = o.optional_boolean("sp")) in.sp.set(*v, at(o, "sp"));
   read_choice(o, "schedule", in.schedule, names::SCHEDULE);
   read_int(o, "zero", in.zero, IntLimit{0, 3});

@@ -69,8 +69,19 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_flag_function(
          "--sp,!--no-sp", [&f](std::int64_t n) { f.sp = n > 0; }, "Sequence parallelism (with tensor parallelism)")
       ->group("Strategy");
-  app.add_option("--schedule", f.schedule, "Pipeline schedule: gpipe, 1f1b, interleaved, pipedream, 2bw")
+  app.add_option("--first-stage-layers", f.first_stage_layers,
+                 "Layers of the first pipeline stage (Megatron's --decoder-first-pipeline-num-layers; default: balanced)")
+      ->group("Strategy")
+      ->check(whole_number(lim::LAYERS));
+  app.add_option("--last-stage-layers", f.last_stage_layers,
+                 "Layers of the last pipeline stage (Megatron's --decoder-last-pipeline-num-layers; default: balanced)")
+      ->group("Strategy")
+      ->check(whole_number(lim::LAYERS));
+  app.add_option("--schedule", f.schedule, "Pipeline schedule: gpipe, 1f1b, interleaved, pipedream, 2bw; or hydra")
       ->group("Strategy");
+  app.add_option("--shards", f.shards, "Hydra's model shards per GPU (default: one per layer)")
+      ->group("Strategy")
+      ->check(whole_number(lim::LAYERS));
   app.add_option("--zero", f.zero, "ZeRO stage 0-3")->group("Strategy")->check(whole_number(wl::IntLimit{0, 3}));
   app.add_option("--offload-params", f.offload_params, "Parameter offload: none, cpu, nvme (ZeRO-3)")->group("Strategy");
   app.add_option("--offload-optimizer", f.offload_optimizer, "Optimizer-state offload: none, cpu, nvme")

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <string>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -14,6 +15,17 @@
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
 #endif
+
+namespace {
+// CLI11's own words for a flag given twice ("--gpus: At Most 1 required but received 2"), in ours.
+std::string plain_parse_error(const std::string& what) {
+  const std::string at_most = ": At Most 1 required but received ";
+  if (const auto pos = what.find(at_most); pos != std::string::npos) {
+    return what.substr(0, pos) + ": expected once, got it " + what.substr(pos + at_most.size()) + " times";
+  }
+  return what;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   // Output temporaries and the simulator's child go away on SIGINT/SIGTERM/SIGHUP.
@@ -33,7 +45,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "trainsim: error: " << e.what() << "\n";
+    std::cerr << "trainsim: error: " << plain_parse_error(e.what()) << "\n";
     std::cerr << "Run with --help for more information.\n";
     return 2;
   } catch (const trainsim::ConfigError& e) {

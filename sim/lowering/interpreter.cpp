@@ -28,6 +28,10 @@ class Interpreter {
 
   LoweredPrograms run() {
     done_.resize(fold_.ranks.size());
+    // Every instruction becomes one op (a receive whose send is lowered later too).
+    std::size_t ops = 0;
+    for (std::size_t i = 0; i < fold_.ranks.size(); ++i) ops += program_of(static_cast<int>(i)).instructions.size();
+    builder_.reserve(ops);
     for (std::size_t i = 0; i < fold_.ranks.size(); ++i) lower_rank(static_cast<int>(i));
     for (const auto& [key, pending] : pending_recvs_) {
       const auto it = sends_.find(key);
@@ -188,11 +192,35 @@ class Interpreter {
     return static_cast<int>(out_.platform.rings.size()) - 1;
   }
 
+  // What the interpreter needs of a rank's group of a kind, computed once.
+  struct GroupInfo {
+    int first = 0;     // identifies the group instance
+    int size = 0;
+    int nodes = 0;     // nodes the whole group spans
+    int ring = -1;     // its platform ring
+  };
+
+  const GroupInfo& group_info(int rank, GroupKind kind) {
+    const auto key = std::make_pair(rank, static_cast<int>(kind));
+    const auto it = groups_.find(key);
+    if (it != groups_.end()) return it->second;
+    const std::vector<int> members = placement_.group(rank, kind);
+    GroupInfo info;
+    info.first = members.front();
+    info.size = static_cast<int>(members.size());
+    std::vector<int> nodes;
+    for (int m : members) nodes.push_back(placement_.location(m).node);
+    std::sort(nodes.begin(), nodes.end());
+    info.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    info.ring = ring_id(ring_of(rank, kind));
+    return groups_.emplace(key, info).first->second;
+  }
+
   OpId lower_collective(const Instruction& in, int g, int position, const std::vector<OpId>& deps) {
     const int rank = fold_.ranks[static_cast<std::size_t>(g)].rank;
-    const std::vector<int> members = placement_.group(rank, in.group);
+    const GroupInfo& group = group_info(rank, in.group);
     // The group instance, identified by its first member; the collective by its tag or position.
-    const auto key = std::make_tuple(static_cast<int>(in.group), members.front(), in.tag >= 0 ? in.tag : -1 - position);
+    const auto key = std::make_tuple(static_cast<int>(in.group), group.first, in.tag >= 0 ? in.tag : -1 - position);
     auto it = collectives_.find(key);
     if (it != collectives_.end()) {
       // Another simulated member already created it: join.
@@ -213,13 +241,9 @@ class Interpreter {
     op.participants = {g};
     op.collective = in.collective;
     op.bytes = in.bytes;
-    op.group_size = static_cast<int>(members.size());
-    std::vector<int> nodes;
-    for (int m : members) nodes.push_back(placement_.location(m).node);
-    std::sort(nodes.begin(), nodes.end());
-    const int spanned = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
-    op.latency_s = ring_latency_s(profile_, ring_steps(in.collective, op.group_size), op.group_size, spanned);
-    op.ring = ring_id(ring_of(rank, in.group));
+    op.group_size = group.size;
+    op.latency_s = ring_latency_s(profile_, ring_steps(in.collective, op.group_size), op.group_size, group.nodes);
+    op.ring = group.ring;
     const OpId id = add(std::move(op), deps);
     collectives_[key] = id;
     return id;
@@ -280,6 +304,7 @@ class Interpreter {
   std::vector<double> caps_;
   std::vector<std::vector<OpId>> done_;
   std::map<int, int> explicit_of_rank_;
+  std::map<std::pair<int, int>, GroupInfo> groups_;  // (rank, group kind)
   std::map<std::tuple<int, int, std::int64_t>, OpId> collectives_;
   std::map<std::tuple<int, int, std::int64_t>, OpId> sends_;
   std::map<std::tuple<int, int, std::int64_t>, std::vector<OpId>> pending_recvs_;

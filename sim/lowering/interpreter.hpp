@@ -26,7 +26,7 @@ struct SimulatedGpu {
 };
 
 struct LoweredPrograms {
-  TaskGraph graph;
+  std::unique_ptr<TaskGraph> graph;
   RateCaps caps;
   PlatformSpec platform;
   std::vector<SimulatedGpu> gpus;         // by simulated GPU index

@@ -91,26 +91,47 @@ class Builder {
 
   double shard(double elems) const { return std::ceil(elems / s_.dp); }
 
-  // Model states and long-lived buffers, allocated before the first instruction.
+  // Model states, allocated before the first instruction unit by unit from the units' own
+  // parameters (ZeRO Sec. 5: 2 + 2 + K bytes per parameter, each part sharded over the data-
+  // parallel ranks by stage, on the tier its offload puts it), so the replay's totals are its own
+  // sums, not the memory model's; and the long-lived buffers the memory model sizes (buckets,
+  // pinned staging).
   void allocate_model_states() {
     Instruction in;
     in.kind = InstrKind::MEMORY;
     in.name = "model_states";
     in.stream = Stream::COMPUTE;
+    auto tier_of = [](OffloadTarget t) { return t == OffloadTarget::CPU ? Tier::HOST : t == OffloadTarget::NVME ? Tier::STORAGE : Tier::GPU; };
+    double params = 0, grads = 0, optimizer = 0;
+    for (const auto& unit : units_) {
+      UnitCost u = unit;
+      // ZeRO-3's head unit gathers the word embedding it is tied to (unit_costs.hpp); the tensor
+      // itself is held once, with the embedding.
+      if (u.holds_head && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) && s_.zero_stage == 3 && !s_.l2l) {
+        u.params -= static_cast<double>(m_.vocab * m_.hidden) / s_.tp;
+      }
+      if (s_.l2l) {
+        // One copy per node in host memory, each of the node's ranks holding an equal share.
+        params += u.params / ranks_per_node_;
+        grads += u.params / ranks_per_node_;
+        optimizer += u.params / ranks_per_node_;
+      } else {
+        params += s_.zero_stage >= 3 ? shard(u.params) : u.params;
+        grads += s_.zero_stage >= 2 ? shard(u.params) : u.params;
+        optimizer += s_.zero_stage >= 1 ? shard(u.params) : u.params;
+      }
+    }
+    const Tier params_at = s_.l2l ? Tier::HOST : tier_of(s_.offload_params);
+    // ZeRO-Offload moves the gradient partition with the optimizer states (Ren et al. 2021 Sec. 4.1).
+    const Tier states_at = s_.l2l ? Tier::HOST : tier_of(s_.offload_optimizer);
     auto add = [&](Tier t, MemClass c, double bytes) {
       if (bytes > 0) in.memory.push_back({t, c, bytes, false});
     };
-    add(Tier::GPU, MemClass::PARAMS, st_.params_at.gpu);
-    add(Tier::GPU, MemClass::GRADS, st_.grads_at.gpu);
-    add(Tier::GPU, MemClass::OPTIMIZER, st_.optimizer_at.gpu);
+    add(params_at, MemClass::PARAMS, params * bytes_.params);
+    add(states_at, MemClass::GRADS, grads * bytes_.grads);
+    add(states_at, MemClass::OPTIMIZER, optimizer * bytes_.optimizer);
     add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
-    add(Tier::HOST, MemClass::PARAMS, st_.params_at.cpu);
-    add(Tier::HOST, MemClass::GRADS, st_.grads_at.cpu);
-    add(Tier::HOST, MemClass::OPTIMIZER, st_.optimizer_at.cpu);
     add(Tier::HOST, MemClass::STAGING, st_.buffers.pinned_host_bytes);
-    add(Tier::STORAGE, MemClass::PARAMS, st_.params_at.nvme);
-    add(Tier::STORAGE, MemClass::GRADS, st_.grads_at.nvme);
-    add(Tier::STORAGE, MemClass::OPTIMIZER, st_.optimizer_at.nvme);
     states_ = writer_.add(std::move(in));
   }
 

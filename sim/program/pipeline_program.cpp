@@ -22,17 +22,6 @@ Dtype dtype_of(wl::Numerics n) {
   return Dtype::FP16;
 }
 
-std::string_view schedule_name(wl::Schedule s) {
-  switch (s) {
-    case wl::Schedule::GPIPE: return "gpipe";
-    case wl::Schedule::ONE_F_ONE_B: return "1f1b";
-    case wl::Schedule::INTERLEAVED: return "interleaved";
-    case wl::Schedule::PIPEDREAM: return "pipedream";
-    case wl::Schedule::TWO_BW: return "2bw";
-  }
-  return "1f1b";
-}
-
 enum Direction { ACTIVATION = 0, GRADIENT = 1 };
 
 class StageBuilder {
@@ -302,7 +291,7 @@ PipelineBuild build_pipeline_programs(const wl::ModelSpec& m, const wl::Strategy
                   wl::activation_element_bytes(m.numerics);
   work.dtype = dtype_of(m.numerics);
 
-  const ScheduleEntry& entry = pipeline_schedule(schedule_name(s.schedule));
+  const ScheduleEntry& entry = pipeline_schedule(wl::to_string(s.schedule));
   PipelineShape shape;
   shape.stages = s.pp;
   shape.micro_batches = micro_batches > 0 ? micro_batches : static_cast<int>(s.micro_batches());

@@ -7,7 +7,10 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <vector>
 
+#include "async_io.hpp"
 #include "errors.hpp"
 #include "run_binary.hpp"
 #include "scratch_dir.hpp"
@@ -113,6 +116,68 @@ TEST(StorageBench, TransfersCheckWhatTheyReadWithBothBackends) {
     EXPECT_THROW(sequential_transfer(*io, f.fd(), false, 256u << 10, 4, 8u << 20, again, buffers), CalibrationError)
         << backend;
   }
+}
+
+// An AsyncIo that completes everything it was given at the next wait(), all in one batch, the way
+// libaio often returns a whole queue at once. A wait() with nothing submitted would block a real
+// backend forever; here it throws a logic_error, so a lost request fails the test instead of hanging it.
+class BatchingIo : public AsyncIo {
+ public:
+  std::string_view backend() const override { return "batching-fake"; }
+  void prepare(bool write, int fd, void* buffer, std::size_t bytes, off_t offset, std::uint64_t tag) override {
+    prepared_.push_back({write, fd, buffer, bytes, offset, tag});
+  }
+  void submit() override {
+    for (const auto& r : prepared_) {
+      const ssize_t n = r.write ? ::pwrite(r.fd, r.buffer, r.bytes, r.offset) : ::pread(r.fd, r.buffer, r.bytes, r.offset);
+      done_.push_back({r.tag, static_cast<long>(n)});
+    }
+    prepared_.clear();
+  }
+  void wait(std::vector<IoCompletion>& out) override {
+    if (done_.empty()) throw std::logic_error("wait() with no request in flight: a prepared request was never submitted");
+    out.insert(out.end(), done_.begin(), done_.end());
+    done_.clear();
+  }
+
+ private:
+  struct Request {
+    bool write;
+    int fd;
+    void* buffer;
+    std::size_t bytes;
+    off_t offset;
+    std::uint64_t tag;
+  };
+  std::vector<Request> prepared_;
+  std::vector<IoCompletion> done_;
+};
+
+// A failed check in the middle of a batch of completions: the requests re-issued for the earlier
+// completions of that batch must still be submitted and waited for, and the check's error returned.
+TEST(StorageBench, AFailedCheckMidBatchStillDrainsWhatWasReissued) {
+  TempDir dir;
+  const std::size_t block = 4 * SECTOR_BYTES, total = 16 * block;
+  const std::string path = dir.str() + "/pattern";
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  std::vector<char> content(total);
+  stamp_sectors(content.data(), total, 0);
+  ASSERT_EQ(::pwrite(fd, content.data(), total, 0), static_cast<ssize_t>(total));
+  // The second block of the first batch of four is corrupt; the first block completes before it
+  // in the same batch and is re-issued.
+  std::vector<char> junk(SECTOR_BYTES, 'x');
+  ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(block)), static_cast<ssize_t>(junk.size()));
+  BatchingIo io;
+  AlignedBuffers buffers(4, block);
+  Cursor cursor{total, 0};
+  try {
+    sequential_transfer(io, fd, false, block, 4, total, cursor, buffers);
+    ADD_FAILURE() << "the corrupt sector was not caught";
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find("storage read check failed"), std::string::npos) << e.what();
+  }
+  ::close(fd);
 }
 
 TEST(StorageBench, SmallSweepMeasuresAndLeavesNothingBehind) {

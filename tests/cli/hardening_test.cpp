@@ -105,6 +105,8 @@ TEST(Hardening, EveryInputCaseOfTheIssueIsExit2WithItsMessage) {
        "{dir}/a_directory/: (file): expected a readable regular file of at most 16 MiB, got a directory"},
       {"--micro-batch 0", "memory --model gpt2-1.5b --micro-batch 0",
        "trainsim: error: --micro-batch: expected a whole number >= 1, got 0\n"},
+      {"a flag given twice", "memory --model gpt2-1.5b --gpus 4 --gpus 8",
+       "trainsim: error: --gpus: expected once, got it 2 times\n"},
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -144,13 +146,18 @@ TEST(Hardening, CasesWithAnAnswerGiveTheRightOne) {
   EXPECT_FALSE(n["fits"].get<bool>());
   EXPECT_NE(n["infeasible_reason"].get<std::string>().find("has no fp16 peak (gpu.peak_TFLOPs lists fp32)"), std::string::npos)
       << n["infeasible_reason"];
-  // A step of 2^26 micro-batches is refused before anything is built, naming the limit.
-  const auto huge = test::run_trainsim("simulate --model gpt2-1.5b --gpus 16 --zero 3 --global-batch 1073741824 --format json");
+  // A step of 2^26 micro-batches replayed in full is refused before anything is built, naming the
+  // limit; folded (the default), it replays a few and extrapolates.
+  const auto huge =
+      test::run_trainsim("simulate --model gpt2-1.5b --gpus 16 --zero 3 --global-batch 1073741824 --no-fold --format json");
   ASSERT_EQ(huge.exit_code, 0) << huge.err;
   const auto h = nlohmann::json::parse(huge.out);
   EXPECT_FALSE(h["fits"].get<bool>());
   EXPECT_NE(h["infeasible_reason"].get<std::string>().find("beyond trainsim's limit of 2 million"), std::string::npos)
       << h["infeasible_reason"];
+  const auto folded = test::run_trainsim("simulate --model gpt2-1.5b --gpus 16 --zero 3 --global-batch 1073741824 --format json");
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  EXPECT_TRUE(nlohmann::json::parse(folded.out)["fits"].get<bool>());
   // And with numerics it has, it simulates.
   const auto fp32 = test::run_trainsim("simulate --model gpt2-1.5b --gpus 4 --zero 3 --precision fp32 --hw " + fp32_only);
   EXPECT_EQ(fp32.exit_code, 0) << fp32.err;

@@ -1,6 +1,8 @@
 // `trainsim simulate` end to end, through the built binary.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -16,7 +18,9 @@ TEST(SimulateCli, JsonCarriesThePublicKeys) {
                           "bubble_fraction", "peak_memory_bytes", "per_gpu", "fits", "infeasible_reason", "provenance"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j["per_gpu"].size(), 16u);
+  // The 16 data-parallel ranks of the node are identical: one simulated GPU stands for them.
+  ASSERT_EQ(j["per_gpu"].size(), 1u);
+  EXPECT_EQ(j["per_gpu"][0]["ranks"].get<int>(), 16);
   const auto& busy = j["per_gpu"][0]["busy_s"];
   double sum = 0;
   for (const char* c : {"compute", "exposed_communication", "exposed_offload_io", "optimizer", "idle"}) sum += busy[c].get<double>();
@@ -47,7 +51,9 @@ TEST(SimulateCli, TraceOpensAsChromeTraceJson) {
     }
   }
   EXPECT_TRUE(phases.count("X") && phases.count("C") && phases.count("M"));
-  EXPECT_TRUE(processes.count("GPU 0") && processes.count("host CPU") && processes.count("fabric (rings, PCIe links)"));
+  EXPECT_TRUE(processes.count("stage 0 (node 0, GPU 0), for 16 ranks") && processes.count("node 0 host") &&
+              processes.count("fabric (rings)"))
+      << j["traceEvents"][0].dump();
 }
 
 TEST(SimulateCli, DoesNotFitIsAnAnswerWithItsReason) {
@@ -59,17 +65,36 @@ TEST(SimulateCli, DoesNotFitIsAnAnswerWithItsReason) {
   EXPECT_NE(j["infeasible_reason"].get<std::string>().find("GPU memory"), std::string::npos);
 }
 
-TEST(SimulateCli, WhatIsNotSimulatedYetIsABadInputWithExitCode2) {
+TEST(SimulateCli, CombinationsTheStacksDoNotRunAreBadInputWithExitCode2) {
   test::ScratchDir dir;
   const std::string out = (dir.path() / "s.json").string();
-  const auto pp = test::run_trainsim("simulate --model gpt3-175b --hw dgx-a100 --nodes 8 --tp 8 --pp 8 -o " + out);
-  EXPECT_EQ(pp.exit_code, 2);
-  EXPECT_NE(pp.err.find("--pp: expected 1 for simulate"), std::string::npos) << pp.err;
+  const auto offload =
+      test::run_trainsim("simulate --model gpt3-175b --hw dgx-a100 --nodes 8 --tp 8 --pp 8 --zero 1 --offload-optimizer cpu -o " + out);
+  EXPECT_EQ(offload.exit_code, 2);
+  EXPECT_NE(offload.err.find("--offload-optimizer: expected none with pipeline parallelism"), std::string::npos) << offload.err;
+  const auto async = test::run_trainsim("simulate --model gpt3-175b --hw dgx-a100 --nodes 8 --tp 8 --pp 8 --zero 1 --schedule 2bw "
+                                        "--global-batch 64 -o " + out);
+  EXPECT_EQ(async.exit_code, 2);
+  EXPECT_NE(async.err.find("--zero: expected 0 with PipeDream and 2BW"), std::string::npos) << async.err;
   // simulate does not take --params (a raw count has no layers to replay): it is not among its flags.
   const auto raw = test::run_trainsim("simulate --params 7.5e9 -o " + out);
   EXPECT_EQ(raw.exit_code, 2);
   EXPECT_NE(raw.err.find("The following arguments were not expected: 7.5e9 --params"), std::string::npos) << raw.err;
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(SimulateCli, TensorParallelismAcrossNodesPaysForTheNetwork) {
+  // GPT-3 on 64 A100s: tp 16 spans two DGX A100 nodes, so its all-reduces cross 200 Gb/s NICs
+  // instead of 300 GB/s NVLink ports; the same layers' tensor-parallel traffic is exposed for much
+  // longer than with tp 8 inside a node.
+  auto exposed = [](int tp) {
+    const auto r = test::run_trainsim(fmt::format(
+        "simulate --model gpt3-175b --hw dgx-a100 --gpus 64 --tp {} --pp {} --recompute full --global-batch 16 --format json", tp,
+        64 / tp));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["per_gpu"][0]["busy_s"]["exposed_communication"].get<double>();
+  };
+  EXPECT_GT(exposed(16), 3 * exposed(8));
 }
 
 TEST(SimulateCli, DelayedUpdateHidesTheCpuOptimizer) {

@@ -53,6 +53,7 @@ TEST(StepBound, NeverAboveTheReplay) {
          s.recompute = wl::Recompute::FULL; s.offload_activations = wl::ActivationOffload::CPU;
        }},
       {"l2l", 4, [](wl::Strategy& s) { s.l2l = true; s.recompute = wl::Recompute::FULL; }},
+      {"hydra", 4, [](wl::Strategy& s) { s.schedule = wl::Schedule::HYDRA; s.shards = 72; s.recompute = wl::Recompute::FULL; }},
       {"gpipe", 16, [](wl::Strategy& s) { set_parallel(s, 4, 4); s.schedule = wl::Schedule::GPIPE; s.global_batch = 16; s.recompute = wl::Recompute::FULL; }},
       {"1f1b across nodes", 32, [](wl::Strategy& s) { set_parallel(s, 8, 4); s.zero_stage = 1; s.sp = true; s.global_batch = 32; s.recompute = wl::Recompute::SELECTIVE; }},
       {"interleaved", 16, [](wl::Strategy& s) { set_parallel(s, 4, 4); s.vpp = 2; s.schedule = wl::Schedule::INTERLEAVED; s.global_batch = 16; s.recompute = wl::Recompute::FULL; }},

@@ -76,6 +76,10 @@ TEST(SearchSpace, HoldsThePublishedConfigurations) {
     EXPECT_TRUE(has([k](const wl::Strategy& s) { return s.pp > 1 && s.schedule == k; }));
   }
   EXPECT_TRUE(has([](const wl::Strategy& s) { return s.l2l; }));
+  // Hydra, one shard per layer, alone on each GPU.
+  EXPECT_TRUE(has([&m](const wl::Strategy& s) {
+    return s.schedule == wl::Schedule::HYDRA && s.shards == m.layers && s.tp == 1 && s.pp == 1 && s.zero_stage == 0;
+  }));
   // Every family has members.
   for (const Family& f : families()) EXPECT_TRUE(has([&f](const wl::Strategy& s) { return f.contains(s); })) << f.name;
 }

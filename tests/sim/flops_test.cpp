@@ -40,7 +40,7 @@ TEST(Flops, ReplayedHardwareFlopsWithFullRecomputeMatchNarayanan) {
   const double B = static_cast<double>(r.strategy.global_batch), sq = 1024, l = 48, h = 1600, V = 50257;
   const double expected = 96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h));
   double replayed = 0;
-  for (const auto& g : res.per_gpu) replayed += g.hardware_flops;
+  for (const auto& g : res.per_gpu) replayed += g.hardware_flops * g.copies;  // each stands for its copies
   EXPECT_NEAR(replayed, expected, 1e-9 * expected);
 }
 

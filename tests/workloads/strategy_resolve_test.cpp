@@ -52,11 +52,22 @@ TEST(Resolve, EachCrossFieldRuleHasItsOwnMessage) {
       << error_of(heads);
 
   StrategyInput layers;
-  layers.pp.set(7, "--pp");
-  layers.gpus.set(7, "--gpus");
-  EXPECT_NE(error_of(layers).find("--pp: expected pp x vpp (7 x 1) dividing the 96 layers of gpt3-175b, got 7"),
+  layers.pp.set(97, "--pp");
+  layers.gpus.set(97, "--gpus");
+  EXPECT_NE(error_of(layers).find("--pp: expected pp x vpp (97 x 1) at most the 96 layers of gpt3-175b, got 97"),
             std::string::npos)
       << error_of(layers);
+  // Layers need not divide evenly (7 stages of 96 layers are balanced by cost), but a fixed first
+  // and last stage must leave the middle an equal share.
+  StrategyInput uneven;
+  uneven.pp.set(7, "--pp");
+  uneven.gpus.set(7, "--gpus");
+  EXPECT_EQ(error_of(uneven), "no error");
+  uneven.first_stage_layers.set(10, "--first-stage-layers");
+  EXPECT_NE(error_of(uneven).find("--first-stage-layers: expected first and last stage layers that leave the other 6 "
+                                  "stages an equal share"),
+            std::string::npos)
+      << error_of(uneven);
 
   StrategyInput zero_pp;
   zero_pp.pp.set(2, "--pp");

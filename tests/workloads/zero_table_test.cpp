@@ -1,5 +1,5 @@
-// ZeRO (Rajbhandari et al. 2020), Table 1 as printed in the seeds (shared/seeds, DeepSpeed ZeRO
-// lecture): per-device model-state memory in GB (1e9 bytes) for 7.5B, 128B and 1T parameters
+// ZeRO (Rajbhandari et al. 2020), Table 1: per-device model-state memory in GB (1e9 bytes) for
+// 7.5B, 128B and 1T parameters
 // at data-parallel degrees 1..1024 and the three ZeRO stages (P_os, P_os+g, P_os+g+p), K = 12.
 // Every cell must agree with the memory model to the printed digit.
 #include <gtest/gtest.h>

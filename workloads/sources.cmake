@@ -1,0 +1,17 @@
+# The workloads library's sources, in one list that the main build (workloads/CMakeLists.txt) and
+# the clang fuzz build (tests/fuzz/CMakeLists.txt) both include, so neither can miss a new file.
+set(TRAINSIM_WORKLOADS_SOURCES
+  enum_names.cpp
+  limits.cpp
+  model_loader.cpp
+  huggingface_config.cpp
+  model_params.cpp
+  strategy_sources.cpp
+  megatron_args.cpp
+  strategy_resolve.cpp
+  strategy_rules.cpp
+  strategy_identity.cpp
+  activation_memory.cpp
+  memory_model.cpp
+  layer_costs.cpp
+  stage_partition.cpp)
