@@ -40,7 +40,8 @@ namespace {
 std::optional<Issue> gpu_states_misfit(const Config& c, double total_params) {
   const wl::Strategy& s = c.strategy;
   const wl::StateBytes bytes = wl::state_bytes(c.model->numerics);
-  const bool host_states = s.l2l;
+  // L2L and Hydra keep the model states in host memory and bring a layer or a shard at a time.
+  const bool host_states = s.l2l || s.schedule == wl::Schedule::HYDRA;
   const double dp = s.dp;
   const double params = host_states || s.offload_params != wl::OffloadTarget::NONE ? 0.0
                         : s.zero_stage == 3                                          ? bytes.params / dp
