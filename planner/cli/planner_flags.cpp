@@ -51,6 +51,7 @@ SweepRuntime::SweepRuntime(const RunFlags& r) : quiet_(r.quiet) {
 void SweepRuntime::report() const {
   progress_->finish();
   if (quiet_ || !writes_output()) return;
+  std::cout.flush();  // the answer first, then this line, when both go to one terminal or file
   std::cerr << fmt::format("trainsim: {} replays ({} from the results cache{}){}\n", progress_->replayed(), progress_->cached(),
                            cache_->enabled() ? " in " + cache_->dir() : ", disabled",
                            mpi_.size() > 1 ? fmt::format(", over {} MPI ranks", mpi_.size()) : "");
