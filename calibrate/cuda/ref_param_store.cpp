@@ -1,0 +1,224 @@
+#include "ref_param_store.hpp"
+
+#include <algorithm>
+
+#include "cuda_check.hpp"
+
+namespace trainsim::calibrate::ref {
+
+cudaEvent_t IntervalLog::next() {
+  if (used_ == pool_.size()) {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreate(&e));
+    pool_.push_back(e);
+  }
+  return pool_[used_++];
+}
+void IntervalLog::begin(cudaStream_t s) {
+  events_.push_back(next());
+  CUDA_CHECK(cudaEventRecord(events_.back(), s));
+}
+void IntervalLog::end(cudaStream_t s) { begin(s); }
+double IntervalLog::seconds() const {
+  double total = 0;
+  for (std::size_t i = 0; i + 1 < events_.size(); i += 2) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventSynchronize(events_[i + 1]));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+    total += ms * 1e-3;
+  }
+  return total;
+}
+void IntervalLog::clear() {
+  events_.clear();
+  used_ = 0;
+}
+IntervalLog::~IntervalLog() {
+  for (cudaEvent_t e : pool_) cudaEventDestroy(e);
+}
+
+ParamStore::ParamStore(const ParamLayout& layout, int rank, int world, ncclComm_t comm, cudaStream_t compute,
+                       cudaStream_t collective)
+    : layout_(layout), rank_(rank), world_(world), comm_(comm), compute_(compute), collective_(collective) {
+  shard_total_ = layout.total / static_cast<std::size_t>(world);
+  for (std::size_t u = 1; u + 1 < layout.units.size(); ++u) max_layer_unit_ = std::max(max_layer_unit_, layout.units[u].size);
+  for (cudaEvent_t* e : {&gathered_[0], &gathered_[1], &slot_free_[0], &slot_free_[1], &grad_free_[0], &grad_free_[1],
+                         &ends_gathered_, &rs_done_, &grad_ready_}) {
+    CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+  }
+}
+
+ParamStore::~ParamStore() {
+  for (cudaEvent_t e : {gathered_[0], gathered_[1], slot_free_[0], slot_free_[1], grad_free_[0], grad_free_[1],
+                        ends_gathered_, rs_done_, grad_ready_}) {
+    cudaEventDestroy(e);
+  }
+}
+
+void ParamStore::allocate(Arena& a) {
+  master_ = a.alloc<float>(shard_total_);
+  m_ = a.alloc<float>(shard_total_);
+  v_ = a.alloc<float>(shard_total_);
+  grad_shard_ = a.alloc<float>(shard_total_);
+  param_shard_ = a.alloc<bf16>(shard_total_);
+  if (!sharded()) return;
+  const std::size_t embed = layout_.units.front().size, fin = layout_.units.back().size;
+  embed_full_ = a.alloc<bf16>(embed);
+  final_full_ = a.alloc<bf16>(fin);
+  embed_grad_ = a.alloc<float>(embed);
+  final_grad_ = a.alloc<float>(fin);
+  for (int s = 0; s < 2; ++s) {
+    layer_full_[s] = a.alloc<bf16>(max_layer_unit_);
+    layer_grad_[s] = a.alloc<float>(max_layer_unit_);
+  }
+  rs_tmp_ = a.alloc<float>(std::max({embed, fin, max_layer_unit_}) / static_cast<std::size_t>(world_));
+}
+
+void ParamStore::load(const std::vector<float>& full) {
+  std::vector<float> shard(shard_total_);
+  for (const Unit& u : layout_.units) {
+    const std::size_t n = u.size / world_;
+    std::copy_n(full.begin() + static_cast<long>(u.offset + rank_ * n), n, shard.begin() + static_cast<long>(u.offset / world_));
+  }
+  CUDA_CHECK(cudaMemcpy(master_, shard.data(), shard_total_ * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(m_, 0, shard_total_ * sizeof(float)));
+  CUDA_CHECK(cudaMemset(v_, 0, shard_total_ * sizeof(float)));
+  CUDA_CHECK(cudaMemset(grad_shard_, 0, shard_total_ * sizeof(float)));
+  to_bf16(master_, param_shard_, static_cast<long>(shard_total_), compute_);
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+int ParamStore::slot_of(int unit) const { return unit % 2; }
+
+void ParamStore::gather(int unit) {
+  const int slot = slot_of(unit);
+  const Unit& u = layout_.units[unit];
+  const std::size_t n = u.size / world_;
+  CUDA_CHECK(cudaStreamWaitEvent(collective_, slot_free_[slot], 0));
+  collective_log.begin(collective_);
+  NCCL_CHECK(ncclAllGather(param_shard_ + u.offset / world_, layer_full_[slot], n, ncclBfloat16, comm_, collective_));
+  collective_log.end(collective_);
+  CUDA_CHECK(cudaEventRecord(gathered_[slot], collective_));
+  slot_unit_[slot] = unit;
+  collective_bytes += static_cast<double>(n) * 2 * (world_ - 1);
+}
+
+void ParamStore::zero_grads() {
+  CUDA_CHECK(cudaMemsetAsync(grad_shard_, 0, shard_total_ * sizeof(float), compute_));
+  if (!sharded()) return;
+  // Parameters changed in the last step's update (compute stream): gather everything afresh.
+  slot_unit_[0] = slot_unit_[1] = -1;
+  CUDA_CHECK(cudaEventRecord(grad_ready_, compute_));
+  CUDA_CHECK(cudaStreamWaitEvent(collective_, grad_ready_, 0));
+  const Unit& e = layout_.units.front();
+  const Unit& f = layout_.units.back();
+  collective_log.begin(collective_);
+  NCCL_CHECK(ncclGroupStart());
+  NCCL_CHECK(ncclAllGather(param_shard_ + e.offset / world_, embed_full_, e.size / world_, ncclBfloat16, comm_, collective_));
+  NCCL_CHECK(ncclAllGather(param_shard_ + f.offset / world_, final_full_, f.size / world_, ncclBfloat16, comm_, collective_));
+  NCCL_CHECK(ncclGroupEnd());
+  collective_log.end(collective_);
+  CUDA_CHECK(cudaEventRecord(ends_gathered_, collective_));
+  collective_bytes += static_cast<double>(e.size + f.size) / world_ * 2 * (world_ - 1);
+}
+
+void ParamStore::begin_pass(bool backward) {
+  backward_ = backward;
+  if (!sharded() || !backward) return;
+  // The previous micro-batch's reduce-scatter of the embedding must be done before its buffer is reused.
+  CUDA_CHECK(cudaStreamWaitEvent(compute_, rs_done_, 0));
+  CUDA_CHECK(cudaMemsetAsync(embed_grad_, 0, layout_.units.front().size * sizeof(float), compute_));
+  CUDA_CHECK(cudaMemsetAsync(final_grad_, 0, layout_.units.back().size * sizeof(float), compute_));
+}
+
+const bf16* ParamStore::acquire(int unit) {
+  const Unit& u = layout_.units[unit];
+  if (!sharded()) return param_shard_ + u.offset;
+  const int last = static_cast<int>(layout_.units.size()) - 1;
+  if (unit == 0 || unit == last) {
+    exposed_log.begin(compute_);
+    CUDA_CHECK(cudaStreamWaitEvent(compute_, ends_gathered_, 0));
+    exposed_log.end(compute_);
+    return unit == 0 ? embed_full_ : final_full_;
+  }
+  const int slot = slot_of(unit);
+  if (slot_unit_[slot] != unit) gather(unit);
+  exposed_log.begin(compute_);
+  CUDA_CHECK(cudaStreamWaitEvent(compute_, gathered_[slot], 0));
+  exposed_log.end(compute_);
+  const int next = backward_ ? unit - 1 : unit + 1;  // prefetch the next layer of this pass
+  if (next >= 1 && next < last && slot_unit_[slot_of(next)] != next) gather(next);
+  return layer_full_[slot];
+}
+
+void ParamStore::release(int unit) {
+  if (!sharded()) return;
+  const int last = static_cast<int>(layout_.units.size()) - 1;
+  if (unit == 0 || unit == last) return;
+  CUDA_CHECK(cudaEventRecord(slot_free_[slot_of(unit)], compute_));
+}
+
+float* ParamStore::grads(int unit) {
+  const Unit& u = layout_.units[unit];
+  if (!sharded()) return grad_shard_ + u.offset;
+  const int last = static_cast<int>(layout_.units.size()) - 1;
+  if (unit == 0) return embed_grad_;
+  if (unit == last) return final_grad_;
+  const int slot = slot_of(unit);
+  exposed_log.begin(compute_);
+  CUDA_CHECK(cudaStreamWaitEvent(compute_, grad_free_[slot], 0));
+  exposed_log.end(compute_);
+  CUDA_CHECK(cudaMemsetAsync(layer_grad_[slot], 0, u.size * sizeof(float), compute_));
+  return layer_grad_[slot];
+}
+
+void ParamStore::grads_done(int unit) {
+  if (!sharded()) return;
+  const Unit& u = layout_.units[unit];
+  const int last = static_cast<int>(layout_.units.size()) - 1;
+  float* full = unit == 0 ? embed_grad_ : unit == last ? final_grad_ : layer_grad_[slot_of(unit)];
+  const std::size_t n = u.size / world_;
+  CUDA_CHECK(cudaEventRecord(grad_ready_, compute_));
+  CUDA_CHECK(cudaStreamWaitEvent(collective_, grad_ready_, 0));
+  collective_log.begin(collective_);
+  NCCL_CHECK(ncclReduceScatter(full, rs_tmp_, n, ncclFloat32, ncclSum, comm_, collective_));
+  add_inplace(grad_shard_ + u.offset / world_, rs_tmp_, static_cast<long>(n), collective_);
+  collective_log.end(collective_);
+  collective_bytes += static_cast<double>(n) * 4 * (world_ - 1);
+  CUDA_CHECK(cudaEventRecord(unit == 0 || unit == last ? rs_done_ : grad_free_[slot_of(unit)], collective_));
+}
+
+void ParamStore::finish_backward() {
+  if (!sharded()) return;
+  exposed_log.begin(compute_);
+  CUDA_CHECK(cudaStreamWaitEvent(compute_, rs_done_, 0));
+  exposed_log.end(compute_);
+}
+
+void ParamStore::adam(float lr, int step) {
+  optimizer_log.begin(compute_);
+  adam_step(master_, m_, v_, grad_shard_, param_shard_, static_cast<long>(shard_total_), lr, 0.9f, 0.95f, 1e-8f, step,
+            compute_);
+  optimizer_log.end(compute_);
+}
+
+std::vector<float> ParamStore::gradient_shard() const {
+  std::vector<float> g(shard_total_);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(g.data(), grad_shard_, shard_total_ * sizeof(float), cudaMemcpyDeviceToHost));
+  return g;
+}
+
+std::int64_t ParamStore::owned_params() const {
+  std::int64_t n = 0;
+  for (const Unit& u : layout_.units) {
+    const std::size_t lo = u.offset + rank_ * (u.size / world_), hi = lo + u.size / world_;
+    for (const TensorSlot& t : u.tensors) {
+      const std::size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.size());
+      if (b > a) n += static_cast<std::int64_t>(b - a);
+    }
+  }
+  return n;
+}
+
+}  // namespace trainsim::calibrate::ref

@@ -1,0 +1,89 @@
+#pragma once
+// Where the reference step's parameters and gradients live, unit by unit (embedding, each layer,
+// final LayerNorm: calibrate/reference/gpt_layout.hpp). With one rank they are the flat buffers
+// themselves. With N ranks it is ZeRO-3 (Rajbhandari et al. 2020, sec. 5.3): each rank keeps
+// 1/N of every unit (bf16 parameters, fp32 master, moments and gradients); a layer's bf16
+// parameters are all-gathered into one of two buffers on the collective stream before use,
+// the next layer's gather issued before this layer's compute (prefetch), and its gradients are
+// reduce-scattered into the owning shards after its backward. The embedding and final LayerNorm
+// units are gathered once per step and kept (the tied head uses the embedding at both ends).
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <vector>
+
+#include "../reference/gpt_layout.hpp"
+#include "ref_arena.hpp"
+#include "ref_kernels.hpp"
+
+namespace trainsim::calibrate::ref {
+
+// CUDA events bracketing work on one stream; busy time is the sum of their intervals.
+class IntervalLog {
+ public:
+  void begin(cudaStream_t s);
+  void end(cudaStream_t s);
+  double seconds() const;  // after the stream synchronized; sums every (begin, end) pair
+  void clear();
+  ~IntervalLog();
+
+ private:
+  std::vector<cudaEvent_t> events_;
+  std::vector<cudaEvent_t> pool_;
+  std::size_t used_ = 0;
+  cudaEvent_t next();
+};
+
+class ParamStore {
+ public:
+  ParamStore(const ParamLayout& layout, int rank, int world, ncclComm_t comm, cudaStream_t compute,
+             cudaStream_t collective);
+  ~ParamStore();
+  ParamStore(const ParamStore&) = delete;
+  ParamStore& operator=(const ParamStore&) = delete;
+  void allocate(Arena& arena);
+  // Master weights from the full initial values (the rank's slice of each unit); bf16 copy too.
+  void load(const std::vector<float>& full_initial);
+
+  // Called at the start of each micro-batch's forward and backward pass.
+  void begin_pass(bool backward);
+  // Makes unit u's bf16 parameters ready for the compute stream (waits there for its gather) and
+  // prefetches the next unit of this pass. Returns the unit's first element.
+  const bf16* acquire(int unit);
+  void release(int unit);       // the compute stream is done with unit u's parameters
+  float* grads(int unit);       // unit u's full fp32 gradient, accumulated by the backward
+  void grads_done(int unit);    // reduce-scatter unit u's gradient into the shards
+  void zero_grads();            // start of a step (compute stream)
+  void finish_backward();       // the compute stream waits for the last reduce-scatter
+  void adam(float lr, int step);
+  // The rank's gradient shard and parameter count (for checks and the record).
+  std::vector<float> gradient_shard() const;
+  std::size_t shard_elements() const { return shard_total_; }
+  std::int64_t owned_params() const;
+
+  IntervalLog collective_log, exposed_log, optimizer_log;
+  double collective_bytes = 0;
+
+ private:
+  bool sharded() const { return world_ > 1; }
+  int slot_of(int unit) const;
+  void gather(int unit);
+
+  const ParamLayout& layout_;
+  int rank_, world_;
+  ncclComm_t comm_;
+  cudaStream_t compute_, collective_;
+  std::size_t shard_total_ = 0, max_layer_unit_ = 0;
+  float *master_ = nullptr, *m_ = nullptr, *v_ = nullptr, *grad_shard_ = nullptr;
+  bf16* param_shard_ = nullptr;
+  // Sharded only: gathered units and full-unit gradient buffers.
+  bf16 *embed_full_ = nullptr, *final_full_ = nullptr, *layer_full_[2] = {nullptr, nullptr};
+  float *embed_grad_ = nullptr, *final_grad_ = nullptr, *layer_grad_[2] = {nullptr, nullptr}, *rs_tmp_ = nullptr;
+  int slot_unit_[2] = {-1, -1};
+  cudaEvent_t gathered_[2] = {}, slot_free_[2] = {}, grad_free_[2] = {}, ends_gathered_ = nullptr, rs_done_ = nullptr;
+  cudaEvent_t grad_ready_ = nullptr;
+  bool backward_ = false;
+};
+
+}  // namespace trainsim::calibrate::ref

@@ -1,0 +1,116 @@
+#include "reference_options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "../errors.hpp"
+
+namespace trainsim::calibrate::ref {
+namespace {
+
+int parse_int(const std::string& flag, const std::string& text, int min, int max) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    throw UsageError(flag, "an integer from " + std::to_string(min) + " to " + std::to_string(max), "\"" + text + "\"");
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string to_string(RefMode m) { return m == RefMode::SINGLE ? "single" : "zero3"; }
+std::string to_string(Recompute r) { return r == Recompute::NONE ? "none" : "layer"; }
+
+std::string reference_usage() {
+  return "usage: trainsim-calibrate reference --out DIR [options]\n"
+         "       trainsim-calibrate reference --check --out DIR [--gpus N]\n"
+         "\n"
+         "A real training step of a GPT decoder (bf16 cuBLASLt GEMMs, fp32 master weights, Adam),\n"
+         "timed with CUDA events; writes NAME.json (trainsim.measured_run) and NAME.model.json.\n"
+         "--check instead runs the correctness suite at a small size (GPU against the CPU fp64\n"
+         "reference, loss over 20 steps, recompute, ZeRO-3 against one GPU) and writes check.json.\n"
+         "\n"
+         "  --mode single|zero3   one GPU, or ZeRO-3 over --gpus GPUs through NCCL (default single)\n"
+         "  --gpus N              GPUs for zero3 (default 1)\n"
+         "  --layers N --hidden N --heads N --vocab N --seq N   the GPT (default 24, 1024, 16, 50304, 2048)\n"
+         "  --micro-batch N       sequences per micro-batch per GPU (default 4)\n"
+         "  --grad-accum N        micro-batches per step (default 1)\n"
+         "  --recompute none|layer  activation checkpointing per layer (default none)\n"
+         "  --steps N --warmup N  timed and untimed steps (default 5 and 2)\n"
+         "  --lr F                Adam learning rate (default 1e-4)\n"
+         "  --name NAME           run name (default from the configuration)\n"
+         "\nExit codes: 0 done, 1 failed (a check or a CUDA call), 2 bad command line, 3 no GPU.\n";
+}
+
+std::string default_run_name(const ReferenceOptions& o) {
+  std::string n = to_string(o.mode) + (o.recompute == Recompute::LAYER ? "-ckpt" : "") + "_L" +
+                  std::to_string(o.model.layers) + "-h" + std::to_string(o.model.hidden) + "_mb" +
+                  std::to_string(o.model.micro_batch) + "x" + std::to_string(o.grad_accum);
+  return n;
+}
+
+ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
+  ReferenceOptions o;
+  o.command_line = "trainsim-calibrate reference";
+  for (const auto& a : args) o.command_line += " " + a;
+  bool mode_given = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size() || args[i + 1].starts_with("--")) throw UsageError(a, "a value after the flag");
+      return args[++i];
+    };
+    if (a == "--out") o.out_dir = value();
+    else if (a == "--name") o.name = value();
+    else if (a == "--check") o.check = true;
+    else if (a == "--mode") {
+      const std::string& m = value();
+      if (m == "single") o.mode = RefMode::SINGLE;
+      else if (m == "zero3") o.mode = RefMode::ZERO3;
+      else throw UsageError("--mode", "single or zero3", "\"" + m + "\"");
+      mode_given = true;
+    } else if (a == "--recompute") {
+      const std::string& r = value();
+      if (r == "none") o.recompute = Recompute::NONE;
+      else if (r == "layer") o.recompute = Recompute::LAYER;
+      else throw UsageError("--recompute", "none or layer", "\"" + r + "\"");
+    } else if (a == "--gpus") o.gpus = parse_int(a, value(), 1, 64);
+    else if (a == "--layers") o.model.layers = parse_int(a, value(), 1, 4096);
+    else if (a == "--hidden") o.model.hidden = parse_int(a, value(), 8, 1 << 17);
+    else if (a == "--heads") o.model.heads = parse_int(a, value(), 1, 4096);
+    else if (a == "--vocab") o.model.vocab = parse_int(a, value(), 8, 1 << 22);
+    else if (a == "--seq") o.model.seq = parse_int(a, value(), 8, 1 << 20);
+    else if (a == "--micro-batch") o.model.micro_batch = parse_int(a, value(), 1, 1 << 16);
+    else if (a == "--grad-accum") o.grad_accum = parse_int(a, value(), 1, 1 << 16);
+    else if (a == "--steps") o.steps = parse_int(a, value(), 1, 100000);
+    else if (a == "--warmup") o.warmup = parse_int(a, value(), 0, 100000);
+    else if (a == "--lr") {
+      const std::string& t = value();
+      char* end = nullptr;
+      o.lr = std::strtod(t.c_str(), &end);
+      if (end != t.c_str() + t.size() || !(o.lr > 0 && o.lr < 1)) throw UsageError("--lr", "a number in (0, 1)", "\"" + t + "\"");
+    } else throw UsageError(a, "no such flag for reference (see trainsim-calibrate reference --help)");
+  }
+  if (o.out_dir.empty()) throw UsageError("--out", "an output directory (--out DIR)");
+  if (o.mode == RefMode::SINGLE && o.gpus != 1 && mode_given) {
+    throw UsageError("--gpus", "1 with --mode single (use --mode zero3 for several GPUs)", std::to_string(o.gpus));
+  }
+  if (o.gpus > 1 && !mode_given) o.mode = RefMode::ZERO3;
+  try {
+    validate(o.model);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    const auto colon = what.find(": expected ");
+    throw UsageError(what.substr(0, colon), what.substr(colon + 11));
+  }
+  if (o.name.empty()) o.name = default_run_name(o);
+  for (char c : o.name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    if (!ok) throw UsageError("--name", "letters, digits, '-', '_', '.'", "\"" + o.name + "\"");
+  }
+  return o;
+}
+
+}  // namespace trainsim::calibrate::ref
