@@ -63,6 +63,13 @@ void GemmRunner::run(const GemmArgs& g, cudaStream_t stream) {
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
                                                       sizeof(workspace_bytes_)));
+    // Tensors start at 128-byte multiples and attention's batch strides are s d 2 bytes: ask only
+    // for algorithms that need 16-byte alignment (the default assumes 256).
+    const std::uint32_t align = 16;
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align)));
+    }
     cublasLtMatmulHeuristicResult_t h{};
     int returned = 0;
     const cublasStatus_t st =

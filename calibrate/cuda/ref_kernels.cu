@@ -1,5 +1,6 @@
 #include "ref_kernels.hpp"
 
+#include "../reference/init_hash.hpp"
 #include "cuda_check.hpp"
 
 namespace trainsim::calibrate::ref {
@@ -143,7 +144,7 @@ __global__ void colsum_k(const T* in, float* out, int rows, int cols) {
 
 // Index helpers: token t = b * seq + s; head-major index ((b * heads + hd) * seq + s) * d + e.
 __global__ void split_qkv_k(const float* qkv, const bf16* bias, bf16* q, bf16* k, bf16* v, HeadShape hs) {
-  const int h = hs.hidden();
+  const int h = (hs.heads * hs.head_dim);
   const long n = static_cast<long>(hs.batch) * hs.seq * 3 * h;
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
@@ -157,7 +158,7 @@ __global__ void split_qkv_k(const float* qkv, const bf16* bias, bf16* q, bf16* k
 }
 
 __global__ void merge_heads_k(const float* in, bf16* out, HeadShape hs) {
-  const int h = hs.hidden();
+  const int h = (hs.heads * hs.head_dim);
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<long>(hs.batch) * hs.seq * h) return;
   const long t = i / h;
@@ -167,7 +168,7 @@ __global__ void merge_heads_k(const float* in, bf16* out, HeadShape hs) {
 }
 
 __global__ void split_heads_k(const float* in, bf16* out, HeadShape hs) {
-  const int h = hs.hidden();
+  const int h = (hs.heads * hs.head_dim);
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<long>(hs.batch) * hs.seq * h) return;
   const long t = i / h;
@@ -177,7 +178,7 @@ __global__ void split_heads_k(const float* in, bf16* out, HeadShape hs) {
 }
 
 __global__ void merge_qkv_grad_k(const float* dq, const float* dk, const float* dv, bf16* dqkv, HeadShape hs) {
-  const int h = hs.hidden();
+  const int h = (hs.heads * hs.head_dim);
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<long>(hs.batch) * hs.seq * 3 * h) return;
   const long t = i / (3 * h);
@@ -239,6 +240,11 @@ __global__ void to_bf16_k(const float* in, bf16* out, long n) {
   if (i < n) out[i] = __float2bfloat16(in[i]);
 }
 
+__global__ void init_k(float* out, long n, std::uint64_t first, std::uint64_t tensor_id, int kind) {
+  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = initial_value(tensor_id, first + static_cast<std::uint64_t>(i), kind);
+}
+
 __global__ void add_k(float* a, const float* b, long n) {
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i < n) a[i] += b[i];
@@ -274,7 +280,7 @@ __global__ void adam_k(float* master, float* m, float* v, const float* grad, bf1
   v[i] = vi;
   const float w = master[i] - lr * (mi / c1) / (sqrtf(vi / c2) + eps);
   master[i] = w;
-  param[i] = __float2bfloat16(w);
+  if (param != nullptr) param[i] = __float2bfloat16(w);
 }
 
 }  // namespace
@@ -306,19 +312,19 @@ void layernorm_backward_params(const float* dy, const float* x, const float* mea
   CUDA_CHECK_LAUNCH();
 }
 void split_qkv(const float* qkv, const bf16* bias, bf16* q, bf16* k, bf16* v, HeadShape hs, cudaStream_t s) {
-  split_qkv_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * 3 * hs.hidden()), BLOCK, 0, s>>>(qkv, bias, q, k, v, hs);
+  split_qkv_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * 3 * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(qkv, bias, q, k, v, hs);
   CUDA_CHECK_LAUNCH();
 }
 void merge_heads(const float* in, bf16* out, HeadShape hs, cudaStream_t s) {
-  merge_heads_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * hs.hidden()), BLOCK, 0, s>>>(in, out, hs);
+  merge_heads_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(in, out, hs);
   CUDA_CHECK_LAUNCH();
 }
 void split_heads(const float* in, bf16* out, HeadShape hs, cudaStream_t s) {
-  split_heads_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * hs.hidden()), BLOCK, 0, s>>>(in, out, hs);
+  split_heads_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(in, out, hs);
   CUDA_CHECK_LAUNCH();
 }
 void merge_qkv_grad(const float* dq, const float* dk, const float* dv, bf16* dqkv, HeadShape hs, cudaStream_t s) {
-  merge_qkv_grad_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * 3 * hs.hidden()), BLOCK, 0, s>>>(dq, dk, dv, dqkv, hs);
+  merge_qkv_grad_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * 3 * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(dq, dk, dv, dqkv, hs);
   CUDA_CHECK_LAUNCH();
 }
 void causal_softmax_forward(const float* scores, bf16* p, long rows, int seq, cudaStream_t s) {
@@ -345,6 +351,10 @@ void gelu_backward(const float* dact, const bf16* pre, bf16* dpre, long n, cudaS
 }
 void to_bf16(const float* in, bf16* out, long n, cudaStream_t s) {
   to_bf16_k<<<blocks_for(n), BLOCK, 0, s>>>(in, out, n);
+  CUDA_CHECK_LAUNCH();
+}
+void init_params(float* out, long n, std::uint64_t first, std::uint64_t tensor_id, int kind, cudaStream_t s) {
+  init_k<<<blocks_for(n), BLOCK, 0, s>>>(out, n, first, tensor_id, kind);
   CUDA_CHECK_LAUNCH();
 }
 void add_inplace(float* a, const float* b, long n, cudaStream_t s) {

@@ -61,6 +61,8 @@ void cross_entropy(const float* logits, const std::int32_t* targets, bf16* dlogi
 // Adam (Kingma and Ba 2015, Algorithm 1) with bias correction; writes the bf16 copy too.
 void adam_step(float* master, float* m, float* v, const float* grad, bf16* param, long n, float lr, float beta1,
                float beta2, float eps, int step, cudaStream_t s);
+// out[j] = initial_value(tensor_id, first + j, kind) (reference/init_hash.hpp).
+void init_params(float* out, long n, std::uint64_t first, std::uint64_t tensor_id, int kind, cudaStream_t s);
 // a += b
 void add_inplace(float* a, const float* b, long n, cudaStream_t s);
 

@@ -60,8 +60,12 @@ void ParamStore::allocate(Arena& a) {
   m_ = a.alloc<float>(shard_total_);
   v_ = a.alloc<float>(shard_total_);
   grad_shard_ = a.alloc<float>(shard_total_);
-  param_shard_ = a.alloc<bf16>(shard_total_);
-  if (!sharded()) return;
+  if (!sharded()) {
+    param_shard_ = a.alloc<bf16>(shard_total_);
+    return;
+  }
+  // Sharded, the bf16 copy is not kept: each unit's shard is cast from the fp32 master into
+  // cast_tmp_ right before its all-gather (as FSDP2 does), saving 2 bytes per owned parameter.
   const std::size_t embed = layout_.units.front().size, fin = layout_.units.back().size;
   embed_full_ = a.alloc<bf16>(embed);
   final_full_ = a.alloc<bf16>(fin);
@@ -72,23 +76,36 @@ void ParamStore::allocate(Arena& a) {
     layer_grad_[s] = a.alloc<float>(max_layer_unit_);
   }
   rs_tmp_ = a.alloc<float>(std::max({embed, fin, max_layer_unit_}) / static_cast<std::size_t>(world_));
+  cast_tmp_ = a.alloc<bf16>(std::max({embed, fin, max_layer_unit_}) / static_cast<std::size_t>(world_));
 }
 
-void ParamStore::load(const std::vector<float>& full) {
-  std::vector<float> shard(shard_total_);
+void ParamStore::load_initial() {
+  CUDA_CHECK(cudaMemsetAsync(master_, 0, shard_total_ * sizeof(float), compute_));
+  std::uint64_t tensor_id = 0;
   for (const Unit& u : layout_.units) {
-    const std::size_t n = u.size / world_;
-    std::copy_n(full.begin() + static_cast<long>(u.offset + rank_ * n), n, shard.begin() + static_cast<long>(u.offset / world_));
+    const std::size_t n = u.size / world_, lo = u.offset + rank_ * n, hi = lo + n;
+    float* shard = master_ + u.offset / world_;  // element lo of the flat layout
+    for (const TensorSlot& t : u.tensors) {
+      ++tensor_id;
+      const std::size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.size());
+      if (b > a) init_params(shard + (a - lo), static_cast<long>(b - a), a - t.offset, tensor_id, init_kind(t), compute_);
+    }
   }
-  CUDA_CHECK(cudaMemcpy(master_, shard.data(), shard_total_ * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(m_, 0, shard_total_ * sizeof(float)));
-  CUDA_CHECK(cudaMemset(v_, 0, shard_total_ * sizeof(float)));
-  CUDA_CHECK(cudaMemset(grad_shard_, 0, shard_total_ * sizeof(float)));
-  to_bf16(master_, param_shard_, static_cast<long>(shard_total_), compute_);
+  CUDA_CHECK(cudaMemsetAsync(m_, 0, shard_total_ * sizeof(float), compute_));
+  CUDA_CHECK(cudaMemsetAsync(v_, 0, shard_total_ * sizeof(float), compute_));
+  CUDA_CHECK(cudaMemsetAsync(grad_shard_, 0, shard_total_ * sizeof(float), compute_));
+  if (!sharded()) to_bf16(master_, param_shard_, static_cast<long>(shard_total_), compute_);
   CUDA_CHECK(cudaStreamSynchronize(compute_));
 }
 
 int ParamStore::slot_of(int unit) const { return unit % 2; }
+
+void ParamStore::gather_into(int unit, bf16* full) {
+  const Unit& u = layout_.units[unit];
+  const std::size_t n = u.size / world_;
+  to_bf16(master_ + u.offset / world_, cast_tmp_, static_cast<long>(n), collective_);
+  NCCL_CHECK(ncclAllGather(cast_tmp_, full, n, ncclBfloat16, comm_, collective_));
+}
 
 void ParamStore::gather(int unit) {
   const int slot = slot_of(unit);
@@ -96,7 +113,7 @@ void ParamStore::gather(int unit) {
   const std::size_t n = u.size / world_;
   CUDA_CHECK(cudaStreamWaitEvent(collective_, slot_free_[slot], 0));
   collective_log.begin(collective_);
-  NCCL_CHECK(ncclAllGather(param_shard_ + u.offset / world_, layer_full_[slot], n, ncclBfloat16, comm_, collective_));
+  gather_into(unit, layer_full_[slot]);
   collective_log.end(collective_);
   CUDA_CHECK(cudaEventRecord(gathered_[slot], collective_));
   slot_unit_[slot] = unit;
@@ -113,10 +130,8 @@ void ParamStore::zero_grads() {
   const Unit& e = layout_.units.front();
   const Unit& f = layout_.units.back();
   collective_log.begin(collective_);
-  NCCL_CHECK(ncclGroupStart());
-  NCCL_CHECK(ncclAllGather(param_shard_ + e.offset / world_, embed_full_, e.size / world_, ncclBfloat16, comm_, collective_));
-  NCCL_CHECK(ncclAllGather(param_shard_ + f.offset / world_, final_full_, f.size / world_, ncclBfloat16, comm_, collective_));
-  NCCL_CHECK(ncclGroupEnd());
+  gather_into(0, embed_full_);
+  gather_into(static_cast<int>(layout_.units.size()) - 1, final_full_);
   collective_log.end(collective_);
   CUDA_CHECK(cudaEventRecord(ends_gathered_, collective_));
   collective_bytes += static_cast<double>(e.size + f.size) / world_ * 2 * (world_ - 1);

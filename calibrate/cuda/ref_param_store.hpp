@@ -2,7 +2,7 @@
 // Where the reference step's parameters and gradients live, unit by unit (embedding, each layer,
 // final LayerNorm: calibrate/reference/gpt_layout.hpp). With one rank they are the flat buffers
 // themselves. With N ranks it is ZeRO-3 (Rajbhandari et al. 2020, sec. 5.3): each rank keeps
-// 1/N of every unit (bf16 parameters, fp32 master, moments and gradients); a layer's bf16
+// 1/N of every unit (fp32 master, moments and gradients; the bf16 copy is cast per gather); a layer's bf16
 // parameters are all-gathered into one of two buffers on the collective stream before use,
 // the next layer's gather issued before this layer's compute (prefetch), and its gradients are
 // reduce-scattered into the owning shards after its backward. The embedding and final LayerNorm
@@ -43,8 +43,9 @@ class ParamStore {
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
   void allocate(Arena& arena);
-  // Master weights from the full initial values (the rank's slice of each unit); bf16 copy too.
-  void load(const std::vector<float>& full_initial);
+  // Master weights: the rank's slice of each unit, filled on the GPU with the values
+  // initial_params() gives on the CPU; moments and gradients zero; the bf16 copy with one rank.
+  void load_initial();
 
   // Called at the start of each micro-batch's forward and backward pass.
   void begin_pass(bool backward);
@@ -69,6 +70,7 @@ class ParamStore {
   bool sharded() const { return world_ > 1; }
   int slot_of(int unit) const;
   void gather(int unit);
+  void gather_into(int unit, bf16* full);  // cast the master shard to bf16, all-gather the unit
 
   const ParamLayout& layout_;
   int rank_, world_;
@@ -79,6 +81,7 @@ class ParamStore {
   bf16* param_shard_ = nullptr;
   // Sharded only: gathered units and full-unit gradient buffers.
   bf16 *embed_full_ = nullptr, *final_full_ = nullptr, *layer_full_[2] = {nullptr, nullptr};
+  bf16* cast_tmp_ = nullptr;
   float *embed_grad_ = nullptr, *final_grad_ = nullptr, *layer_grad_[2] = {nullptr, nullptr}, *rs_tmp_ = nullptr;
   int slot_unit_[2] = {-1, -1};
   cudaEvent_t gathered_[2] = {}, slot_free_[2] = {}, grad_free_[2] = {}, ends_gathered_ = nullptr, rs_done_ = nullptr;

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <unistd.h>
 
+#include "../errors.hpp"
 #include "../gpu_benchmarks.hpp"
 #include "../reference/cpu_gpt.hpp"
 #include "../reference/grad_compare.hpp"

@@ -60,10 +60,17 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
   float* loss = nullptr;
   Arena sizing;
   place(sizing, tok, tgt, loss);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (sizing.used() > free_bytes) {
+    throw CalibrationError("the reference step needs " + std::to_string(sizing.used() >> 20) + " MiB on GPU " +
+                           std::to_string(rank) + ", " + std::to_string(free_bytes >> 20) +
+                           " MiB are free: try --recompute layer, a smaller --micro-batch or more --gpus");
+  }
   DeviceMem arena_mem(sizing.used());
   Arena arena(static_cast<char*>(arena_mem.p), sizing.used());
   place(arena, tok, tgt, loss);
-  store.load(initial_params(layout));
+  store.load_initial();
   for (std::size_t i = 0; i < batches.size(); ++i) {
     CUDA_CHECK(cudaMemcpy(tok[i], batches[i].tokens.data(), T * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(tgt[i], batches[i].targets.data(), T * 4, cudaMemcpyHostToDevice));

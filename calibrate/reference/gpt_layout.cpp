@@ -3,23 +3,14 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "init_hash.hpp"
+
 namespace trainsim::calibrate::ref {
 namespace {
 
 constexpr std::size_t ALIGN = 64;
 
 std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
-
-// SplitMix64: a stateless hash, so any element's value is known without generating the rest.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [-1, 1).
-double unit_uniform(std::uint64_t key) { return static_cast<double>(mix(key) >> 11) * 0x1.0p-52 - 1.0; }
 
 Unit make_unit(std::size_t offset, const std::vector<TensorSlot>& shapes, int shards) {
   Unit u;
@@ -92,19 +83,18 @@ ParamLayout make_layout(const GptConfig& c, int shards) {
   return p;
 }
 
+int init_kind(const TensorSlot& t) {
+  return t.name.ends_with(".g") ? INIT_GAIN : t.rows == 1 ? INIT_VECTOR : INIT_WEIGHT;
+}
+
 std::vector<float> initial_params(const ParamLayout& layout) {
   std::vector<float> values(layout.total, 0.0f);
-  const double weight_scale = 0.02 * std::sqrt(3.0);  // uniform [-a, a] has standard deviation a / sqrt(3)
   std::uint64_t tensor_id = 0;
   for (const Unit& u : layout.units) {
     for (const TensorSlot& t : u.tensors) {
       ++tensor_id;
-      const bool gain = t.name.ends_with(".g");
-      const bool vector = t.rows == 1;
-      for (std::size_t i = 0; i < t.size(); ++i) {
-        const double r = unit_uniform((tensor_id << 40) ^ i);
-        values[t.offset + i] = static_cast<float>(gain ? 1.0 + 0.1 * r : vector ? 0.02 * r : weight_scale * r);
-      }
+      const int kind = init_kind(t);
+      for (std::size_t i = 0; i < t.size(); ++i) values[t.offset + i] = initial_value(tensor_id, i, kind);
     }
   }
   return values;
@@ -117,7 +107,7 @@ Batch synthetic_batch(const GptConfig& c, std::uint64_t seed) {
   b.targets.resize(n);
   for (int i = 0; i < c.micro_batch; ++i) {
     for (int s = 0; s <= c.seq; ++s) {
-      const auto tok = static_cast<std::int32_t>(mix(seed * 0x100000001ULL + static_cast<std::uint64_t>(i) * 1000003 +
+      const auto tok = static_cast<std::int32_t>(splitmix64(seed * 0x100000001ULL + static_cast<std::uint64_t>(i) * 1000003 +
                                                      static_cast<std::uint64_t>(s)) %
                                                  static_cast<std::uint64_t>(c.vocab));
       const std::size_t at = static_cast<std::size_t>(i) * c.seq + s;

@@ -64,7 +64,10 @@ ParamLayout make_layout(const GptConfig& c, int shards);
 
 // Deterministic initial values (the same on CPU and GPU): weights uniform with standard deviation
 // 0.02 (GPT-2), biases small, LayerNorm gains near 1, padding 0.
+// The same values element by element as init_hash.hpp's initial_value (tensor ids from 1 in layout
+// order); the GPU fills its shards with that function directly.
 std::vector<float> initial_params(const ParamLayout& layout);
+int init_kind(const TensorSlot& t);
 
 // A fixed synthetic batch: micro_batch sequences of seq tokens and their next-token targets,
 // drawn from a hash of (seed, position).

@@ -73,7 +73,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                                "residual stream and LayerNorm statistics";
   details["zero_stage"] = o.mode == RefMode::ZERO3 ? 3 : 0;
   if (o.mode == RefMode::ZERO3) {
-    details["param_gather"] = "bf16 all-gather per unit (embedding, each layer, final LayerNorm) on a collective stream, "
+    details["param_gather"] = "fp32 master shard cast to bf16, bf16 all-gather per unit (embedding, each layer, final LayerNorm) on a collective stream, "
                               "prefetching the next unit; re-gathered in backward";
     details["grad_sync"] = "fp32 reduce-scatter per unit after its backward of the last micro-batch, on the collective stream";
   }
