@@ -111,7 +111,7 @@ nlohmann::ordered_json run_reference_check_gpu(const ReferenceOptions& o) {
   const GptConfig c{2, 64, 4, 128, 32, 2};
   const ParamLayout layout1 = make_layout(c, 1);
   const std::vector<double> p_bf16 = bf16_params(initial_params(layout1));
-  const double limit = 5e-2;
+  const double limit = 2e-2;  // observed on H200: 5e-3 (one GPU), 4e-3 (ZeRO-3)
   nlohmann::ordered_json report;
   report["gpu"] = info.devices.at(0).name;
   report["gpus"] = o.gpus;

@@ -33,7 +33,7 @@ int run_reference_command(const std::vector<std::string>& args) {
   const nlohmann::ordered_json j = measured_run_json(run, model_name);
   write_out_dir(out, {{json_name, j.dump(1) + "\n"}, {model_name, model_json(o).dump(2) + "\n"}});
   const double step = j["measured"]["step_time_s"].get<double>();
-  std::printf("reference %s: %d x %s, step %.4f s (median of %d), %.1f TFLOP/s per GPU, peak %.2f GiB, loss %.4f -> %s/%s\n",
+  std::printf("reference %s: %d x %s, step %.4f s (median of %d), %.1f model TFLOP/s per GPU, peak %.2f GiB, loss %.4f -> %s/%s\n",
               o.name.c_str(), static_cast<int>(run.ranks.size()), run.gpu_name.c_str(), step, o.steps,
               step_flops(o) / step / run.ranks.size() * 1e-12, run.ranks[0].peak_allocated_bytes / 1073741824.0,
               run.losses.empty() ? 0.0 : run.losses.back(), out.c_str(), json_name.c_str());

@@ -21,7 +21,7 @@ double step_flops(const ReferenceOptions& o) {
   const double sequences = static_cast<double>(c.micro_batch) * o.grad_accum * o.gpus;
   // Per sequence, forward: 2 s (12 L h^2 + V h) for the weight GEMMs, 4 L s^2 h for QK^T and PV.
   const double forward = 2 * s * (12 * L * h * h + V * h) + 4 * L * s * s * h;
-  return 3 * forward * sequences * (o.recompute == Recompute::LAYER ? 4.0 / 3.0 : 1.0);
+  return 3 * forward * sequences;  // model FLOPs: a recomputed forward is not counted
 }
 
 nlohmann::ordered_json model_json(const ReferenceOptions& o) {

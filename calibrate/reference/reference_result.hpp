@@ -48,9 +48,9 @@ struct ReferenceRun {
 // The measured-run JSON; `model_file` is the name of the model JSON beside it.
 nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::string& model_file);
 nlohmann::ordered_json model_json(const ReferenceOptions& o);
-// FLOPs of one step of the whole model (all ranks): 6 N T for the GEMMs with weights (tied head
-// included) plus attention's 12 L s^2 h per sequence as computed (the full, unmasked square),
-// times three for forward + backward: Narayanan et al. 2021, eq. 3 without recomputation.
+// Model FLOPs of one step over all ranks, Narayanan et al. 2021 eq. 3 without recomputation:
+// 72 B s L h^2 (1 + s / 6h + V / 12 L h) for B sequences (attention's full s x s square counted,
+// as our kernels compute it; a recomputed forward is not counted).
 double step_flops(const ReferenceOptions& o);
 
 }  // namespace trainsim::calibrate::ref
