@@ -1,10 +1,48 @@
 #include "ref_param_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 
+#include "../cpu_adam.hpp"
+#include "../reference/init_hash.hpp"
+#include "../thread_pool.hpp"
 #include "cuda_check.hpp"
 
 namespace trainsim::calibrate::ref {
+
+namespace {
+template <class T>
+T* pinned(std::size_t count) {
+  void* p = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&p, count * sizeof(T), cudaHostAllocPortable));
+  return static_cast<T*>(p);
+}
+}  // namespace
+
+struct ParamStore::Host {
+  std::size_t n;
+  float *master, *m, *v, *grad;
+  std::uint16_t* param;  // bf16 bits
+  ThreadPool pool;
+  Host(std::size_t count, int threads)
+      : n(count), master(pinned<float>(count)), m(pinned<float>(count)), v(pinned<float>(count)),
+        grad(pinned<float>(count)), param(pinned<std::uint16_t>(count)), pool(threads) {}
+  ~Host() {
+    for (void* p : {static_cast<void*>(master), static_cast<void*>(m), static_cast<void*>(v), static_cast<void*>(grad),
+                    static_cast<void*>(param)}) {
+      cudaFreeHost(p);
+    }
+  }
+  // fn(begin, end) over [0, n) split across the pool.
+  template <class F>
+  void parallel(std::size_t count, F fn) {
+    const std::size_t threads = static_cast<std::size_t>(pool.size());
+    pool.run([&](int i) {
+      const std::size_t a = count * i / threads, b = count * (i + 1) / threads;
+      fn(a, b);
+    });
+  }
+};
 
 cudaEvent_t IntervalLog::next() {
   if (used_ == pool_.size()) {
@@ -38,8 +76,9 @@ IntervalLog::~IntervalLog() {
 }
 
 ParamStore::ParamStore(const ParamLayout& layout, int rank, int world, ncclComm_t comm, cudaStream_t compute,
-                       cudaStream_t collective)
-    : layout_(layout), rank_(rank), world_(world), comm_(comm), compute_(compute), collective_(collective) {
+                       cudaStream_t collective, bool offload, int cpu_threads)
+    : layout_(layout), rank_(rank), world_(world), comm_(comm), compute_(compute), collective_(collective),
+      offload_(offload), cpu_threads_(std::max(1, cpu_threads)) {
   shard_total_ = layout.total / static_cast<std::size_t>(world);
   for (std::size_t u = 1; u + 1 < layout.units.size(); ++u) max_layer_unit_ = std::max(max_layer_unit_, layout.units[u].size);
   for (cudaEvent_t* e : {&gathered_[0], &gathered_[1], &slot_free_[0], &slot_free_[1], &grad_free_[0], &grad_free_[1],
@@ -56,9 +95,11 @@ ParamStore::~ParamStore() {
 }
 
 void ParamStore::allocate(Arena& a) {
-  master_ = a.alloc<float>(shard_total_);
-  m_ = a.alloc<float>(shard_total_);
-  v_ = a.alloc<float>(shard_total_);
+  if (!offload_) {  // offloaded, they live in pinned host memory (init_host)
+    master_ = a.alloc<float>(shard_total_);
+    m_ = a.alloc<float>(shard_total_);
+    v_ = a.alloc<float>(shard_total_);
+  }
   grad_shard_ = a.alloc<float>(shard_total_);
   if (!sharded()) {
     param_shard_ = a.alloc<bf16>(shard_total_);
@@ -79,7 +120,41 @@ void ParamStore::allocate(Arena& a) {
   cast_tmp_ = a.alloc<bf16>(std::max({embed, fin, max_layer_unit_}) / static_cast<std::size_t>(world_));
 }
 
+void ParamStore::init_host() {
+  host_ = std::make_unique<Host>(shard_total_, cpu_threads_);
+  Host& h = *host_;
+  h.parallel(shard_total_, [&](std::size_t a, std::size_t b) {
+    std::fill(h.master + a, h.master + b, 0.0f);
+    std::fill(h.m + a, h.m + b, 0.0f);
+    std::fill(h.v + a, h.v + b, 0.0f);
+    std::fill(h.grad + a, h.grad + b, 0.0f);
+  });
+  std::uint64_t tensor_id = 0;
+  for (const Unit& u : layout_.units) {
+    const std::size_t n = u.size / world_, lo = u.offset + rank_ * n, hi = lo + n;
+    float* shard = h.master + u.offset / world_;
+    for (const TensorSlot& t : u.tensors) {
+      ++tensor_id;
+      const std::size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.size());
+      if (b <= a) continue;
+      const int kind = init_kind(t);
+      h.parallel(b - a, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) shard[a - lo + i] = initial_value(tensor_id, a - t.offset + i, kind);
+      });
+    }
+  }
+  h.parallel(shard_total_, [&](std::size_t a, std::size_t b) {
+    for (std::size_t i = a; i < b; ++i) h.param[i] = float_to_bf16_bits(h.master[i]);
+  });
+}
+
 void ParamStore::load_initial() {
+  if (offload_) {
+    init_host();
+    CUDA_CHECK(cudaMemsetAsync(grad_shard_, 0, shard_total_ * sizeof(float), compute_));
+    CUDA_CHECK(cudaStreamSynchronize(compute_));
+    return;
+  }
   CUDA_CHECK(cudaMemsetAsync(master_, 0, shard_total_ * sizeof(float), compute_));
   std::uint64_t tensor_id = 0;
   for (const Unit& u : layout_.units) {
@@ -103,8 +178,17 @@ int ParamStore::slot_of(int unit) const { return unit % 2; }
 void ParamStore::gather_into(int unit, bf16* full) {
   const Unit& u = layout_.units[unit];
   const std::size_t n = u.size / world_;
-  to_bf16(master_ + u.offset / world_, cast_tmp_, static_cast<long>(n), collective_);
-  NCCL_CHECK(ncclAllGather(cast_tmp_, full, n, ncclBfloat16, comm_, collective_));
+  if (offload_) {
+    // Each rank fetches its own shard from host memory, then all ranks all-gather.
+    host_log.begin(collective_);
+    CUDA_CHECK(cudaMemcpyAsync(world_ > 1 ? cast_tmp_ : full, host_->param + u.offset / world_, n * sizeof(bf16),
+                               cudaMemcpyHostToDevice, collective_));
+    host_log.end(collective_);
+    bytes_h2d += static_cast<double>(n) * sizeof(bf16);
+  } else {
+    to_bf16(master_ + u.offset / world_, cast_tmp_, static_cast<long>(n), collective_);
+  }
+  if (world_ > 1) NCCL_CHECK(ncclAllGather(cast_tmp_, full, n, ncclBfloat16, comm_, collective_));
 }
 
 void ParamStore::gather(int unit) {
@@ -196,10 +280,17 @@ void ParamStore::grads_done(int unit) {
   CUDA_CHECK(cudaEventRecord(grad_ready_, compute_));
   CUDA_CHECK(cudaStreamWaitEvent(collective_, grad_ready_, 0));
   collective_log.begin(collective_);
-  NCCL_CHECK(ncclReduceScatter(full, rs_tmp_, n, ncclFloat32, ncclSum, comm_, collective_));
-  add_inplace(grad_shard_ + u.offset / world_, rs_tmp_, static_cast<long>(n), collective_);
+  if (world_ > 1) NCCL_CHECK(ncclReduceScatter(full, rs_tmp_, n, ncclFloat32, ncclSum, comm_, collective_));
+  add_inplace(grad_shard_ + u.offset / world_, world_ > 1 ? rs_tmp_ : full, static_cast<long>(n), collective_);
   collective_log.end(collective_);
   collective_bytes += static_cast<double>(n) * 4 * (world_ - 1);
+  if (offload_ && last_micro_batch_) {
+    host_log.begin(collective_);
+    CUDA_CHECK(cudaMemcpyAsync(host_->grad + u.offset / world_, grad_shard_ + u.offset / world_, n * sizeof(float),
+                               cudaMemcpyDeviceToHost, collective_));
+    host_log.end(collective_);
+    bytes_d2h += static_cast<double>(n) * sizeof(float);
+  }
   CUDA_CHECK(cudaEventRecord(unit == 0 || unit == last ? rs_done_ : grad_free_[slot_of(unit)], collective_));
 }
 
@@ -211,6 +302,21 @@ void ParamStore::finish_backward() {
 }
 
 void ParamStore::adam(float lr, int step) {
+  if (offload_) {
+    // The gradient shard is on the host once the collective stream is done.
+    CUDA_CHECK(cudaStreamSynchronize(collective_));
+    const auto t0 = std::chrono::steady_clock::now();
+    AdamHyper hyper;
+    hyper.lr = lr;
+    hyper.beta1 = 0.9f;
+    hyper.beta2 = 0.95f;
+    hyper.eps = 1e-8f;
+    hyper.step = step;
+    AdamTensors t{host_->master, host_->grad, host_->m, host_->v, host_->param, shard_total_};
+    adam_step(hyper, t, HalfType::BF16, best_isa(), host_->pool);
+    cpu_optimizer_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return;
+  }
   optimizer_log.begin(compute_);
   adam_step(master_, m_, v_, grad_shard_, param_shard_, static_cast<long>(shard_total_), lr, 0.9f, 0.95f, 1e-8f, step,
             compute_);

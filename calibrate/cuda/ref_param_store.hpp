@@ -7,10 +7,17 @@
 // the next layer's gather issued before this layer's compute (prefetch), and its gradients are
 // reduce-scattered into the owning shards after its backward. The embedding and final LayerNorm
 // units are gathered once per step and kept (the tied head uses the embedding at both ends).
+// With `offload` it is ZeRO-Infinity's CPU tier (Rajbhandari et al. 2021, sec. 5): fp32 master
+// weights, Adam moments, the fp32 gradient shard and the bf16 parameters live in pinned host
+// memory; each rank copies its bf16 shard of a unit to the GPU on the collective stream, then
+// all-gathers (bandwidth-centric partitioning, sec. 6.1); the reduce-scattered gradient shard is
+// accumulated on the GPU and copied to the host after the last micro-batch; CPU-Adam
+// (cpu_adam.hpp, ZeRO-Offload's) updates the host copies.
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <memory>
 #include <vector>
 
 #include "../reference/gpt_layout.hpp"
@@ -38,7 +45,7 @@ class IntervalLog {
 class ParamStore {
  public:
   ParamStore(const ParamLayout& layout, int rank, int world, ncclComm_t comm, cudaStream_t compute,
-             cudaStream_t collective);
+             cudaStream_t collective, bool offload, int cpu_threads);
   ~ParamStore();
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
@@ -56,6 +63,7 @@ class ParamStore {
   float* grads(int unit);       // unit u's full fp32 gradient, accumulated by the backward
   void grads_done(int unit);    // reduce-scatter unit u's gradient into the shards
   void zero_grads();            // start of a step (compute stream)
+  void set_last_micro_batch(bool last) { last_micro_batch_ = last; }
   void finish_backward();       // the compute stream waits for the last reduce-scatter
   void adam(float lr, int step);
   // The rank's gradient shard and parameter count (for checks and the record).
@@ -63,11 +71,12 @@ class ParamStore {
   std::size_t shard_elements() const { return shard_total_; }
   std::int64_t owned_params() const;
 
-  IntervalLog collective_log, exposed_log, optimizer_log;
-  double collective_bytes = 0;
+  IntervalLog collective_log, exposed_log, optimizer_log, host_log;
+  double collective_bytes = 0, bytes_h2d = 0, bytes_d2h = 0, cpu_optimizer_s = 0;
 
  private:
-  bool sharded() const { return world_ > 1; }
+  bool sharded() const { return world_ > 1 || offload_; }  // parameters reach the GPU per unit
+  void init_host();
   int slot_of(int unit) const;
   void gather(int unit);
   void gather_into(int unit, bf16* full);  // cast the master shard to bf16, all-gather the unit
@@ -87,6 +96,10 @@ class ParamStore {
   cudaEvent_t gathered_[2] = {}, slot_free_[2] = {}, grad_free_[2] = {}, ends_gathered_ = nullptr, rs_done_ = nullptr;
   cudaEvent_t grad_ready_ = nullptr;
   bool backward_ = false;
+  bool offload_ = false, last_micro_batch_ = true;
+  int cpu_threads_ = 1;
+  struct Host;  // pinned host buffers and the CPU-Adam thread pool
+  std::unique_ptr<Host> host_;
 };
 
 }  // namespace trainsim::calibrate::ref

@@ -83,6 +83,8 @@ ReferenceRun run_reference_gpu(const ReferenceOptions& o) {
   RankJob job;
   job.model = o.model;
   job.recompute = o.recompute == Recompute::LAYER;
+  job.offload = o.mode == RefMode::OFFLOAD;
+  job.cpu_threads = o.cpu_threads;
   job.grad_accum = o.grad_accum;
   job.warmup = o.warmup;
   job.steps = o.steps;
@@ -160,6 +162,22 @@ nlohmann::ordered_json run_reference_check_gpu(const ReferenceOptions& o) {
                           {"worst_relative_difference", worst_curve}, {"limit", limit},
                           {"falls_by_10_percent", falls}, {"passed", falls && worst_curve <= limit}};
   passed = passed && falls && worst_curve <= limit;
+
+  // 1b. ZeRO-Infinity (CPU tier) over every GPU, all ranks on the same batch, so its mean
+  //     gradient is the single batch's: the same 20 steps through host fetches, gradient
+  //     copies to the host and CPU-Adam, against the same fp64 curve.
+  RankJob inf = job;
+  inf.offload = true;
+  inf.cpu_threads = 2;
+  inf.capture_grads = false;
+  inf.batches.assign(o.gpus, {batch});
+  const RankOutcome offloaded = run_ranks(inf, o.gpus).at(0);
+  double worst_inf = 0;
+  for (int s = 0; s < steps; ++s) worst_inf = std::max(worst_inf, relative_error(offloaded.losses[s], cpu_curve[s]));
+  const bool inf_falls = offloaded.losses.back() < 0.9 * offloaded.losses.front();
+  report["infinity_loss_curve"] = {{"ranks", o.gpus}, {"gpu", offloaded.losses}, {"worst_relative_difference", worst_inf},
+                                   {"limit", limit}, {"passed", inf_falls && worst_inf <= limit}};
+  passed = passed && inf_falls && worst_inf <= limit;
 
   // 2. Activation checkpointing: the same gradient (recomputed forward, same kernels).
   RankJob ck = job;

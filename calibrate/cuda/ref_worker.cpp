@@ -40,7 +40,7 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
   Streams st(rank);
   DeviceMem workspace(GEMM_WORKSPACE);
   GemmRunner gemm(workspace.p, GEMM_WORKSPACE);
-  ParamStore store(layout, rank, world, comm, st.compute, st.collective);
+  ParamStore store(layout, rank, world, comm, st.compute, st.collective, job.offload, job.cpu_threads);
   GptGpu model(job.model, layout, job.recompute);
   const std::size_t T = static_cast<std::size_t>(job.model.tokens());
   const std::vector<Batch>& batches = job.batches.at(rank);
@@ -90,7 +90,8 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     store.collective_log.clear();
     store.exposed_log.clear();
     store.optimizer_log.clear();
-    store.collective_bytes = 0;
+    store.host_log.clear();
+    store.collective_bytes = store.bytes_h2d = store.bytes_d2h = 0;
     sync.arrive_and_wait();
     const auto t0 = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(start, st.compute));
@@ -98,6 +99,7 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     store.zero_grads();
     for (int mb = 0; mb < job.grad_accum; ++mb) {
       const std::size_t b = static_cast<std::size_t>(mb) % batches.size();
+      store.set_last_micro_batch(mb + 1 == job.grad_accum);
       model.forward_backward(tok[b], tgt[b], loss, grad_scale, loss_scale, store, gemm, st.compute);
     }
     store.finish_backward();
@@ -120,11 +122,15 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     b.exposed_collective_s = store.exposed_log.seconds();
     b.collective_s = store.collective_log.seconds();
     b.optimizer_s = store.optimizer_log.seconds();
+    b.host_transfer_s = store.host_log.seconds();
+    b.cpu_optimizer_s = store.cpu_optimizer_s;
     // The compute stream's span from first to last event, less the time it sat waiting for a
-    // collective: what it spent running kernels or between launches.
-    b.compute_s = span_ms * 1e-3 - b.exposed_collective_s;
+    // collective and, offloaded, for CPU-Adam: what it spent running kernels or between launches.
+    b.compute_s = span_ms * 1e-3 - b.exposed_collective_s - b.cpu_optimizer_s;
     m.busy.push_back(b);
     m.collective_bytes = store.collective_bytes;
+    m.bytes_h2d = store.bytes_h2d;
+    m.bytes_d2h = store.bytes_d2h;
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

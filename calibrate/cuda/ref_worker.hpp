@@ -15,6 +15,8 @@ namespace trainsim::calibrate::ref {
 struct RankJob {
   GptConfig model;
   bool recompute = false;
+  bool offload = false;  // ZeRO-Infinity's CPU tier
+  int cpu_threads = 1;
   int grad_accum = 1;
   int warmup = 0, steps = 1;
   double lr = 1e-4;

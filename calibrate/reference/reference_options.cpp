@@ -1,8 +1,10 @@
 #include "reference_options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "../errors.hpp"
 
@@ -20,7 +22,7 @@ int parse_int(const std::string& flag, const std::string& text, int min, int max
 
 }  // namespace
 
-std::string to_string(RefMode m) { return m == RefMode::SINGLE ? "single" : "zero3"; }
+std::string to_string(RefMode m) { return m == RefMode::SINGLE ? "single" : m == RefMode::ZERO3 ? "zero3" : "infinity"; }
 std::string to_string(Recompute r) { return r == Recompute::NONE ? "none" : "layer"; }
 
 std::string reference_usage() {
@@ -32,9 +34,12 @@ std::string reference_usage() {
          "--check instead runs the correctness suite at a small size (GPU against the CPU fp64\n"
          "reference, loss over 20 steps, recompute, ZeRO-3 against one GPU) and writes check.json.\n"
          "\n"
-         "  --mode single|zero3   one GPU, or ZeRO-3 over --gpus GPUs through NCCL (default single)\n"
-         "  --gpus N              GPUs for zero3 (default 1)\n"
+         "  --mode single|zero3|infinity  one GPU; ZeRO-3 over --gpus GPUs through NCCL; or ZeRO-Infinity:\n"
+         "                        ZeRO-3 with fp32 master, Adam moments and bf16 parameters in pinned host\n"
+         "                        memory, fetched per layer, updated by CPU-Adam (default single)\n"
+         "  --gpus N              GPUs for zero3 and infinity (default 1)\n"
          "  --layers N --hidden N --heads N --vocab N --seq N   the GPT (default 24, 1024, 16, 50304, 2048)\n"
+         "  --cpu-threads N       CPU-Adam threads per GPU under infinity (default: logical CPUs / GPUs)\n"
          "  --micro-batch N       sequences per micro-batch per GPU (default 4)\n"
          "  --grad-accum N        micro-batches per step (default 1)\n"
          "  --recompute none|layer  activation checkpointing per layer (default none)\n"
@@ -69,7 +74,8 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
       const std::string& m = value();
       if (m == "single") o.mode = RefMode::SINGLE;
       else if (m == "zero3") o.mode = RefMode::ZERO3;
-      else throw UsageError("--mode", "single or zero3", "\"" + m + "\"");
+      else if (m == "infinity") o.mode = RefMode::OFFLOAD;
+      else throw UsageError("--mode", "single, zero3 or infinity", "\"" + m + "\"");
       mode_given = true;
     } else if (a == "--recompute") {
       const std::string& r = value();
@@ -77,6 +83,7 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
       else if (r == "layer") o.recompute = Recompute::LAYER;
       else throw UsageError("--recompute", "none or layer", "\"" + r + "\"");
     } else if (a == "--gpus") o.gpus = parse_int(a, value(), 1, 64);
+    else if (a == "--cpu-threads") o.cpu_threads = parse_int(a, value(), 1, 4096);
     else if (a == "--layers") o.model.layers = parse_int(a, value(), 1, 4096);
     else if (a == "--hidden") o.model.hidden = parse_int(a, value(), 8, 1 << 17);
     else if (a == "--heads") o.model.heads = parse_int(a, value(), 1, 4096);
@@ -105,6 +112,7 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
     const auto colon = what.find(": expected ");
     throw UsageError(what.substr(0, colon), what.substr(colon + 11));
   }
+  if (o.cpu_threads == 0) o.cpu_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.gpus);
   if (o.name.empty()) o.name = default_run_name(o);
   for (char c : o.name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';

@@ -9,7 +9,8 @@
 
 namespace trainsim::calibrate::ref {
 
-enum class RefMode { SINGLE, ZERO3 };
+// SINGLE: one GPU; ZERO3: ZeRO-3 over the GPUs; OFFLOAD: ZeRO-Infinity with the CPU tier ("infinity").
+enum class RefMode { SINGLE, ZERO3, OFFLOAD };
 enum class Recompute { NONE, LAYER };
 
 struct ReferenceOptions {
@@ -17,6 +18,7 @@ struct ReferenceOptions {
   RefMode mode = RefMode::SINGLE;
   Recompute recompute = Recompute::NONE;
   int gpus = 1;
+  int cpu_threads = 0;      // CPU-Adam threads per rank under infinity (0: logical CPUs / gpus)
   int grad_accum = 1;
   int steps = 5;
   int warmup = 2;

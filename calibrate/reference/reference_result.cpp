@@ -71,14 +71,23 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
       "weights and Adam moments)";
   details["mixed_precision"] = "bf16 GEMM inputs and saved activations, fp32 accumulate and GEMM outputs, fp32 "
                                "residual stream and LayerNorm statistics";
-  details["zero_stage"] = o.mode == RefMode::ZERO3 ? 3 : 0;
-  if (o.mode == RefMode::ZERO3) {
+  const bool zero3 = o.mode != RefMode::SINGLE, offload = o.mode == RefMode::OFFLOAD;
+  details["zero_stage"] = zero3 ? 3 : 0;
+  if (offload) {
+    details["offload"] = "ZeRO-Infinity CPU tier: fp32 master weights, Adam moments, fp32 gradient shard and bf16 "
+                         "parameters in pinned host memory; each rank copies its bf16 shard of a unit host->GPU then "
+                         "all-gathers (on the collective stream, prefetching the next layer); gradient shards "
+                         "accumulate on the GPU and go to the host after the last micro-batch's reduce-scatter; "
+                         "CPU-Adam (calibrate/cpu_adam.hpp, AVX-512/AVX2) on " +
+                         std::to_string(o.cpu_threads) + " threads per rank";
+  }
+  if (zero3) {
     details["param_gather"] = "fp32 master shard cast to bf16, bf16 all-gather per unit (embedding, each layer, final LayerNorm) on a collective stream, "
                               "prefetching the next unit; re-gathered in backward";
     details["grad_sync"] = "fp32 reduce-scatter per unit after its backward of the last micro-batch, on the collective stream";
   }
   details["recompute"] = to_string(o.recompute);
-  details["optimizer"] = "Adam on the GPU (fp32 master, moments; betas 0.9, 0.95; eps 1e-8; lr " + std::to_string(o.lr) +
+  details["optimizer"] = std::string(offload ? "CPU-Adam on the host" : "Adam on the GPU") + " (fp32 master, moments; betas 0.9, 0.95; eps 1e-8; lr " + std::to_string(o.lr) +
                          "; no weight decay), new bf16 copy written by the same kernel";
   details["grad_accum"] = o.grad_accum;
   details["attention_kernel"] = "batched cuBLASLt GEMMs QK^T and PV over the full s x s square, masked softmax kernel";
@@ -118,9 +127,9 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                    {"dp", n},
                    {"tp", 1},
                    {"pp", 1},
-                   {"zero", o.mode == RefMode::ZERO3 ? 3 : 0},
-                   {"offload_params", "none"},
-                   {"offload_optimizer", "none"},
+                   {"zero", zero3 ? 3 : 0},
+                   {"offload_params", offload ? "cpu" : "none"},
+                   {"offload_optimizer", offload ? "cpu" : "none"},
                    {"micro_batch", o.model.micro_batch},
                    {"global_batch", o.model.micro_batch * o.grad_accum * n},
                    {"recompute", o.recompute == Recompute::LAYER ? "full" : "none"},
@@ -155,7 +164,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   m["peak_reserved_bytes"] = reserved;
   m["params_per_rank"] = params;
   m["tokens_per_s"] = med > 0 ? static_cast<double>(o.model.tokens()) * o.grad_accum * n / med : 0.0;
-  if (o.mode == RefMode::ZERO3) m["busy"] = {{"exposed_communication_s", exposed}};
+  if (zero3) m["busy"] = {{"exposed_communication_s", exposed}};
   j["measured"] = m;
   return j;
 }

@@ -73,5 +73,28 @@ TEST(ReferenceJson, MeasuredRunHasTheValidateKeys) {
   EXPECT_DOUBLE_EQ(ref::step_flops(run.options), 3 * per_seq * 16);
 }
 
+TEST(ReferenceJson, InfinityRecordsItsOffloadAndHostBytes) {
+  ref::ReferenceRun run;
+  run.options = ref::parse_reference_options({"--out", "x", "--mode", "infinity", "--gpus", "2", "--cpu-threads", "8"});
+  ref::RankMeasurement m;
+  m.step_times_s = {1.0};
+  m.busy.assign(1, ref::StreamBusy{0.5, 0.1, 0.2, 0, 0.3, 0, 0.05});
+  m.bytes_h2d = 2e9;
+  m.bytes_d2h = 4e9;
+  m.peak_allocated_bytes = m.peak_reserved_bytes = 1e9;
+  run.ranks = {m, m};
+  const auto j = ref::measured_run_json(run, "x.model.json");
+  EXPECT_EQ(j["strategy"]["zero"], 3);
+  EXPECT_EQ(j["strategy"]["offload_optimizer"], "cpu");
+  EXPECT_EQ(j["strategy"]["offload_params"], "cpu");
+  EXPECT_EQ(j["name"], "infinity_L24-h1024_mb4x1");
+  const auto& r0 = j["stack"]["details"]["streams_per_rank"][0];
+  EXPECT_DOUBLE_EQ(r0["cpu_optimizer_s"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(r0["host_transfer_busy_s"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(r0["bytes_from_host"].get<double>(), 2e9);
+  EXPECT_DOUBLE_EQ(r0["bytes_to_host"].get<double>(), 4e9);
+  EXPECT_NE(j["stack"]["details"]["offload"].get<std::string>().find("8 threads"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim::calibrate
