@@ -52,10 +52,15 @@ float* GptGpu::g(float* unit, int l, LayerTensor t) const {
 void GptGpu::allocate(Arena& a) {
   const std::size_t T = static_cast<std::size_t>(c_.tokens()), h = c_.hidden, S = c_.seq;
   const std::size_t sq = static_cast<std::size_t>(c_.micro_batch) * c_.heads * S * S;
-  x_.clear();
-  for (int l = 0; l <= c_.layers; ++l) x_.push_back(a.alloc<float>(T * h));
-  acts_.assign(recompute_ ? 1 : c_.layers, Acts{});
-  for (Acts& x : acts_) {
+  const int nl = st_.end_layer - st_.first_layer;
+  x_.assign(st_.slots, {});
+  acts_.assign(st_.slots, std::vector<Acts>(recompute_ ? 1 : nl));
+  dtop_.clear();
+  for (int slot = 0; slot < st_.slots; ++slot) {
+    for (int l = 0; l <= nl; ++l) x_[slot].push_back(a.alloc<float>(T * h));
+    if (st_.head && st_.slots > 1) dtop_.push_back(a.alloc<float>(T * h));
+  }
+  for (auto& per_slot : acts_) for (Acts& x : per_slot) {
     x.ln1 = a.alloc<bf16>(T * h);
     x.ln1_mean = a.alloc<float>(T);
     x.ln1_rstd = a.alloc<float>(T);
@@ -77,6 +82,7 @@ void GptGpu::allocate(Arena& a) {
   dx_ = a.alloc<float>(T * h);
   da_ = a.alloc<bf16>(T * 4 * h);
   db_ = a.alloc<bf16>(T * 4 * h);
+  if (!st_.head) return;
   lnf_ = a.alloc<bf16>(T * h);
   lnf_mean_ = a.alloc<float>(T);
   lnf_rstd_ = a.alloc<float>(T);
@@ -84,12 +90,12 @@ void GptGpu::allocate(Arena& a) {
   dlogits_ = a.alloc<bf16>(T * static_cast<std::size_t>(c_.vocab));
 }
 
-void GptGpu::layer_forward(int l, const bf16* pu, Acts& a, bool recomputing, GemmRunner& gemm, cudaStream_t s) {
+void GptGpu::layer_forward(int slot, int l, const bf16* pu, Acts& a, bool recomputing, GemmRunner& gemm, cudaStream_t s) {
   const int T = static_cast<int>(c_.tokens()), h = c_.hidden, S = c_.seq, d = c_.head_dim();
   const int bh = c_.micro_batch * c_.heads;
   const HeadShape hs{c_.micro_batch, S, c_.heads, d};
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  layernorm_forward(x_[l], w(pu, l, LN1_G), w(pu, l, LN1_B), a.ln1, a.ln1_mean, a.ln1_rstd, T, h, s);
+  layernorm_forward(x(slot, l), w(pu, l, LN1_G), w(pu, l, LN1_B), a.ln1, a.ln1_mean, a.ln1_rstd, T, h, s);
   gemm.run(linear_fwd(a.ln1, w(pu, l, W_QKV), scratch_, T, h, 3 * h), s);
   split_qkv(scratch_, w(pu, l, B_QKV), a.q, a.k, a.v, hs, s);
   // scores = scale Q K^T, per (sequence, head) (Vaswani et al. 2017, eq. 1).
@@ -98,16 +104,16 @@ void GptGpu::layer_forward(int l, const bf16* pu, Acts& a, bool recomputing, Gem
   gemm.run(batched(false, false, S, d, S, a.p, S, 1LL * S * S, a.v, d, 1LL * S * d, scratch_, d, 1LL * S * d, bh, 1), s);
   merge_heads(scratch_, a.attn, hs, s);
   gemm.run(linear_fwd(a.attn, w(pu, l, W_O), scratch_, T, h, h), s);
-  bias_residual(x_[l], scratch_, w(pu, l, B_O), a.x_mid, T, h, s);
+  bias_residual(x(slot, l), scratch_, w(pu, l, B_O), a.x_mid, T, h, s);
   layernorm_forward(a.x_mid, w(pu, l, LN2_G), w(pu, l, LN2_B), a.ln2, a.ln2_mean, a.ln2_rstd, T, h, s);
   gemm.run(linear_fwd(a.ln2, w(pu, l, W_FC1), scratch_, T, h, 4 * h), s);
   bias_gelu_forward(scratch_, w(pu, l, B_FC1), a.pre, a.act, T, 4 * h, s);
   if (recomputing) return;  // the layer's output is already stored; backward needs only the saved tensors
   gemm.run(linear_fwd(a.act, w(pu, l, W_FC2), scratch_, T, 4 * h, h), s);
-  bias_residual(a.x_mid, scratch_, w(pu, l, B_FC2), x_[l + 1], T, h, s);
+  bias_residual(a.x_mid, scratch_, w(pu, l, B_FC2), x(slot, l + 1), T, h, s);
 }
 
-void GptGpu::layer_backward(int l, const bf16* pu, float* gu, Acts& a, GemmRunner& gemm, cudaStream_t s) {
+void GptGpu::layer_backward(int slot, int l, const bf16* pu, float* gu, Acts& a, GemmRunner& gemm, cudaStream_t s) {
   const int T = static_cast<int>(c_.tokens()), h = c_.hidden, S = c_.seq, d = c_.head_dim();
   const int bh = c_.micro_batch * c_.heads;
   const HeadShape hs{c_.micro_batch, S, c_.heads, d};
@@ -143,8 +149,8 @@ void GptGpu::layer_backward(int l, const bf16* pu, float* gu, Acts& a, GemmRunne
   column_sum(da_, g(gu, l, B_QKV), T, 3 * h, s);
   gemm.run(linear_wgrad(da_, a.ln1, g(gu, l, W_QKV), T, h, 3 * h), s);
   gemm.run(linear_dgrad(da_, w(pu, l, W_QKV), scratch_, T, h, 3 * h), s);
-  layernorm_backward_params(scratch_, x_[l], a.ln1_mean, a.ln1_rstd, g(gu, l, LN1_G), g(gu, l, LN1_B), T, h, s);
-  layernorm_backward_input(scratch_, x_[l], a.ln1_mean, a.ln1_rstd, w(pu, l, LN1_G), dx_, true, T, h, s);
+  layernorm_backward_params(scratch_, x(slot, l), a.ln1_mean, a.ln1_rstd, g(gu, l, LN1_G), g(gu, l, LN1_B), T, h, s);
+  layernorm_backward_input(scratch_, x(slot, l), a.ln1_mean, a.ln1_rstd, w(pu, l, LN1_G), dx_, true, T, h, s);
 }
 
 void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* targets, float* loss_sum,
@@ -155,15 +161,15 @@ void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* ta
   store.begin_pass(false);
   const bf16* pe = store.acquire(0);
   const bf16* wte = pe + (layout_.embed(WTE).offset - e0);
-  embed_forward(tokens, wte, pe + (layout_.embed(WPE).offset - e0), x_[0], T, c_.seq, h, s);
+  embed_forward(tokens, wte, pe + (layout_.embed(WPE).offset - e0), x(0, 0), T, c_.seq, h, s);
   for (int l = 0; l < L; ++l) {
     const bf16* pu = store.acquire(1 + l);
-    layer_forward(l, pu, acts(l), false, gemm, s);
+    layer_forward(0, l, pu, acts(0, l), false, gemm, s);
     store.release(1 + l);
   }
   const bf16* pf = store.acquire(last);
   const bf16* lnf_g = pf + (layout_.final_ln(LNF_G).offset - f0);
-  layernorm_forward(x_[L], lnf_g, pf + (layout_.final_ln(LNF_B).offset - f0), lnf_, lnf_mean_, lnf_rstd_, T, h, s);
+  layernorm_forward(x(0, L), lnf_g, pf + (layout_.final_ln(LNF_B).offset - f0), lnf_, lnf_mean_, lnf_rstd_, T, h, s);
   // Tied head: logits = lnf wte^T.
   gemm.run(linear_fwd(lnf_, wte, logits_, T, h, V), s);
   cross_entropy(logits_, targets, dlogits_, loss_sum, grad_scale, loss_scale, T, V, s);
@@ -173,21 +179,74 @@ void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* ta
   float* gf = store.grads(last);
   gemm.run(linear_wgrad(dlogits_, lnf_, ge + (layout_.embed(WTE).offset - e0), T, h, V), s);
   gemm.run(linear_dgrad(dlogits_, wte, scratch_, T, h, V), s);
-  layernorm_backward_params(scratch_, x_[L], lnf_mean_, lnf_rstd_, gf + (layout_.final_ln(LNF_G).offset - f0),
+  layernorm_backward_params(scratch_, x(0, L), lnf_mean_, lnf_rstd_, gf + (layout_.final_ln(LNF_G).offset - f0),
                             gf + (layout_.final_ln(LNF_B).offset - f0), T, h, s);
-  layernorm_backward_input(scratch_, x_[L], lnf_mean_, lnf_rstd_, lnf_g, dx_, false, T, h, s);
+  layernorm_backward_input(scratch_, x(0, L), lnf_mean_, lnf_rstd_, lnf_g, dx_, false, T, h, s);
   store.grads_done(last);
   for (int l = L - 1; l >= 0; --l) {
     const bf16* pu = store.acquire(1 + l);
-    if (recompute_) layer_forward(l, pu, acts(l), true, gemm, s);
+    if (recompute_) layer_forward(0, l, pu, acts(0, l), true, gemm, s);
     float* gu = store.grads(1 + l);
-    layer_backward(l, pu, gu, acts(l), gemm, s);
+    layer_backward(0, l, pu, gu, acts(0, l), gemm, s);
     store.release(1 + l);
     store.grads_done(1 + l);
   }
   embed_backward(tokens, dx_, ge + (layout_.embed(WTE).offset - e0), ge + (layout_.embed(WPE).offset - e0), T, c_.seq, h,
                  s);
   store.grads_done(0);
+}
+
+void GptGpu::head(int slot, const std::int32_t* targets, float* loss_sum, float grad_scale, float loss_scale,
+                  ParamStore& store, GemmRunner& gemm, cudaStream_t s, float* dx_top) {
+  const int T = static_cast<int>(c_.tokens()), h = c_.hidden, V = c_.vocab, L = c_.layers;
+  const int last = L + 1;
+  const std::size_t e0 = layout_.units.front().offset, f0 = layout_.units.back().offset;
+  const bf16* wte = store.acquire(0) + (layout_.embed(WTE).offset - e0);
+  const bf16* pf = store.acquire(last);
+  const bf16* lnf_g = pf + (layout_.final_ln(LNF_G).offset - f0);
+  float* ge = store.grads(0);
+  float* gf = store.grads(last);
+  layernorm_forward(x(slot, L), lnf_g, pf + (layout_.final_ln(LNF_B).offset - f0), lnf_, lnf_mean_, lnf_rstd_, T, h, s);
+  gemm.run(linear_fwd(lnf_, wte, logits_, T, h, V), s);
+  cross_entropy(logits_, targets, dlogits_, loss_sum, grad_scale, loss_scale, T, V, s);
+  gemm.run(linear_wgrad(dlogits_, lnf_, ge + (layout_.embed(WTE).offset - e0), T, h, V), s);
+  gemm.run(linear_dgrad(dlogits_, wte, scratch_, T, h, V), s);
+  layernorm_backward_params(scratch_, x(slot, L), lnf_mean_, lnf_rstd_, gf + (layout_.final_ln(LNF_G).offset - f0),
+                            gf + (layout_.final_ln(LNF_B).offset - f0), T, h, s);
+  layernorm_backward_input(scratch_, x(slot, L), lnf_mean_, lnf_rstd_, lnf_g, dx_top, false, T, h, s);
+}
+
+void GptGpu::stage_forward(int slot, const std::int32_t* tokens, const std::int32_t* targets, float* loss_sum,
+                           float grad_scale, float loss_scale, ParamStore& store, GemmRunner& gemm, cudaStream_t s) {
+  const int T = static_cast<int>(c_.tokens()), h = c_.hidden;
+  if (st_.embed) {
+    const std::size_t e0 = layout_.units.front().offset;
+    const bf16* pe = store.acquire(0);
+    embed_forward(tokens, pe + (layout_.embed(WTE).offset - e0), pe + (layout_.embed(WPE).offset - e0),
+                  x(slot, st_.first_layer), T, c_.seq, h, s);
+  }
+  for (int l = st_.first_layer; l < st_.end_layer; ++l) {
+    layer_forward(slot, l, store.acquire(1 + l), acts(slot, l), false, gemm, s);
+  }
+  if (st_.head) head(slot, targets, loss_sum, grad_scale, loss_scale, store, gemm, s, dtop_.empty() ? dx_ : dtop_[slot]);
+}
+
+void GptGpu::stage_backward(int slot, const std::int32_t* tokens, ParamStore& store, GemmRunner& gemm, cudaStream_t s) {
+  const int T = static_cast<int>(c_.tokens()), h = c_.hidden;
+  if (st_.head && !dtop_.empty()) {
+    CUDA_CHECK(cudaMemcpyAsync(dx_, dtop_[slot], sizeof(float) * T * h, cudaMemcpyDeviceToDevice, s));
+  }
+  for (int l = st_.end_layer - 1; l >= st_.first_layer; --l) {
+    const bf16* pu = store.acquire(1 + l);
+    if (recompute_) layer_forward(slot, l, pu, acts(slot, l), true, gemm, s);
+    layer_backward(slot, l, pu, store.grads(1 + l), acts(slot, l), gemm, s);
+  }
+  if (st_.embed) {
+    const std::size_t e0 = layout_.units.front().offset;
+    float* ge = store.grads(0);
+    embed_backward(tokens, dx_, ge + (layout_.embed(WTE).offset - e0), ge + (layout_.embed(WPE).offset - e0), T, c_.seq,
+                   h, s);
+  }
 }
 
 }  // namespace trainsim::calibrate::ref

@@ -5,6 +5,7 @@
 
 #include "../cpu_adam.hpp"
 #include "../reference/init_hash.hpp"
+#include "../reference/storage_states.hpp"
 #include "../thread_pool.hpp"
 #include "cuda_check.hpp"
 
@@ -21,16 +22,22 @@ T* pinned(std::size_t count) {
 
 struct ParamStore::Host {
   std::size_t n;
-  float *master, *m, *v, *grad;
-  std::uint16_t* param;  // bf16 bits
+  bool on_storage;
+  float *master, *m, *v, *grad;  // master, m, v: null when the states are on storage
+  std::uint16_t* param;          // bf16 bits
   ThreadPool pool;
-  Host(std::size_t count, int threads)
-      : n(count), master(pinned<float>(count)), m(pinned<float>(count)), v(pinned<float>(count)),
-        grad(pinned<float>(count)), param(pinned<std::uint16_t>(count)), pool(threads) {}
+  std::unique_ptr<StorageStates> states;
+  std::vector<float> init_master;  // storage tier: the initial master, until written to the file
+  Host(std::size_t count, int threads, bool storage)
+      : n(count), on_storage(storage), master(storage ? nullptr : pinned<float>(count)),
+        m(storage ? nullptr : pinned<float>(count)), v(storage ? nullptr : pinned<float>(count)),
+        grad(pinned<float>(count)), param(pinned<std::uint16_t>(count)), pool(threads) {
+    if (storage) init_master.assign(count, 0.0f);
+  }
   ~Host() {
     for (void* p : {static_cast<void*>(master), static_cast<void*>(m), static_cast<void*>(v), static_cast<void*>(grad),
                     static_cast<void*>(param)}) {
-      cudaFreeHost(p);
+      if (p != nullptr) cudaFreeHost(p);
     }
   }
   // fn(begin, end) over [0, n) split across the pool.
@@ -76,10 +83,21 @@ IntervalLog::~IntervalLog() {
 }
 
 ParamStore::ParamStore(const ParamLayout& layout, int rank, int world, ncclComm_t comm, cudaStream_t compute,
-                       cudaStream_t collective, bool offload, int cpu_threads)
+                       cudaStream_t collective, bool offload, int cpu_threads, std::string storage_dir,
+                       std::vector<int> held_units)
     : layout_(layout), rank_(rank), world_(world), comm_(comm), compute_(compute), collective_(collective),
-      offload_(offload), cpu_threads_(std::max(1, cpu_threads)) {
+      offload_(offload), cpu_threads_(std::max(1, cpu_threads)), storage_dir_(std::move(storage_dir)) {
   shard_total_ = layout.total / static_cast<std::size_t>(world);
+  local_.assign(layout.units.size(), -1);
+  if (held_units.empty() || sharded()) {
+    for (std::size_t u = 0; u < layout.units.size(); ++u) local_[u] = static_cast<long>(layout.units[u].offset / world);
+  } else {
+    shard_total_ = 0;
+    for (int u : held_units) {
+      local_.at(static_cast<std::size_t>(u)) = static_cast<long>(shard_total_);
+      shard_total_ += layout.units[static_cast<std::size_t>(u)].size;
+    }
+  }
   for (std::size_t u = 1; u + 1 < layout.units.size(); ++u) max_layer_unit_ = std::max(max_layer_unit_, layout.units[u].size);
   for (cudaEvent_t* e : {&gathered_[0], &gathered_[1], &slot_free_[0], &slot_free_[1], &grad_free_[0], &grad_free_[1],
                          &ends_gathered_, &rs_done_, &grad_ready_}) {
@@ -121,12 +139,16 @@ void ParamStore::allocate(Arena& a) {
 }
 
 void ParamStore::init_host() {
-  host_ = std::make_unique<Host>(shard_total_, cpu_threads_);
+  const bool storage = !storage_dir_.empty();
+  host_ = std::make_unique<Host>(shard_total_, cpu_threads_, storage);
   Host& h = *host_;
+  if (storage) h.master = h.init_master.data();
   h.parallel(shard_total_, [&](std::size_t a, std::size_t b) {
     std::fill(h.master + a, h.master + b, 0.0f);
-    std::fill(h.m + a, h.m + b, 0.0f);
-    std::fill(h.v + a, h.v + b, 0.0f);
+    if (!storage) {
+      std::fill(h.m + a, h.m + b, 0.0f);
+      std::fill(h.v + a, h.v + b, 0.0f);
+    }
     std::fill(h.grad + a, h.grad + b, 0.0f);
   });
   std::uint64_t tensor_id = 0;
@@ -146,6 +168,12 @@ void ParamStore::init_host() {
   h.parallel(shard_total_, [&](std::size_t a, std::size_t b) {
     for (std::size_t i = a; i < b; ++i) h.param[i] = float_to_bf16_bits(h.master[i]);
   });
+  if (storage) {
+    h.states = std::make_unique<StorageStates>(storage_dir_, shard_total_);
+    h.states->initialize([&](std::size_t first, std::size_t n, float* out) { std::copy_n(h.master + first, n, out); });
+    h.master = nullptr;
+    std::vector<float>().swap(h.init_master);
+  }
 }
 
 void ParamStore::load_initial() {
@@ -157,11 +185,13 @@ void ParamStore::load_initial() {
   }
   CUDA_CHECK(cudaMemsetAsync(master_, 0, shard_total_ * sizeof(float), compute_));
   std::uint64_t tensor_id = 0;
-  for (const Unit& u : layout_.units) {
+  for (std::size_t ui = 0; ui < layout_.units.size(); ++ui) {
+    const Unit& u = layout_.units[ui];
     const std::size_t n = u.size / world_, lo = u.offset + rank_ * n, hi = lo + n;
-    float* shard = master_ + u.offset / world_;  // element lo of the flat layout
+    float* shard = master_ + local_[ui];  // element lo of the flat layout
     for (const TensorSlot& t : u.tensors) {
       ++tensor_id;
+      if (local_[ui] < 0) continue;
       const std::size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.size());
       if (b > a) init_params(shard + (a - lo), static_cast<long>(b - a), a - t.offset, tensor_id, init_kind(t), compute_);
     }
@@ -231,8 +261,7 @@ void ParamStore::begin_pass(bool backward) {
 }
 
 const bf16* ParamStore::acquire(int unit) {
-  const Unit& u = layout_.units[unit];
-  if (!sharded()) return param_shard_ + u.offset;
+  if (!sharded()) return param_shard_ + local_.at(static_cast<std::size_t>(unit));
   const int last = static_cast<int>(layout_.units.size()) - 1;
   if (unit == 0 || unit == last) {
     exposed_log.begin(compute_);
@@ -259,7 +288,7 @@ void ParamStore::release(int unit) {
 
 float* ParamStore::grads(int unit) {
   const Unit& u = layout_.units[unit];
-  if (!sharded()) return grad_shard_ + u.offset;
+  if (!sharded()) return grad_shard_ + local_.at(static_cast<std::size_t>(unit));
   const int last = static_cast<int>(layout_.units.size()) - 1;
   if (unit == 0) return embed_grad_;
   if (unit == last) return final_grad_;
@@ -312,8 +341,17 @@ void ParamStore::adam(float lr, int step) {
     hyper.beta2 = 0.95f;
     hyper.eps = 1e-8f;
     hyper.step = step;
-    AdamTensors t{host_->master, host_->grad, host_->m, host_->v, host_->param, shard_total_};
-    adam_step(hyper, t, HalfType::BF16, best_isa(), host_->pool);
+    if (host_->states) {
+      StorageStates& st = *host_->states;
+      const double r0 = st.bytes_read, w0 = st.bytes_written, io0 = st.io_wait_s;
+      st.adam_step(hyper, host_->grad, host_->param, host_->pool);
+      bytes_storage_read = st.bytes_read - r0;
+      bytes_storage_written = st.bytes_written - w0;
+      storage_wait_s = st.io_wait_s - io0;
+    } else {
+      AdamTensors t{host_->master, host_->grad, host_->m, host_->v, host_->param, shard_total_};
+      adam_step(hyper, t, HalfType::BF16, best_isa(), host_->pool);
+    }
     cpu_optimizer_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return;
   }
@@ -332,7 +370,9 @@ std::vector<float> ParamStore::gradient_shard() const {
 
 std::int64_t ParamStore::owned_params() const {
   std::int64_t n = 0;
-  for (const Unit& u : layout_.units) {
+  for (std::size_t ui = 0; ui < layout_.units.size(); ++ui) {
+    const Unit& u = layout_.units[ui];
+    if (local_[ui] < 0) continue;
     const std::size_t lo = u.offset + rank_ * (u.size / world_), hi = lo + u.size / world_;
     for (const TensorSlot& t : u.tensors) {
       const std::size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.size());

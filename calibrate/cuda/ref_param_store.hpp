@@ -18,6 +18,7 @@
 #include <nccl.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../reference/gpt_layout.hpp"
@@ -45,7 +46,8 @@ class IntervalLog {
 class ParamStore {
  public:
   ParamStore(const ParamLayout& layout, int rank, int world, ncclComm_t comm, cudaStream_t compute,
-             cudaStream_t collective, bool offload, int cpu_threads);
+             cudaStream_t collective, bool offload, int cpu_threads, std::string storage_dir = {},
+             std::vector<int> held_units = {});
   ~ParamStore();
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
@@ -73,6 +75,8 @@ class ParamStore {
 
   IntervalLog collective_log, exposed_log, optimizer_log, host_log;
   double collective_bytes = 0, bytes_h2d = 0, bytes_d2h = 0, cpu_optimizer_s = 0;
+  // Storage tier (--storage-dir): this step's wait for the storage inside CPU-Adam, bytes moved.
+  double storage_wait_s = 0, bytes_storage_read = 0, bytes_storage_written = 0;
 
  private:
   bool sharded() const { return world_ > 1 || offload_; }  // parameters reach the GPU per unit
@@ -83,6 +87,9 @@ class ParamStore {
 
   const ParamLayout& layout_;
   int rank_, world_;
+  // Where each unit starts in this rank's buffers (-1: not held). Sharded: unit offset / world.
+  // A pipeline stage (one rank, not sharded) holds only its own units, packed.
+  std::vector<long> local_;
   ncclComm_t comm_;
   cudaStream_t compute_, collective_;
   std::size_t shard_total_ = 0, max_layer_unit_ = 0;
@@ -98,6 +105,7 @@ class ParamStore {
   bool backward_ = false;
   bool offload_ = false, last_micro_batch_ = true;
   int cpu_threads_ = 1;
+  std::string storage_dir_;  // optimizer states on storage when set
   struct Host;  // pinned host buffers and the CPU-Adam thread pool
   std::unique_ptr<Host> host_;
 };

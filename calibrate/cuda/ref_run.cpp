@@ -11,6 +11,7 @@
 #include "../reference/cpu_gpt.hpp"
 #include "../reference/grad_compare.hpp"
 #include "../reference/reference_gpu.hpp"
+#include "ref_pipeline.hpp"
 #include "ref_worker.hpp"
 
 namespace trainsim::calibrate::ref {
@@ -85,16 +86,18 @@ ReferenceRun run_reference_gpu(const ReferenceOptions& o) {
   job.recompute = o.recompute == Recompute::LAYER;
   job.offload = o.mode == RefMode::OFFLOAD;
   job.cpu_threads = o.cpu_threads;
+  job.storage_dir = o.storage_dir;
   job.grad_accum = o.grad_accum;
   job.warmup = o.warmup;
   job.steps = o.steps;
   job.lr = o.lr;
   for (int r = 0; r < o.gpus; ++r) job.batches.push_back({synthetic_batch(o.model, 1000 + r)});
-  const std::vector<RankOutcome> ranks = run_ranks(job, o.gpus);
+  job.pipeline = o.mode == RefMode::GPIPE ? 1 : o.mode == RefMode::ONE_F_ONE_B ? 2 : 0;
+  const std::vector<RankOutcome> ranks = job.pipeline != 0 ? run_pipeline(job, o.gpus) : run_ranks(job, o.gpus);
   ReferenceRun run;
   run.options = o;
   for (const RankOutcome& r : ranks) run.ranks.push_back(r.measurement);
-  run.losses = ranks[0].losses;
+  run.losses = job.pipeline != 0 ? ranks.back().losses : ranks[0].losses;  // a pipeline's loss is on its last stage
   run.gpu_name = info.devices.at(0).name;
   run.gpu_memory_bytes = static_cast<std::uint64_t>(info.devices.at(0).memory_GiB * 1073741824.0);
   run.driver = info.driver_version;
@@ -217,6 +220,48 @@ nlohmann::ordered_json run_reference_check_gpu(const ReferenceOptions& o) {
     report["zero3_vs_cpu_fp64"]["grad_accum"] = 2;
     report["zero3_vs_cpu_fp64"]["recompute"] = "layer";
     passed = passed && report["zero3_vs_cpu_fp64"]["passed"].get<bool>();
+  }
+  // 4. The pipelines over min(GPUs, 4) stages, 3 micro-batches of the batch of check 1: every
+  //    stage's gradient (the tied embedding summed between first and last) against fp64.
+  if (o.gpus > 1) {
+    const int stages = std::min(o.gpus, 4);
+    const GptConfig c4{4, 64, 4, 128, 32, 2};
+    const ParamLayout l4 = make_layout(c4, 1);
+    const CpuLossAndGrad r4 = cpu_gpt_loss_and_grad(c4, l4, bf16_params(initial_params(l4)), batch);
+    for (int schedule = 1; schedule <= 2; ++schedule) {
+      RankJob pj = job;
+      pj.model = c4;
+      pj.steps = 1;
+      pj.grad_accum = 3;
+      pj.pipeline = schedule;
+      pj.batches = {{batch}};
+      const std::vector<RankOutcome> pr = run_pipeline(pj, stages);
+      // Each stage's local buffer holds its units packed in this order (ref_pipeline.cpp).
+      std::vector<float> full(l4.total, 0.0f);
+      const std::vector<int> per = split_layers(c4.layers, stages);
+      int first = 0;
+      for (int st = 0; st < stages; ++st) {
+        std::vector<int> held;
+        if (st == 0 || st == stages - 1) held.push_back(0);
+        for (int l = first; l < first + per[st]; ++l) held.push_back(1 + l);
+        if (st == stages - 1) held.push_back(c4.layers + 1);
+        first += per[st];
+        std::size_t at = 0;
+        for (int u : held) {
+          const Unit& unit = l4.units[static_cast<std::size_t>(u)];
+          if (!(u == 0 && st != 0)) {
+            std::copy_n(pr[st].grad_shard.begin() + static_cast<long>(at), unit.size, full.begin() + static_cast<long>(unit.offset));
+          }
+          at += unit.size;
+        }
+      }
+      const GradComparison gp = compare_gradients(l4, full, r4.grad);
+      const std::string key = schedule == 1 ? "gpipe_vs_cpu_fp64" : "1f1b_vs_cpu_fp64";
+      report[key] = comparison_json(gp, relative_error(pr.back().losses[0], r4.loss), limit);
+      report[key]["stages"] = stages;
+      report[key]["micro_batches"] = 3;
+      passed = passed && report[key]["passed"].get<bool>();
+    }
   }
   report["passed"] = passed;
   return report;

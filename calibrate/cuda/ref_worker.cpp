@@ -40,7 +40,8 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
   Streams st(rank);
   DeviceMem workspace(GEMM_WORKSPACE);
   GemmRunner gemm(workspace.p, GEMM_WORKSPACE);
-  ParamStore store(layout, rank, world, comm, st.compute, st.collective, job.offload, job.cpu_threads);
+  ParamStore store(layout, rank, world, comm, st.compute, st.collective, job.offload, job.cpu_threads,
+                   job.storage_dir);
   GptGpu model(job.model, layout, job.recompute);
   const std::size_t T = static_cast<std::size_t>(job.model.tokens());
   const std::vector<Batch>& batches = job.batches.at(rank);
@@ -124,6 +125,7 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     b.optimizer_s = store.optimizer_log.seconds();
     b.host_transfer_s = store.host_log.seconds();
     b.cpu_optimizer_s = store.cpu_optimizer_s;
+    b.storage_s = store.storage_wait_s;
     // The compute stream's span from first to last event, less the time it sat waiting for a
     // collective and, offloaded, for CPU-Adam: what it spent running kernels or between launches.
     b.compute_s = span_ms * 1e-3 - b.exposed_collective_s - b.cpu_optimizer_s;
@@ -131,6 +133,8 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     m.collective_bytes = store.collective_bytes;
     m.bytes_h2d = store.bytes_h2d;
     m.bytes_d2h = store.bytes_d2h;
+    m.bytes_storage_read = store.bytes_storage_read;
+    m.bytes_storage_written = store.bytes_storage_written;
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

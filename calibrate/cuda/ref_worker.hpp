@@ -4,6 +4,7 @@
 // communicator each from ncclCommInitAll) and returns their outcomes.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "../reference/gpt_layout.hpp"
@@ -16,7 +17,9 @@ struct RankJob {
   GptConfig model;
   bool recompute = false;
   bool offload = false;  // ZeRO-Infinity's CPU tier
+  int pipeline = 0;      // 0 none, 1 GPipe, 2 1F1B (ref_pipeline.hpp)
   int cpu_threads = 1;
+  std::string storage_dir;  // with offload: the optimizer states on storage
   int grad_accum = 1;
   int warmup = 0, steps = 1;
   double lr = 1e-4;

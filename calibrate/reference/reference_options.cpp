@@ -22,7 +22,16 @@ int parse_int(const std::string& flag, const std::string& text, int min, int max
 
 }  // namespace
 
-std::string to_string(RefMode m) { return m == RefMode::SINGLE ? "single" : m == RefMode::ZERO3 ? "zero3" : "infinity"; }
+std::string to_string(RefMode m) {
+  switch (m) {
+    case RefMode::SINGLE: return "single";
+    case RefMode::ZERO3: return "zero3";
+    case RefMode::OFFLOAD: return "infinity";
+    case RefMode::GPIPE: return "gpipe";
+    case RefMode::ONE_F_ONE_B: return "1f1b";
+  }
+  return "?";
+}
 std::string to_string(Recompute r) { return r == Recompute::NONE ? "none" : "layer"; }
 
 std::string reference_usage() {
@@ -37,8 +46,11 @@ std::string reference_usage() {
          "  --mode single|zero3|infinity  one GPU; ZeRO-3 over --gpus GPUs through NCCL; or ZeRO-Infinity:\n"
          "                        ZeRO-3 with fp32 master, Adam moments and bf16 parameters in pinned host\n"
          "                        memory, fetched per layer, updated by CPU-Adam (default single)\n"
-         "  --gpus N              GPUs for zero3 and infinity (default 1)\n"
+         "  --mode gpipe|1f1b     pipeline over --gpus stages (NCCL send/recv), --grad-accum micro-batches\n"
+         "  --gpus N              GPUs for zero3, infinity and the pipelines (default 1)\n"
          "  --layers N --hidden N --heads N --vocab N --seq N   the GPT (default 24, 1024, 16, 50304, 2048)\n"
+         "  --storage-dir DIR     infinity: fp32 master and Adam moments in an O_DIRECT file there, streamed\n"
+         "                        through CPU-Adam each step (ZeRO-Infinity's NVMe tier; default: host memory)\n"
          "  --cpu-threads N       CPU-Adam threads per GPU under infinity (default: logical CPUs / GPUs)\n"
          "  --micro-batch N       sequences per micro-batch per GPU (default 4)\n"
          "  --grad-accum N        micro-batches per step (default 1)\n"
@@ -50,7 +62,7 @@ std::string reference_usage() {
 }
 
 std::string default_run_name(const ReferenceOptions& o) {
-  std::string n = to_string(o.mode) + (o.recompute == Recompute::LAYER ? "-ckpt" : "") + "_L" +
+  std::string n = to_string(o.mode) + (o.storage_dir.empty() ? "" : "-storage") + (o.recompute == Recompute::LAYER ? "-ckpt" : "") + "_L" +
                   std::to_string(o.model.layers) + "-h" + std::to_string(o.model.hidden) + "_mb" +
                   std::to_string(o.model.micro_batch) + "x" + std::to_string(o.grad_accum);
   return n;
@@ -75,7 +87,9 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
       if (m == "single") o.mode = RefMode::SINGLE;
       else if (m == "zero3") o.mode = RefMode::ZERO3;
       else if (m == "infinity") o.mode = RefMode::OFFLOAD;
-      else throw UsageError("--mode", "single, zero3 or infinity", "\"" + m + "\"");
+      else if (m == "gpipe") o.mode = RefMode::GPIPE;
+      else if (m == "1f1b") o.mode = RefMode::ONE_F_ONE_B;
+      else throw UsageError("--mode", "single, zero3, infinity, gpipe or 1f1b", "\"" + m + "\"");
       mode_given = true;
     } else if (a == "--recompute") {
       const std::string& r = value();
@@ -83,6 +97,7 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
       else if (r == "layer") o.recompute = Recompute::LAYER;
       else throw UsageError("--recompute", "none or layer", "\"" + r + "\"");
     } else if (a == "--gpus") o.gpus = parse_int(a, value(), 1, 64);
+    else if (a == "--storage-dir") o.storage_dir = value();
     else if (a == "--cpu-threads") o.cpu_threads = parse_int(a, value(), 1, 4096);
     else if (a == "--layers") o.model.layers = parse_int(a, value(), 1, 4096);
     else if (a == "--hidden") o.model.hidden = parse_int(a, value(), 8, 1 << 17);
@@ -111,6 +126,14 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
     const std::string what = e.what();
     const auto colon = what.find(": expected ");
     throw UsageError(what.substr(0, colon), what.substr(colon + 11));
+  }
+  if (is_pipeline(o.mode) && o.gpus < 2) throw UsageError("--gpus", "at least 2 pipeline stages", std::to_string(o.gpus));
+  if (is_pipeline(o.mode) && o.model.layers < o.gpus) {
+    throw UsageError("--layers", "at least one layer per pipeline stage (--gpus " + std::to_string(o.gpus) + ")",
+                     std::to_string(o.model.layers));
+  }
+  if (!o.storage_dir.empty() && o.mode != RefMode::OFFLOAD) {
+    throw UsageError("--storage-dir", "--mode infinity as well (the storage tier holds its optimizer states)");
   }
   if (o.cpu_threads == 0) o.cpu_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.gpus);
   if (o.name.empty()) o.name = default_run_name(o);

@@ -9,8 +9,10 @@
 
 namespace trainsim::calibrate::ref {
 
-// SINGLE: one GPU; ZERO3: ZeRO-3 over the GPUs; OFFLOAD: ZeRO-Infinity with the CPU tier ("infinity").
-enum class RefMode { SINGLE, ZERO3, OFFLOAD };
+// SINGLE: one GPU; ZERO3: ZeRO-3 over the GPUs; OFFLOAD: ZeRO-Infinity with the CPU tier
+// ("infinity"); GPIPE, ONE_F_ONE_B: the layers split over the GPUs as pipeline stages.
+enum class RefMode { SINGLE, ZERO3, OFFLOAD, GPIPE, ONE_F_ONE_B };
+inline bool is_pipeline(RefMode m) { return m == RefMode::GPIPE || m == RefMode::ONE_F_ONE_B; }
 enum class Recompute { NONE, LAYER };
 
 struct ReferenceOptions {
@@ -18,7 +20,8 @@ struct ReferenceOptions {
   RefMode mode = RefMode::SINGLE;
   Recompute recompute = Recompute::NONE;
   int gpus = 1;
-  int cpu_threads = 0;      // CPU-Adam threads per rank under infinity (0: logical CPUs / gpus)
+  int cpu_threads = 0;
+  std::string storage_dir;  // --storage-dir: infinity's optimizer states on storage (empty: host memory)      // CPU-Adam threads per rank under infinity (0: logical CPUs / gpus)
   int grad_accum = 1;
   int steps = 5;
   int warmup = 2;

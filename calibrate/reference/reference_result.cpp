@@ -18,7 +18,7 @@ double median(std::vector<double> v) {
 double step_flops(const ReferenceOptions& o) {
   const GptConfig& c = o.model;
   const double h = c.hidden, s = c.seq, L = c.layers, V = c.vocab;
-  const double sequences = static_cast<double>(c.micro_batch) * o.grad_accum * o.gpus;
+  const double sequences = static_cast<double>(c.micro_batch) * o.grad_accum * (is_pipeline(o.mode) ? 1 : o.gpus);
   // Per sequence, forward: 2 s (12 L h^2 + V h) for the weight GEMMs, 4 L s^2 h for QK^T and PV.
   const double forward = 2 * s * (12 * L * h * h + V * h) + 4 * L * s * s * h;
   return 3 * forward * sequences;  // model FLOPs: a recomputed forward is not counted
@@ -71,7 +71,21 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
       "weights and Adam moments)";
   details["mixed_precision"] = "bf16 GEMM inputs and saved activations, fp32 accumulate and GEMM outputs, fp32 "
                                "residual stream and LayerNorm statistics";
-  const bool zero3 = o.mode != RefMode::SINGLE, offload = o.mode == RefMode::OFFLOAD;
+  const bool pipe = is_pipeline(o.mode);
+  const bool zero3 = o.mode == RefMode::ZERO3 || o.mode == RefMode::OFFLOAD, offload = o.mode == RefMode::OFFLOAD;
+  if (pipe) {
+    std::vector<int> per(n, o.model.layers / n);
+    for (int i = 0; i < o.model.layers % n; ++i) ++per[i];
+    details["layers_per_stage"] = per;
+    details["schedule"] = o.mode == RefMode::GPIPE ? "GPipe: all forwards, then all backwards"
+                                                   : "1F1B (PipeDream-Flush), Megatron-LM's non-interleaved order";
+    details["p2p"] = "NCCL send/recv of fp32 [micro_batch, seq, hidden] activations and gradients on the compute "
+                     "stream, a send and a receive issued together grouped (Megatron-LM's p2p helpers)";
+    details["stage0"] = "token + position embeddings and its layers";
+    details["last_stage"] = "its layers, final LayerNorm, tied LM head (a copy of the embedding; its gradient is summed "
+                            "with stage 0's after backward, as Megatron-LM does) and the loss; the head's backward runs "
+                            "right after its forward";
+  }
   details["zero_stage"] = zero3 ? 3 : 0;
   if (offload) {
     details["offload"] = "ZeRO-Infinity CPU tier: fp32 master weights, Adam moments, fp32 gradient shard and bf16 "
@@ -80,6 +94,12 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                          "accumulate on the GPU and go to the host after the last micro-batch's reduce-scatter; "
                          "CPU-Adam (calibrate/cpu_adam.hpp, AVX-512/AVX2) on " +
                          std::to_string(o.cpu_threads) + " threads per rank";
+    if (!o.storage_dir.empty()) {
+      details["offload_storage"] = "fp32 master weights and Adam moments in one O_DIRECT file per rank in " + o.storage_dir +
+                                   ", streamed in chunks of 4 Mi parameters through two host buffers (read of the "
+                                   "next chunk overlapping CPU-Adam on this one, then write-back; io_uring or libaio); "
+                                   "the fp32 gradient shard and bf16 parameters stay in pinned host memory";
+    }
   }
   if (zero3) {
     details["param_gather"] = "fp32 master shard cast to bf16, bf16 all-gather per unit (embedding, each layer, final LayerNorm) on a collective stream, "
@@ -114,6 +134,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                        {"cpu_optimizer_s", med(&StreamBusy::cpu_optimizer_s)},
                        {"compute_idle_s", std::max(0.0, step - compute)},
                        {"exposed_collective_s", med(&StreamBusy::exposed_collective_s)},
+                       {"bubble_fraction", med(&StreamBusy::bubble_fraction)},
                        {"bytes_to_host", r.bytes_d2h},
                        {"bytes_from_host", r.bytes_h2d},
                        {"bytes_storage_read", r.bytes_storage_read},
@@ -124,17 +145,18 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   j["stack"] = {{"name", "deepspeed"}, {"details", details}};
   j["strategy"] = {{"schema_version", 1},
                    {"gpus", n},
-                   {"dp", n},
+                   {"dp", pipe ? 1 : n},
                    {"tp", 1},
-                   {"pp", 1},
+                   {"pp", pipe ? n : 1},
                    {"zero", zero3 ? 3 : 0},
                    {"offload_params", offload ? "cpu" : "none"},
-                   {"offload_optimizer", offload ? "cpu" : "none"},
+                   {"offload_optimizer", !offload ? "none" : o.storage_dir.empty() ? "cpu" : "nvme"},
                    {"micro_batch", o.model.micro_batch},
-                   {"global_batch", o.model.micro_batch * o.grad_accum * n},
+                   {"global_batch", o.model.micro_batch * o.grad_accum * (pipe ? 1 : n)},
                    {"recompute", o.recompute == Recompute::LAYER ? "full" : "none"},
                    {"precision", "bf16-mixed"},
                    {"seq", o.model.seq}};
+  if (pipe) j["strategy"]["schedule"] = o.mode == RefMode::GPIPE ? "gpipe" : "1f1b";
   nlohmann::ordered_json m;
   m["warmup_steps"] = o.warmup;
   m["warmup_step_times_s"] = run.ranks[0].warmup_step_times_s;
@@ -163,8 +185,17 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   m["peak_allocated_bytes"] = alloc;
   m["peak_reserved_bytes"] = reserved;
   m["params_per_rank"] = params;
-  m["tokens_per_s"] = med > 0 ? static_cast<double>(o.model.tokens()) * o.grad_accum * n / med : 0.0;
+  m["tokens_per_s"] = med > 0 ? static_cast<double>(o.model.tokens()) * o.grad_accum * (pipe ? 1 : n) / med : 0.0;
   if (zero3) m["busy"] = {{"exposed_communication_s", exposed}};
+  if (pipe) {
+    double bubble = 0;
+    for (const RankMeasurement& r : run.ranks) {
+      std::vector<double> b;
+      for (const StreamBusy& s : r.busy) b.push_back(s.bubble_fraction);
+      bubble += median(b) / n;
+    }
+    m["busy"] = {{"bubble_fraction", bubble}};
+  }
   j["measured"] = m;
   return j;
 }

@@ -22,6 +22,7 @@ struct StreamBusy {
   double cpu_optimizer_s = 0;
   double optimizer_s = 0;    // the part of compute_s spent in the Adam kernel
   double exposed_collective_s = 0;  // compute stream waiting on the collective stream
+  double bubble_fraction = 0;       // pipeline: idle share of this stage's schedule (CUDA events)
 };
 
 struct RankMeasurement {

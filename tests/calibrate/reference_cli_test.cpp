@@ -52,7 +52,7 @@ TEST(ReferenceJson, MeasuredRunHasTheValidateKeys) {
   for (int r = 0; r < 2; ++r) {
     ref::RankMeasurement m;
     m.step_times_s = {0.30, 0.32 + 0.01 * r, 0.31};
-    m.busy.assign(3, ref::StreamBusy{0.25, 0.1, 0, 0, 0, 0.01, 0.02});
+    m.busy.assign(3, ref::StreamBusy{0.25, 0.1, 0, 0, 0, 0.01, 0.02, 0});
     m.peak_allocated_bytes = 1e9;
     m.peak_reserved_bytes = 1.1e9;
     run.ranks.push_back(m);
@@ -78,7 +78,7 @@ TEST(ReferenceJson, InfinityRecordsItsOffloadAndHostBytes) {
   run.options = ref::parse_reference_options({"--out", "x", "--mode", "infinity", "--gpus", "2", "--cpu-threads", "8"});
   ref::RankMeasurement m;
   m.step_times_s = {1.0};
-  m.busy.assign(1, ref::StreamBusy{0.5, 0.1, 0.2, 0, 0.3, 0, 0.05});
+  m.busy.assign(1, ref::StreamBusy{0.5, 0.1, 0.2, 0, 0.3, 0, 0.05, 0});
   m.bytes_h2d = 2e9;
   m.bytes_d2h = 4e9;
   m.peak_allocated_bytes = m.peak_reserved_bytes = 1e9;
