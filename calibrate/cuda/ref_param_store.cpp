@@ -169,7 +169,9 @@ void ParamStore::init_host() {
     for (std::size_t i = a; i < b; ++i) h.param[i] = float_to_bf16_bits(h.master[i]);
   });
   if (storage) {
-    h.states = std::make_unique<StorageStates>(storage_dir_, shard_total_);
+    // One file per rank: every rank's ScratchDir numbers its names from 0, so the rank goes in the stem.
+    h.states = std::make_unique<StorageStates>(storage_dir_, shard_total_, std::size_t{4} << 20, 16,
+                                               "optimizer-states-rank" + std::to_string(rank_));
     h.states->initialize([&](std::size_t first, std::size_t n, float* out) { std::copy_n(h.master + first, n, out); });
     h.master = nullptr;
     std::vector<float>().swap(h.init_master);

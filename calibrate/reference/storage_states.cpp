@@ -16,11 +16,12 @@ constexpr std::size_t REQUEST_BYTES = std::size_t{8} << 20;
 
 }  // namespace
 
-StorageStates::StorageStates(const std::string& dir, std::size_t count, std::size_t chunk, int depth)
+StorageStates::StorageStates(const std::string& dir, std::size_t count, std::size_t chunk, int depth,
+                             const std::string& stem)
     : count_(count),
       chunk_(chunk),
       dir_(dir),
-      file_(dir_.create(dir_.unique_name("optimizer-states"), O_DIRECT)),
+      file_(dir_.create(dir_.unique_name(stem), O_DIRECT)),
       io_(open_async_io(depth)),
       buffers_(2, chunk * 3 * sizeof(float)) {
   if (chunk_ == 0 || chunk_ % 1024 != 0) throw CalibrationError("StorageStates: chunk must be a positive multiple of 1024");

@@ -22,8 +22,10 @@ namespace trainsim::calibrate::ref {
 
 class StorageStates {
  public:
-  // `count` parameters; `chunk` parameters per transfer unit (a multiple of 1024).
-  StorageStates(const std::string& dir, std::size_t count, std::size_t chunk = std::size_t{4} << 20, int depth = 16);
+  // `count` parameters; `chunk` parameters per transfer unit (a multiple of 1024). `stem` names
+  // the file (ranks of one process each need their own: the scratch names count per ScratchDir).
+  StorageStates(const std::string& dir, std::size_t count, std::size_t chunk = std::size_t{4} << 20, int depth = 16,
+                const std::string& stem = "optimizer-states");
   // Writes the initial master weights (fill(first, n, out) writes n values starting at
   // parameter `first`) and zero moments.
   void initialize(const std::function<void(std::size_t, std::size_t, float*)>& fill);
