@@ -27,6 +27,9 @@ TEST(ReferenceCli, ArgumentErrorsExit2NameTheFlag) {
       {"reference --out " + out + " --lr 3", "--lr"},
       {"reference --layers 2", "--out"},
       {"reference --out " + out + " --teleport", "--teleport"},
+      {"reference --out " + out + " --mode gpipe --gpus 1", "--gpus"},
+      {"reference --out " + out + " --mode 1f1b --gpus 4 --layers 3", "--layers"},
+      {"reference --out " + out + " --mode zero3 --gpus 2 --storage-dir /tmp", "--storage-dir"},
   };
   for (const auto& [args, flag] : cases) {
     const auto r = run_calibrate(args);
