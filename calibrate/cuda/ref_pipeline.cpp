@@ -205,12 +205,6 @@ RankOutcome run_stage(const RankJob& job, int stage, int stages, ncclComm_t comm
 
 }  // namespace
 
-std::vector<int> split_layers(int layers, int stages) {
-  std::vector<int> per(stages, layers / stages);
-  for (int i = 0; i < layers % stages; ++i) ++per[i];
-  return per;
-}
-
 std::vector<RankOutcome> run_pipeline(const RankJob& job, int stages) {
   int visible = 0;
   CUDA_CHECK(cudaGetDeviceCount(&visible));

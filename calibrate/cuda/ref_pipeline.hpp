@@ -13,8 +13,6 @@
 
 namespace trainsim::calibrate::ref {
 
-// Layers per stage: as even as possible, the first L mod P stages one more.
-std::vector<int> split_layers(int layers, int stages);
 // job.pipeline: 1 GPipe, 2 1F1B; job.grad_accum: micro-batches per step.
 std::vector<RankOutcome> run_pipeline(const RankJob& job, int stages);
 

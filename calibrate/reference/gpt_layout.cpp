@@ -60,6 +60,12 @@ void validate(const GptConfig& c) {
   }
 }
 
+std::vector<int> split_layers(int layers, int stages) {
+  std::vector<int> per(static_cast<std::size_t>(stages), layers / stages);
+  for (int i = 0; i < layers % stages; ++i) ++per[static_cast<std::size_t>(i)];
+  return per;
+}
+
 ParamLayout make_layout(const GptConfig& c, int shards) {
   const std::size_t h = c.hidden, v = c.vocab, s = c.seq;
   ParamLayout p;

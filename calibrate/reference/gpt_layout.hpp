@@ -76,6 +76,10 @@ struct Batch {
 };
 Batch synthetic_batch(const GptConfig& c, std::uint64_t seed);
 
+// Pipeline stages' layers: as even as possible, the first (layers mod stages) one more (as the
+// PyTorch rows' layers_per_stage).
+std::vector<int> split_layers(int layers, int stages);
+
 // Checks the shape (heads divide hidden, positive sizes); throws std::invalid_argument naming
 // the option.
 void validate(const GptConfig& c);

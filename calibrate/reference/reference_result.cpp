@@ -74,9 +74,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   const bool pipe = is_pipeline(o.mode);
   const bool zero3 = o.mode == RefMode::ZERO3 || o.mode == RefMode::OFFLOAD, offload = o.mode == RefMode::OFFLOAD;
   if (pipe) {
-    std::vector<int> per(n, o.model.layers / n);
-    for (int i = 0; i < o.model.layers % n; ++i) ++per[i];
-    details["layers_per_stage"] = per;
+    details["layers_per_stage"] = split_layers(o.model.layers, n);
     details["schedule"] = o.mode == RefMode::GPIPE ? "GPipe: all forwards, then all backwards"
                                                    : "1F1B (PipeDream-Flush), Megatron-LM's non-interleaved order";
     details["p2p"] = "NCCL send/recv of fp32 [micro_batch, seq, hidden] activations and gradients on the compute "

@@ -45,6 +45,13 @@ TEST(ReferenceLayout, BadShapesNameTheOption) {
   EXPECT_THROW(validate(c), std::invalid_argument);
 }
 
+TEST(ReferenceLayout, PipelineStagesSplitLayersLikeThePyTorchRows) {
+  EXPECT_EQ(split_layers(24, 2), (std::vector<int>{12, 12}));
+  EXPECT_EQ(split_layers(36, 4), (std::vector<int>{9, 9, 9, 9}));
+  EXPECT_EQ(split_layers(26, 4), (std::vector<int>{7, 7, 6, 6}));
+  EXPECT_EQ(split_layers(4, 4), (std::vector<int>{1, 1, 1, 1}));
+}
+
 TEST(ReferenceCpu, GradientMatchesCentralFiniteDifferences) {
   // Small enough for finite differences over a sample of every tensor.
   GptConfig c{2, 16, 2, 24, 8, 2};
