@@ -10,6 +10,7 @@
 #include "ref_gemm.hpp"
 #include "ref_model.hpp"
 #include "ref_param_store.hpp"
+#include "ref_threads.hpp"
 
 namespace trainsim::calibrate::ref {
 namespace {
@@ -216,26 +217,8 @@ std::vector<RankOutcome> run_pipeline(const RankJob& job, int stages) {
   std::vector<int> devs(stages);
   for (int i = 0; i < stages; ++i) devs[i] = i;
   NCCL_CHECK(ncclCommInitAll(comms.data(), stages, devs.data()));
-  std::vector<RankOutcome> outcomes(stages);
-  std::vector<std::exception_ptr> errors(stages);
-  std::barrier sync(stages);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < stages; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        outcomes[r] = run_stage(job, r, stages, comms[r], sync);
-      } catch (...) {
-        errors[r] = std::current_exception();
-        sync.arrive_and_drop();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (ncclComm_t c : comms) ncclCommDestroy(c);
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-  return outcomes;
+  return run_on_threads(stages, comms,
+                        [&](int r, std::barrier<>& sync) { return run_stage(job, r, stages, comms[r], sync); });
 }
 
 }  // namespace trainsim::calibrate::ref

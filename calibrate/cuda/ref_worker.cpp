@@ -10,6 +10,7 @@
 #include "ref_gemm.hpp"
 #include "ref_model.hpp"
 #include "ref_param_store.hpp"
+#include "ref_threads.hpp"
 
 namespace trainsim::calibrate::ref {
 namespace {
@@ -155,28 +156,7 @@ std::vector<RankOutcome> run_ranks(const RankJob& job, int world) {
     for (int i = 0; i < world; ++i) devs[i] = i;
     NCCL_CHECK(ncclCommInitAll(comms.data(), world, devs.data()));
   }
-  std::vector<RankOutcome> outcomes(world);
-  std::vector<std::exception_ptr> errors(world);
-  std::barrier sync(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        outcomes[r] = run_rank(job, r, world, comms[r], sync);
-      } catch (...) {
-        errors[r] = std::current_exception();
-        sync.arrive_and_drop();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (ncclComm_t c : comms) {
-    if (c != nullptr) ncclCommDestroy(c);
-  }
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-  return outcomes;
+  return run_on_threads(world, comms, [&](int r, std::barrier<>& sync) { return run_rank(job, r, world, comms[r], sync); });
 }
 
 }  // namespace trainsim::calibrate::ref
