@@ -9,6 +9,7 @@
 #include "errors.hpp"
 #include "options.hpp"
 #include "output_files.hpp"
+#include "reference/reference_cmd.hpp"
 
 int main(int argc, char** argv) {
   using namespace trainsim::calibrate;
@@ -16,6 +17,9 @@ int main(int argc, char** argv) {
   // Scratch files and output temporaries go away on SIGINT/SIGTERM/SIGHUP (output_files.hpp).
   trainsim::install_cleanup_signal_handlers();
   try {
+    if (!args.empty() && args[0] == "reference") {
+      return ref::run_reference_command(std::vector<std::string>(args.begin() + 1, args.end()));
+    }
     const ParsedCommand cmd = parse_command_line(args);
     switch (cmd.action) {
       case Action::HELP: std::printf("%s", usage_text().c_str()); return 0;

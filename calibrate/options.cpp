@@ -107,6 +107,7 @@ std::string usage_text() {
   return "usage: trainsim-calibrate [--quick|--full] --out DIR [options]\n"
          "       trainsim-calibrate compare A/summary.json B/summary.json [--tolerance F]\n"
          "       trainsim-calibrate rebuild RUN/raw_results.json --out DIR [--base NAME|PATH] [--name NAME]\n"
+         "       trainsim-calibrate reference --out DIR [options]  (a real training step: reference --help)\n"
          "\n"
          "Measures this machine (GPU GEMMs, memory-bound kernels, host<->device copies, NCCL\n"
          "collectives, O_DIRECT storage, CPU-Adam) and writes raw_results.json, summary.json,\n"

@@ -1,0 +1,42 @@
+#pragma once
+// `trainsim-calibrate reference ...`: the command line of the reference training step (issue 11).
+// Strict like the rest of the tool: every problem is a UsageError naming the flag (exit 2).
+
+#include <string>
+#include <vector>
+
+#include "gpt_layout.hpp"
+
+namespace trainsim::calibrate::ref {
+
+// SINGLE: one GPU; ZERO3: ZeRO-3 over the GPUs; OFFLOAD: ZeRO-Infinity with the CPU tier
+// ("infinity"); GPIPE, ONE_F_ONE_B: the layers split over the GPUs as pipeline stages.
+enum class RefMode { SINGLE, ZERO3, OFFLOAD, GPIPE, ONE_F_ONE_B };
+inline bool is_pipeline(RefMode m) { return m == RefMode::GPIPE || m == RefMode::ONE_F_ONE_B; }
+enum class Recompute { NONE, LAYER };
+
+struct ReferenceOptions {
+  GptConfig model{24, 1024, 16, 50304, 2048, 4};
+  RefMode mode = RefMode::SINGLE;
+  Recompute recompute = Recompute::NONE;
+  int gpus = 1;
+  int cpu_threads = 0;
+  std::string storage_dir;  // --storage-dir: infinity's optimizer states on storage (empty: host memory)      // CPU-Adam threads per rank under infinity (0: logical CPUs / gpus)
+  int grad_accum = 1;
+  int steps = 5;
+  int warmup = 2;
+  double lr = 1e-4;
+  bool check = false;       // --check: the correctness suite at a small size instead of a measured run
+  std::string out_dir;      // --out
+  std::string name;         // --name (default: derived from the configuration)
+  std::string command_line;
+};
+
+ReferenceOptions parse_reference_options(const std::vector<std::string>& args);  // args after "reference"
+std::string reference_usage();
+// e.g. "zero3_L24-h1024_mb4x2": the run's name when --name is not given.
+std::string default_run_name(const ReferenceOptions& o);
+std::string to_string(RefMode m);
+std::string to_string(Recompute r);
+
+}  // namespace trainsim::calibrate::ref

@@ -1,0 +1,201 @@
+#include "reference_result.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trainsim::calibrate::ref {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+double step_flops(const ReferenceOptions& o) {
+  const GptConfig& c = o.model;
+  const double h = c.hidden, s = c.seq, L = c.layers, V = c.vocab;
+  const double sequences = static_cast<double>(c.micro_batch) * o.grad_accum * (is_pipeline(o.mode) ? 1 : o.gpus);
+  // Per sequence, forward: 2 s (12 L h^2 + V h) for the weight GEMMs, 4 L s^2 h for QK^T and PV.
+  const double forward = 2 * s * (12 * L * h * h + V * h) + 4 * L * s * s * h;
+  return 3 * forward * sequences;  // model FLOPs: a recomputed forward is not counted
+}
+
+nlohmann::ordered_json model_json(const ReferenceOptions& o) {
+  const GptConfig& c = o.model;
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["name"] = "reference-gpt-L" + std::to_string(c.layers) + "-h" + std::to_string(c.hidden);
+  j["description"] =
+      "trainsim-calibrate reference GPT (calibrate/reference/gpt_layout.hpp): pre-LN, fused QKV with bias, causal "
+      "attention as batched GEMMs and a masked softmax (the s x s scores materialized), tanh-GELU MLP, tied LM head, "
+      "learned positions, no dropout; the same module as reports/validation/scripts/model.py.";
+  j["architecture"] = {{"layers", c.layers}, {"hidden", c.hidden}, {"heads", c.heads}, {"ffn_hidden", 4 * c.hidden},
+                       {"vocab", c.vocab}, {"seq_len", c.seq}, {"tied_embeddings", true}, {"biases", true},
+                       {"dropout", false}, {"norm", "layernorm"}, {"mlp", "gelu"}, {"position", "learned"}};
+  j["numerics"] = {{"precision", "bf16-mixed"}, {"attention", "materialized"}, {"fp32_residual", true}};
+  j["published"] = {{"params", static_cast<double>(gpt_param_count(c))},
+                    {"significant_digits", 6},
+                    {"source", "counted from calibrate/reference/gpt_layout.cpp (exact)"}};
+  return j;
+}
+
+nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::string& model_file) {
+  const ReferenceOptions& o = run.options;
+  if (run.ranks.empty()) throw std::invalid_argument("measured_run_json: no ranks");
+  const int n = static_cast<int>(run.ranks.size());
+  const std::size_t steps = run.ranks[0].step_times_s.size();
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["kind"] = "trainsim.measured_run";
+  j["name"] = o.name;
+  j["provenance"] = {{"script", "trainsim-calibrate reference (calibrate/reference/, calibrate/cuda/ref_*)"},
+                     {"command", o.command_line},
+                     {"date", run.date},
+                     {"host", run.host},
+                     {"gpu", run.gpu_name},
+                     {"gpus", n},
+                     {"gpu_memory_bytes", run.gpu_memory_bytes},
+                     {"cuda", run.cuda_runtime},
+                     {"cublas", run.cublas},
+                     {"nccl", run.nccl},
+                     {"driver", run.driver}};
+  j["model"] = model_file;
+  nlohmann::ordered_json details;
+  details["implementation"] =
+      "trainsim-calibrate reference, not DeepSpeed: our own CUDA kernels and cuBLASLt GEMMs; named deepspeed "
+      "because its copies and dtypes are DeepSpeed's bf16 ZeRO (16-bit parameters, fp32 gradients, fp32 master "
+      "weights and Adam moments)";
+  details["mixed_precision"] = "bf16 GEMM inputs and saved activations, fp32 accumulate and GEMM outputs, fp32 "
+                               "residual stream and LayerNorm statistics";
+  const bool pipe = is_pipeline(o.mode);
+  const bool zero3 = o.mode == RefMode::ZERO3 || o.mode == RefMode::OFFLOAD, offload = o.mode == RefMode::OFFLOAD;
+  if (pipe) {
+    details["layers_per_stage"] = split_layers(o.model.layers, n);
+    details["schedule"] = o.mode == RefMode::GPIPE ? "GPipe: all forwards, then all backwards"
+                                                   : "1F1B (PipeDream-Flush), Megatron-LM's non-interleaved order";
+    details["p2p"] = "NCCL send/recv of fp32 [micro_batch, seq, hidden] activations and gradients on the compute "
+                     "stream, a send and a receive issued together grouped (Megatron-LM's p2p helpers)";
+    details["stage0"] = "token + position embeddings and its layers";
+    details["last_stage"] = "its layers, final LayerNorm, tied LM head (a copy of the embedding; its gradient is summed "
+                            "with stage 0's after backward, as Megatron-LM does) and the loss; the head's backward runs "
+                            "right after its forward";
+  }
+  details["zero_stage"] = zero3 ? 3 : 0;
+  if (offload) {
+    details["offload"] = "ZeRO-Infinity CPU tier: fp32 master weights, Adam moments, fp32 gradient shard and bf16 "
+                         "parameters in pinned host memory; each rank copies its bf16 shard of a unit host->GPU then "
+                         "all-gathers (on the collective stream, prefetching the next layer); gradient shards "
+                         "accumulate on the GPU and go to the host after the last micro-batch's reduce-scatter; "
+                         "CPU-Adam (calibrate/cpu_adam.hpp, AVX-512/AVX2) on " +
+                         std::to_string(o.cpu_threads) + " threads per rank";
+    if (!o.storage_dir.empty()) {
+      details["offload_storage"] = "fp32 master weights and Adam moments in one O_DIRECT file per rank in " + o.storage_dir +
+                                   ", streamed in chunks of 4 Mi parameters through two host buffers (read of the "
+                                   "next chunk overlapping CPU-Adam on this one, then write-back; io_uring or libaio); "
+                                   "the fp32 gradient shard and bf16 parameters stay in pinned host memory";
+    }
+  }
+  if (zero3) {
+    details["param_gather"] = "fp32 master shard cast to bf16, bf16 all-gather per unit (embedding, each layer, final LayerNorm) on a collective stream, "
+                              "prefetching the next unit; re-gathered in backward";
+    details["grad_sync"] = "fp32 reduce-scatter per unit after its backward of the last micro-batch, on the collective stream";
+  }
+  details["recompute"] = to_string(o.recompute);
+  details["optimizer"] = std::string(offload ? "CPU-Adam on the host" : "Adam on the GPU") + " (fp32 master, moments; betas 0.9, 0.95; eps 1e-8; lr " + std::to_string(o.lr) +
+                         "; no weight decay), new bf16 copy written by the same kernel";
+  details["grad_accum"] = o.grad_accum;
+  details["attention_kernel"] = "batched cuBLASLt GEMMs QK^T and PV over the full s x s square, masked softmax kernel";
+  details["allocator"] = "one arena per GPU, every buffer placed once at start (peak allocated = arena high-water mark)";
+  details["data"] = "fixed synthetic tokens (hash of position)";
+  details["loss_last_step"] = run.losses.empty() ? 0.0 : run.losses.back();
+  details["losses"] = run.losses;
+  details["params_total"] = gpt_param_count(o.model);
+  // Per-stream busy time and bytes moved, per rank (medians over the timed steps).
+  nlohmann::ordered_json streams = nlohmann::ordered_json::array();
+  for (const RankMeasurement& r : run.ranks) {
+    auto med = [&](auto field) {
+      std::vector<double> v;
+      for (const StreamBusy& b : r.busy) v.push_back(b.*field);
+      return median(v);
+    };
+    const double step = median(r.step_times_s);
+    const double compute = med(&StreamBusy::compute_s);
+    streams.push_back({{"compute_busy_s", compute},
+                       {"optimizer_s", med(&StreamBusy::optimizer_s)},
+                       {"collective_busy_s", med(&StreamBusy::collective_s)},
+                       {"host_transfer_busy_s", med(&StreamBusy::host_transfer_s)},
+                       {"storage_busy_s", med(&StreamBusy::storage_s)},
+                       {"cpu_optimizer_s", med(&StreamBusy::cpu_optimizer_s)},
+                       {"compute_idle_s", std::max(0.0, step - compute)},
+                       {"exposed_collective_s", med(&StreamBusy::exposed_collective_s)},
+                       {"bubble_fraction", med(&StreamBusy::bubble_fraction)},
+                       {"bytes_to_host", r.bytes_d2h},
+                       {"bytes_from_host", r.bytes_h2d},
+                       {"bytes_storage_read", r.bytes_storage_read},
+                       {"bytes_storage_written", r.bytes_storage_written},
+                       {"collective_bytes_sent", r.collective_bytes}});
+  }
+  details["streams_per_rank"] = streams;
+  j["stack"] = {{"name", "deepspeed"}, {"details", details}};
+  j["strategy"] = {{"schema_version", 1},
+                   {"gpus", n},
+                   {"dp", pipe ? 1 : n},
+                   {"tp", 1},
+                   {"pp", pipe ? n : 1},
+                   {"zero", zero3 ? 3 : 0},
+                   {"offload_params", offload ? "cpu" : "none"},
+                   {"offload_optimizer", !offload ? "none" : o.storage_dir.empty() ? "cpu" : "nvme"},
+                   {"micro_batch", o.model.micro_batch},
+                   {"global_batch", o.model.micro_batch * o.grad_accum * (pipe ? 1 : n)},
+                   {"recompute", o.recompute == Recompute::LAYER ? "full" : "none"},
+                   {"precision", "bf16-mixed"},
+                   {"seq", o.model.seq}};
+  if (pipe) j["strategy"]["schedule"] = o.mode == RefMode::GPIPE ? "gpipe" : "1f1b";
+  nlohmann::ordered_json m;
+  m["warmup_steps"] = o.warmup;
+  m["warmup_step_times_s"] = run.ranks[0].warmup_step_times_s;
+  std::vector<double> slowest(steps, 0.0);
+  for (const RankMeasurement& r : run.ranks) {
+    for (std::size_t i = 0; i < steps && i < r.step_times_s.size(); ++i) slowest[i] = std::max(slowest[i], r.step_times_s[i]);
+  }
+  const double med = median(slowest);
+  m["step_times_s"] = slowest;
+  m["step_time_s"] = med;
+  m["step_time_spread"] = med > 0 ? (*std::max_element(slowest.begin(), slowest.end()) -
+                                     *std::min_element(slowest.begin(), slowest.end())) / med
+                                  : 0.0;
+  nlohmann::ordered_json per_rank = nlohmann::ordered_json::array(), alloc = per_rank, reserved = per_rank, params = per_rank;
+  double exposed = 0;
+  for (const RankMeasurement& r : run.ranks) {
+    per_rank.push_back(r.step_times_s);
+    alloc.push_back(r.peak_allocated_bytes);
+    reserved.push_back(r.peak_reserved_bytes);
+    params.push_back(r.params);
+    std::vector<double> e;
+    for (const StreamBusy& b : r.busy) e.push_back(b.exposed_collective_s);
+    exposed = std::max(exposed, median(e));
+  }
+  m["step_times_s_per_rank"] = per_rank;
+  m["peak_allocated_bytes"] = alloc;
+  m["peak_reserved_bytes"] = reserved;
+  m["params_per_rank"] = params;
+  m["tokens_per_s"] = med > 0 ? static_cast<double>(o.model.tokens()) * o.grad_accum * (pipe ? 1 : n) / med : 0.0;
+  if (zero3) m["busy"] = {{"exposed_communication_s", exposed}};
+  if (pipe) {
+    double bubble = 0;
+    for (const RankMeasurement& r : run.ranks) {
+      std::vector<double> b;
+      for (const StreamBusy& s : r.busy) b.push_back(s.bubble_fraction);
+      bubble += median(b) / n;
+    }
+    m["busy"] = {{"bubble_fraction", bubble}};
+  }
+  j["measured"] = m;
+  return j;
+}
+
+}  // namespace trainsim::calibrate::ref

@@ -1,0 +1,103 @@
+// `trainsim-calibrate reference` through the built binary (label unit): argument errors exit 2
+// naming the flag and write nothing; without a GPU it says so and exits 3; the measured-run JSON
+// it would write has the keys `trainsim validate` reads.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "reference/reference_result.hpp"
+#include "run_binary.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+using test::run_calibrate;
+using test::TempDir;
+namespace fs = std::filesystem;
+
+TEST(ReferenceCli, ArgumentErrorsExit2NameTheFlag) {
+  TempDir dir;
+  const std::string out = (dir.path() / "out").string();
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"reference --out " + out + " --heads 5 --hidden 64", "--heads"},
+      {"reference --out " + out + " --mode zero7", "--mode"},
+      {"reference --out " + out + " --recompute some", "--recompute"},
+      {"reference --out " + out + " --layers 0", "--layers"},
+      {"reference --out " + out + " --mode single --gpus 2", "--gpus"},
+      {"reference --out " + out + " --lr 3", "--lr"},
+      {"reference --layers 2", "--out"},
+      {"reference --out " + out + " --teleport", "--teleport"},
+      {"reference --out " + out + " --mode gpipe --gpus 1", "--gpus"},
+      {"reference --out " + out + " --mode 1f1b --gpus 4 --layers 3", "--layers"},
+      {"reference --out " + out + " --mode zero3 --gpus 2 --storage-dir /tmp", "--storage-dir"},
+  };
+  for (const auto& [args, flag] : cases) {
+    const auto r = run_calibrate(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << args << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(out)) << args;
+  }
+}
+
+TEST(ReferenceCli, WithoutAGpuSaysSoAndExits3) {
+  TempDir dir;
+  const std::string out = (dir.path() / "out").string();
+  const auto r = run_calibrate("reference --check --out " + out, "CUDA_VISIBLE_DEVICES=");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ReferenceJson, MeasuredRunHasTheValidateKeys) {
+  ref::ReferenceRun run;
+  run.options = ref::parse_reference_options({"--out", "x", "--mode", "zero3", "--gpus", "2", "--grad-accum", "2"});
+  run.gpu_name = "NVIDIA H200";
+  for (int r = 0; r < 2; ++r) {
+    ref::RankMeasurement m;
+    m.step_times_s = {0.30, 0.32 + 0.01 * r, 0.31};
+    m.busy.assign(3, ref::StreamBusy{0.25, 0.1, 0, 0, 0, 0.01, 0.02, 0});
+    m.peak_allocated_bytes = 1e9;
+    m.peak_reserved_bytes = 1.1e9;
+    run.ranks.push_back(m);
+  }
+  run.losses = {10.9, 10.8};
+  const auto j = ref::measured_run_json(run, "x.model.json");
+  EXPECT_EQ(j["kind"], "trainsim.measured_run");
+  EXPECT_EQ(j["strategy"]["zero"], 3);
+  EXPECT_EQ(j["strategy"]["global_batch"], 4 * 2 * 2);
+  // Per step the slowest rank; the median of (0.30, 0.33, 0.31).
+  EXPECT_DOUBLE_EQ(j["measured"]["step_time_s"].get<double>(), 0.31);
+  EXPECT_EQ(j["measured"]["peak_allocated_bytes"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["measured"]["busy"]["exposed_communication_s"].get<double>(), 0.02);
+  EXPECT_NEAR(j["stack"]["details"]["streams_per_rank"][0]["compute_idle_s"].get<double>(), 0.31 - 0.25, 1e-12);
+  EXPECT_EQ(j["name"], "zero3_L24-h1024_mb4x2");
+  // 6 N T plus attention for L24 h1024 V50304 s2048, 16 sequences.
+  const double per_seq = 2 * 2048.0 * (12 * 24 * 1024.0 * 1024 + 50304.0 * 1024) + 4 * 24 * 2048.0 * 2048 * 1024;
+  EXPECT_DOUBLE_EQ(ref::step_flops(run.options), 3 * per_seq * 16);
+}
+
+TEST(ReferenceJson, InfinityRecordsItsOffloadAndHostBytes) {
+  ref::ReferenceRun run;
+  run.options = ref::parse_reference_options({"--out", "x", "--mode", "infinity", "--gpus", "2", "--cpu-threads", "8"});
+  ref::RankMeasurement m;
+  m.step_times_s = {1.0};
+  m.busy.assign(1, ref::StreamBusy{0.5, 0.1, 0.2, 0, 0.3, 0, 0.05, 0});
+  m.bytes_h2d = 2e9;
+  m.bytes_d2h = 4e9;
+  m.peak_allocated_bytes = m.peak_reserved_bytes = 1e9;
+  run.ranks = {m, m};
+  const auto j = ref::measured_run_json(run, "x.model.json");
+  EXPECT_EQ(j["strategy"]["zero"], 3);
+  EXPECT_EQ(j["strategy"]["offload_optimizer"], "cpu");
+  EXPECT_EQ(j["strategy"]["offload_params"], "cpu");
+  EXPECT_EQ(j["name"], "infinity_L24-h1024_mb4x1");
+  const auto& r0 = j["stack"]["details"]["streams_per_rank"][0];
+  EXPECT_DOUBLE_EQ(r0["cpu_optimizer_s"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(r0["host_transfer_busy_s"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(r0["bytes_from_host"].get<double>(), 2e9);
+  EXPECT_DOUBLE_EQ(r0["bytes_to_host"].get<double>(), 4e9);
+  EXPECT_NE(j["stack"]["details"]["offload"].get<std::string>().find("8 threads"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainsim::calibrate

@@ -1,0 +1,42 @@
+// The reference step on a GPU (label gpu): `reference --check` (GPU against the CPU fp64
+// reference, the loss falling over 20 steps like fp64 Adam's, recompute, ZeRO-3 on every visible
+// GPU) and one small measured run whose JSON is complete. Skipped, saying why, without a GPU.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_binary.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+TEST(ReferenceGpu, CheckSuitePasses) {
+  test::TempDir dir;
+  const std::string out = (dir.path() / "out").string();
+  // All visible GPUs: the ZeRO-3 check runs where there are two or more.
+  const auto probe = test::run_calibrate("reference --check --gpus 1 --out " + out, "NCCL_NVLS_ENABLE=0");
+  if (probe.exit_code == 3) GTEST_SKIP() << "no GPU here: " << probe.err;
+  ASSERT_EQ(probe.exit_code, 0) << probe.out << probe.err << test::slurp(out + "/check.json");
+  const auto report = nlohmann::json::parse(test::slurp(out + "/check.json"));
+  EXPECT_TRUE(report["passed"].get<bool>()) << report.dump(1);
+}
+
+TEST(ReferenceGpu, SmallMeasuredRunWritesTheMeasuredRunJson) {
+  test::TempDir dir;
+  const std::string out = (dir.path() / "out").string();
+  const auto r = test::run_calibrate("reference --layers 2 --hidden 256 --heads 4 --vocab 1024 --seq 256 "
+                                     "--micro-batch 2 --steps 3 --warmup 1 --name tiny --out " + out,
+                                     "NCCL_NVLS_ENABLE=0");
+  if (r.exit_code == 3) GTEST_SKIP() << "no GPU here: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(test::slurp(out + "/tiny.json"));
+  EXPECT_EQ(j["measured"]["step_times_s"].size(), 3u);
+  EXPECT_GT(j["measured"]["step_time_s"].get<double>(), 0);
+  EXPECT_GT(j["measured"]["peak_allocated_bytes"][0].get<double>(), 0);
+  EXPECT_GT(j["stack"]["details"]["streams_per_rank"][0]["compute_busy_s"].get<double>(), 0);
+  const auto losses = j["stack"]["details"]["losses"];
+  EXPECT_LT(losses.back().get<double>(), losses.front().get<double>());
+}
+
+}  // namespace
+}  // namespace trainsim::calibrate
