@@ -84,6 +84,10 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_option("--offload-activations", f.offload_activations, "Activation-checkpoint offload: none, cpu")
       ->group("Strategy");
   app.add_option("--recompute", f.recompute, "Activation recompute: none, selective, full")->group("Strategy");
+  app.add_option("--stack", f.stack,
+                 "Training stack: idealized (default), megatron, deepspeed, pytorch, pytorch-ddp, pytorch-fsdp, "
+                 "pytorch-pipelining (workloads/training_stacks.md)")
+      ->group("Strategy");
   app.add_flag("--l2l", f.l2l, "L2L: one layer on the GPU at a time, model states on the host")->group("Strategy");
   app.add_flag("--dpu", f.delayed_update, "ZeRO-Offload's one-step delayed parameter update")->group("Strategy");
   app.add_option("--micro-batch", f.micro_batch, "Micro-batch size per GPU")
