@@ -95,6 +95,7 @@ Request resolve_request(const InputFlags& f) {
   r.profile = hw::resolve_profile(f.hw, "--hw");
 
   wl::StrategyInput input;
+  if (f.base_strategy) input.merge(*f.base_strategy);
   if (!f.strategy_file.empty()) input.merge(wl::strategy_from_json(f.strategy_file));
   if (!f.deepspeed_file.empty()) input.merge(wl::strategy_from_deepspeed(f.deepspeed_file));
   if (!f.megatron_args.empty()) input.merge(wl::strategy_from_megatron_args(f.megatron_args));

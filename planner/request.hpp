@@ -26,6 +26,8 @@ struct InputFlags {
   std::optional<std::string> schedule, offload_params, offload_optimizer, offload_activations, recompute,
       precision, attention, stack;
   std::optional<std::int64_t> micro_batch, global_batch, seq;
+  // A strategy already read (a measured run's), merged first: files and flags override it.
+  std::optional<wl::StrategyInput> base_strategy;
 };
 
 struct Request {

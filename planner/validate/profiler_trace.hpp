@@ -1,0 +1,28 @@
+#pragma once
+// A PyTorch profiler trace (the Chrome trace JSON torch.profiler exports, optionally gzipped) read
+// for what a validation compares: the step as the GPU saw it (first to last GPU activity, or the
+// ProfilerStep span when the trace has one), the time compute kernels and NCCL kernels kept the
+// GPU busy, the communication no compute hid, the GPU's idle share, and the allocator's peak when
+// the trace recorded memory events.
+
+#include <optional>
+#include <string>
+
+namespace trainsim::planner {
+
+struct TraceSummary {
+  double step_s = 0;              // ProfilerStep span, else first GPU start to last GPU end
+  bool step_from_profiler_step = false;
+  double compute_busy_s = 0;      // union of non-NCCL kernels, copies and memsets
+  double nccl_busy_s = 0;         // union of NCCL kernels
+  double exposed_communication_s = 0;  // NCCL busy while nothing else runs
+  double idle_fraction = 0;       // share of the step no GPU activity covers
+  std::size_t kernels = 0;
+  std::optional<double> peak_allocated_bytes;  // from [memory] events (profile_memory=True)
+};
+
+// Throws ConfigError naming the file for a trace that cannot be read or is not a Chrome trace
+// with GPU activity.
+TraceSummary read_profiler_trace(const std::string& path);
+
+}  // namespace trainsim::planner

@@ -1,0 +1,158 @@
+#include "validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "config_error.hpp"
+#include "memory_answer.hpp"
+#include "profile_loader.hpp"
+#include "request.hpp"
+#include "simulator.hpp"
+
+namespace trainsim::planner {
+namespace {
+
+ValidationRow row(const MeasuredRun& run, std::string metric, std::string unit, double predicted, double measured,
+                  bool toleranced, double tolerance_pct, std::string note = {}) {
+  ValidationRow r;
+  r.name = run.name;
+  r.metric = std::move(metric);
+  r.unit = std::move(unit);
+  r.predicted = predicted;
+  r.measured = measured;
+  r.error_abs = predicted - measured;
+  r.error_pct = measured != 0 ? 100.0 * (predicted - measured) / measured : 0.0;
+  r.toleranced = toleranced;
+  r.within = !toleranced || std::abs(r.error_pct) <= tolerance_pct;
+  r.note = std::move(note);
+  return r;
+}
+
+double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+
+}  // namespace
+
+std::vector<KnownGap> load_known_gaps(const std::string& path) {
+  const JsonDocument doc = parse_json_file(path);
+  StrictObject root(doc.json, doc.source, "");
+  if (root.integer("schema_version", 1, 1000) != 1) throw ConfigError(doc.source, "schema_version", "schema version 1");
+  std::vector<KnownGap> gaps;
+  if (root.has("gaps")) {
+    for (StrictObject g : root.objects("gaps")) {
+      KnownGap k{g.string("name"), g.string("metric"), g.string("reason")};
+      if (k.reason.empty()) throw ConfigError(doc.source, g.path_of("reason"), "the reason the row is outside its target", "\"\"");
+      g.finish();
+      gaps.push_back(std::move(k));
+    }
+  }
+  root.finish({"description"});
+  return gaps;
+}
+
+std::string default_profile(const MeasuredRun& run) {
+  for (const std::string& name : builtin_profile_names()) {
+    const hw::ClusterProfile p = hw::builtin_profile(name);
+    if (p.gpu.model == run.gpu && p.gpus_per_node() >= run.gpus && p.calibration.host_dispatch) return name;
+  }
+  throw ConfigError(run.path, "provenance.gpu",
+                    fmt::format("a GPU that a calibrated built-in profile describes with {} GPUs per node (or give --hw)", run.gpus),
+                    "\"" + run.gpu + "\"");
+}
+
+RunValidation validate_run(const MeasuredRun& run, const std::string& hw, bool read_trace) {
+  RunValidation v;
+  v.run = run;
+  v.profile = hw;
+  if (read_trace && run.trace_path) v.trace = read_profiler_trace(*run.trace_path);
+
+  InputFlags flags;
+  flags.model = run.model_path;
+  flags.hw = hw;
+  wl::StrategyInput strategy = run.strategy;
+  // The run's own pipeline partition (a stack splits layers its own way; run_step.py evenly).
+  if (run.layers_per_stage.size() >= 2) {
+    strategy.first_stage_layers.set(run.layers_per_stage.front(), run.path + ": stack.details.layers_per_stage");
+    strategy.last_stage_layers.set(run.layers_per_stage.back(), run.path + ": stack.details.layers_per_stage");
+  }
+  flags.base_strategy = strategy;
+  MemoryAnswer memory = answer_memory(resolve_request(flags));
+  const Request& request = memory.request;
+  v.profile = request.profile.name;
+  if (request.infeasible_reason) {
+    v.error = "not simulated: " + *request.infeasible_reason;
+    return v;
+  }
+  // The run is known to have fit: it is simulated whatever the memory model says about fitting,
+  // so its predicted peak can be compared with the measured one.
+  const sim::SimResult r = sim::simulate(request.inputs.model, request.inputs.strategy, request.profile, memory.estimate);
+  if (!r.simulated) {
+    v.error = "not simulated: " + r.infeasible_reason.value_or("the simulator gave no result");
+    return v;
+  }
+  std::set<std::string> seen;
+  for (const auto& list : {r.assumptions, r.notes}) {
+    for (const auto& n : list) {
+      if (seen.insert(n).second) v.notes.push_back(n);
+    }
+  }
+  for (const auto& g : r.per_gpu) v.predicted_peaks.push_back(g.peak_memory_bytes);
+
+  v.rows.push_back(row(run, "step_time", "s", r.step_time_s, run.step_time_s, true, STEP_TOLERANCE_PCT,
+                       "measured: median of the timed steps (slowest rank)"));
+  v.rows.push_back(row(run, "peak_allocated", "bytes", max_of(v.predicted_peaks), max_of(run.peak_allocated_bytes), true,
+                       MEMORY_TOLERANCE_PCT, "the largest GPU: torch.cuda.max_memory_allocated against the replay's timeline peak"));
+  // The caching allocator reserves whole segments and keeps freed blocks: reserved is at least the
+  // allocated peak; its segment rounding is small for the large tensors of training and its
+  // fragmentation is not modeled, so the allocated peak is the prediction (training_stacks.md).
+  v.rows.push_back(row(run, "peak_reserved", "bytes", max_of(v.predicted_peaks), max_of(run.peak_reserved_bytes), false, 0,
+                       "predicted: the allocated peak (a lower bound; fragmentation not modeled)"));
+  const sim::GpuResult* first = r.per_gpu.empty() ? nullptr : &r.per_gpu.front();
+  const double exposed_measured = run.exposed_communication_s.value_or(v.trace ? v.trace->exposed_communication_s : -1.0);
+  if (first != nullptr && exposed_measured >= 0 && run.gpus > 1) {
+    v.rows.push_back(row(run, "exposed_communication", "s", first->exposed_communication_s, exposed_measured, false, 0,
+                         "rank 0: NCCL kernels running while no other GPU work does (profiler trace)"));
+  }
+  const bool pipeline = request.inputs.strategy.pp > 1;
+  const double bubble_measured = run.bubble_fraction.value_or(v.trace ? v.trace->idle_fraction : -1.0);
+  if (pipeline && first != nullptr && bubble_measured >= 0 && r.step_time_s > 0) {
+    ValidationRow b = row(run, "bubble_fraction", "fraction", first->idle_s / r.step_time_s, bubble_measured, true, 0,
+                          "stage 0: share of the step its GPU is idle (measured: no GPU activity in the profiled step)");
+    b.within = std::abs(b.error_abs) <= BUBBLE_TOLERANCE;
+    v.rows.push_back(b);
+  }
+  return v;
+}
+
+void apply_known_gaps(std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps) {
+  for (auto& v : runs) {
+    for (auto& r : v.rows) {
+      for (const auto& g : gaps) {
+        if (g.name == r.name && g.metric == r.metric) r.gap = g.reason;
+      }
+    }
+  }
+}
+
+MetricStats metric_stats(const std::vector<RunValidation>& runs, const std::string& metric, bool exclude_gaps) {
+  MetricStats s;
+  double sum = 0;
+  for (const auto& v : runs) {
+    for (const auto& r : v.rows) {
+      if (r.metric != metric || (exclude_gaps && !r.gap.empty())) continue;
+      ++s.rows;
+      sum += std::abs(r.error_pct);
+      if (s.worst_name.empty() || std::abs(r.error_pct) > std::abs(s.worst_error_pct)) {
+        s.worst_error_pct = r.error_pct;
+        s.worst_name = r.name;
+      }
+      if (!r.within) ++s.outside;
+    }
+  }
+  if (s.rows > 0) s.mean_abs_error_pct = sum / static_cast<double>(s.rows);
+  return s;
+}
+
+}  // namespace trainsim::planner
