@@ -6,6 +6,7 @@ void register_commands(CLI::App& app, Commands& commands) {
   register_memory(app, commands);
   register_simulate(app, commands);
   register_list(app, commands);
+  register_validate(app, commands);
 }
 
 }  // namespace trainsim::cli

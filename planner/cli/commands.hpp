@@ -29,5 +29,6 @@ inline constexpr const char* OUTPUT_FILES_HELP =
 void register_memory(CLI::App& app, Commands& commands);
 void register_list(CLI::App& app, Commands& commands);
 void register_simulate(CLI::App& app, Commands& commands);
+void register_validate(CLI::App& app, Commands& commands);
 
 }  // namespace trainsim::cli

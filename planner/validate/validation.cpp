@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "config_error.hpp"
@@ -53,7 +54,7 @@ std::vector<KnownGap> load_known_gaps(const std::string& path) {
 }
 
 std::string default_profile(const MeasuredRun& run) {
-  for (const std::string& name : builtin_profile_names()) {
+  for (const std::string& name : hw::builtin_profile_names()) {
     const hw::ClusterProfile p = hw::builtin_profile(name);
     if (p.gpu.model == run.gpu && p.gpus_per_node() >= run.gpus && p.calibration.host_dispatch) return name;
   }
@@ -62,14 +63,65 @@ std::string default_profile(const MeasuredRun& run) {
                     "\"" + run.gpu + "\"");
 }
 
-RunValidation validate_run(const MeasuredRun& run, const std::string& hw, bool read_trace) {
-  RunValidation v;
-  v.run = run;
-  v.profile = hw;
-  if (read_trace && run.trace_path) v.trace = read_profiler_trace(*run.trace_path);
+ValidationInputs read_validation_inputs(const std::string& measured, const std::string& sidecar, const InputFlags& flags) {
+  namespace fs = std::filesystem;
+  ValidationInputs in;
+  std::error_code ec;
+  if (fs::is_directory(measured, ec)) {
+    if (!sidecar.empty()) throw ConfigError("--sidecar", "--sidecar", "no --sidecar with a directory of measured runs", "\"" + sidecar + "\"");
+    std::vector<std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(measured, ec)) {
+      const std::string p = e.path().string();
+      if (e.is_regular_file() && p.ends_with(".json")) files.push_back(p);
+    }
+    if (ec) throw ConfigError(measured, "", "a readable directory of measured runs", ec.message());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      if (!is_measured_run_file(f)) continue;
+      in.runs.push_back(load_measured_run(f));
+      in.paths.push_back(f);
+    }
+    if (in.runs.empty()) {
+      throw ConfigError(measured, "", "a directory holding measured-run JSON files (\"kind\": \"trainsim.measured_run\")", "none");
+    }
+    return in;
+  }
+  if (!fs::is_regular_file(measured, ec)) {
+    throw ConfigError("--measured", "--measured", "a measured-run JSON, a profiler trace or a directory", "\"" + measured + "\" (no such file)");
+  }
+  in.paths.push_back(measured);
+  if (!sidecar.empty()) in.paths.push_back(sidecar);
+  if (measured.ends_with(".gz")) {
+    in.runs.push_back(measured_run_from_trace(measured, sidecar, flags.model));
+    return in;
+  }
+  const JsonDocument doc = parse_json_file(measured);
+  if (doc.json.is_object() && doc.json.contains("traceEvents")) {
+    in.runs.push_back(measured_run_from_trace(measured, sidecar, flags.model));
+  } else {
+    if (!sidecar.empty()) {
+      throw ConfigError("--sidecar", "--sidecar", "a sidecar only with a profiler trace (a measured run names its own model and strategy)",
+                        "\"" + sidecar + "\"");
+    }
+    in.runs.push_back(measured_run_from_json(doc, std::filesystem::path(measured).parent_path().string()));
+  }
+  return in;
+}
 
-  InputFlags flags;
-  flags.model = run.model_path;
+RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, bool hw_given, bool read_trace) {
+  RunValidation v;
+  v.run = run_in;
+  MeasuredRun& run = v.run;
+  if ((read_trace || run.from_trace) && run.trace_path) v.trace = read_profiler_trace(*run.trace_path);
+  if (run.from_trace) {
+    run.step_time_s = v.trace->step_s;
+    if (run.peak_allocated_bytes.empty() && v.trace->peak_allocated_bytes) run.peak_allocated_bytes = {*v.trace->peak_allocated_bytes};
+  }
+  const std::string hw = hw_given ? given.hw : default_profile(run);
+  v.profile = hw;
+
+  InputFlags flags = given;
+  if (flags.model.empty()) flags.model = run.model_path;
   flags.hw = hw;
   wl::StrategyInput strategy = run.strategy;
   // The run's own pipeline partition (a stack splits layers its own way; run_step.py evenly).
@@ -87,6 +139,11 @@ RunValidation validate_run(const MeasuredRun& run, const std::string& hw, bool r
   }
   // The run is known to have fit: it is simulated whatever the memory model says about fitting,
   // so its predicted peak can be compared with the measured one.
+  const double ops = sim::estimated_replay_ops(request.inputs.model, request.inputs.strategy, request.profile);
+  if (ops > sim::MAX_REPLAY_OPS) {
+    v.error = fmt::format("not simulated: the replay would hold about {:.3g} million ops, beyond trainsim's limit", ops / 1e6);
+    return v;
+  }
   const sim::SimResult r = sim::simulate(request.inputs.model, request.inputs.strategy, request.profile, memory.estimate);
   if (!r.simulated) {
     v.error = "not simulated: " + r.infeasible_reason.value_or("the simulator gave no result");
@@ -102,12 +159,12 @@ RunValidation validate_run(const MeasuredRun& run, const std::string& hw, bool r
 
   v.rows.push_back(row(run, "step_time", "s", r.step_time_s, run.step_time_s, true, STEP_TOLERANCE_PCT,
                        "measured: median of the timed steps (slowest rank)"));
-  v.rows.push_back(row(run, "peak_allocated", "bytes", max_of(v.predicted_peaks), max_of(run.peak_allocated_bytes), true,
+  if (!run.peak_allocated_bytes.empty()) v.rows.push_back(row(run, "peak_allocated", "bytes", max_of(v.predicted_peaks), max_of(run.peak_allocated_bytes), true,
                        MEMORY_TOLERANCE_PCT, "the largest GPU: torch.cuda.max_memory_allocated against the replay's timeline peak"));
   // The caching allocator reserves whole segments and keeps freed blocks: reserved is at least the
   // allocated peak; its segment rounding is small for the large tensors of training and its
   // fragmentation is not modeled, so the allocated peak is the prediction (training_stacks.md).
-  v.rows.push_back(row(run, "peak_reserved", "bytes", max_of(v.predicted_peaks), max_of(run.peak_reserved_bytes), false, 0,
+  if (!run.peak_reserved_bytes.empty()) v.rows.push_back(row(run, "peak_reserved", "bytes", max_of(v.predicted_peaks), max_of(run.peak_reserved_bytes), false, 0,
                        "predicted: the allocated peak (a lower bound; fragmentation not modeled)"));
   const sim::GpuResult* first = r.per_gpu.empty() ? nullptr : &r.per_gpu.front();
   const double exposed_measured = run.exposed_communication_s.value_or(v.trace ? v.trace->exposed_communication_s : -1.0);
@@ -124,6 +181,20 @@ RunValidation validate_run(const MeasuredRun& run, const std::string& hw, bool r
     v.rows.push_back(b);
   }
   return v;
+}
+
+void check_known_gaps(const std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps, const std::string& path) {
+  for (std::size_t i = 0; i < gaps.size(); ++i) {
+    bool found = false;
+    for (const auto& v : runs) {
+      for (const auto& r : v.rows) found = found || (r.name == gaps[i].name && r.metric == gaps[i].metric);
+      found = found || (v.run.name == gaps[i].name && !v.error.empty() && gaps[i].metric == "step_time");
+    }
+    if (!found) {
+      throw ConfigError(path, fmt::format("gaps[{}]", i), "a row the validated runs have (name and metric)",
+                        "\"" + gaps[i].name + "\" " + gaps[i].metric);
+    }
+  }
 }
 
 void apply_known_gaps(std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps) {

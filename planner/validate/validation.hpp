@@ -12,6 +12,7 @@
 
 #include "measured_run.hpp"
 #include "profiler_trace.hpp"
+#include "request.hpp"
 
 namespace trainsim::planner {
 
@@ -57,8 +58,21 @@ std::vector<KnownGap> load_known_gaps(const std::string& path);
 // when there is none.
 std::string default_profile(const MeasuredRun& run);
 
-RunValidation validate_run(const MeasuredRun& run, const std::string& hw, bool read_trace);
+// What `--measured` named: one measured-run JSON, one profiler trace (with `sidecar` or the flags
+// saying what it ran), or a directory (every measured-run JSON under it, in path order; other JSON
+// files there, such as the runs' model files, are skipped). `paths` as given, for provenance.
+struct ValidationInputs {
+  std::vector<MeasuredRun> runs;
+  std::vector<std::string> paths;
+};
+ValidationInputs read_validation_inputs(const std::string& measured, const std::string& sidecar, const InputFlags& flags);
+
+// Simulates the run's model and strategy (flags override them; --hw when `hw_given`, else
+// default_profile) and compares.
+RunValidation validate_run(const MeasuredRun& run, const InputFlags& flags, bool hw_given, bool read_trace);
 void apply_known_gaps(std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps);
+// A gap naming a row that the runs do not have is a ConfigError naming the file.
+void check_known_gaps(const std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps, const std::string& path);
 
 struct MetricStats {
   std::size_t rows = 0;
@@ -74,6 +88,8 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
 std::string validation_table(const std::vector<RunValidation>& runs);
 std::string validation_markdown(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
                                 const std::string& known_gaps_path);
+// The report's charts, in the order validation_charts returns them.
+inline constexpr const char* CHART_FILES[] = {"step_time.svg", "peak_allocated.svg", "errors.svg"};
 // (file name, SVG text) of the report's charts.
 std::vector<std::pair<std::string, std::string>> validation_charts(const std::vector<RunValidation>& runs);
 
