@@ -110,7 +110,9 @@ TraceSummary read_profiler_trace(const std::string& path) {
   t.nccl_busy_s = union_length(nccl);
   const double busy = union_length(all);
   t.exposed_communication_s = std::max(0.0, busy - t.compute_busy_s);
-  t.idle_fraction = std::clamp(1.0 - busy / (last - first), 0.0, 1.0);
+  t.gpu_span_s = last - first;
+  t.idle_fraction = std::clamp(1.0 - busy / t.gpu_span_s, 0.0, 1.0);
+  t.no_compute_fraction = std::clamp(1.0 - t.compute_busy_s / t.gpu_span_s, 0.0, 1.0);
   if (peak >= 0) t.peak_allocated_bytes = peak;
   return t;
 }

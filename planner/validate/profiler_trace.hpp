@@ -16,7 +16,12 @@ struct TraceSummary {
   double compute_busy_s = 0;      // union of non-NCCL kernels, copies and memsets
   double nccl_busy_s = 0;         // union of NCCL kernels
   double exposed_communication_s = 0;  // NCCL busy while nothing else runs
-  double idle_fraction = 0;       // share of the step no GPU activity covers
+  double gpu_span_s = 0;          // first GPU start to last GPU end
+  double idle_fraction = 0;       // share of gpu_span_s no GPU activity covers
+  // Share of gpu_span_s without compute (no kernel other than NCCL's, no copy, no memset): idle
+  // time plus NCCL kernels alone. A pipeline stage waiting for its neighbour sits in an NCCL
+  // receive kernel, so this, not idle_fraction, is the stage's bubble as the trace shows it.
+  double no_compute_fraction = 0;
   std::size_t kernels = 0;
   std::optional<double> peak_allocated_bytes;  // from [memory] events (profile_memory=True)
 };

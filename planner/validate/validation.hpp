@@ -23,6 +23,11 @@ inline constexpr double MEMORY_TOLERANCE_PCT = 10.0;
 inline constexpr double MEAN_TOLERANCE_PCT = 5.0;
 inline constexpr double BUBBLE_TOLERANCE = 0.03;
 
+// How the committed report is made, from the repository root.
+inline constexpr const char* REGENERATE_COMMAND =
+    "build/trainsim validate --measured reports/validation/measured --known-gaps reports/validation/known_gaps.json "
+    "--report-dir reports/validation";
+
 struct ValidationRow {
   std::string name;    // the measured run
   std::string metric;  // step_time, peak_allocated, peak_reserved, exposed_communication, bubble_fraction
@@ -77,7 +82,9 @@ void check_known_gaps(const std::vector<RunValidation>& runs, const std::vector<
 struct MetricStats {
   std::size_t rows = 0;
   double mean_abs_error_pct = 0;
+  double mean_abs_error_abs = 0;  // in the metric's unit (the bubble's target is absolute)
   double worst_error_pct = 0;
+  double worst_error_abs = 0;     // of the same row
   std::string worst_name;
   std::size_t outside = 0;  // rows outside the tolerance
 };
