@@ -181,9 +181,18 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
                        "predicted: the allocated peak (a lower bound; fragmentation not modeled)"));
   const sim::GpuResult* first = r.per_gpu.empty() ? nullptr : &r.per_gpu.front();
   const double exposed_measured = run.exposed_communication_s.value_or(v.trace ? v.trace->exposed_communication_s : -1.0);
-  if (first != nullptr && exposed_measured >= 0 && run.gpus > 1) {
+  // Not for pipelines: there a stage waiting for its neighbour sits in an NCCL receive kernel,
+  // which the trace counts as communication and the replay as idle; their bubble row covers it.
+  if (first != nullptr && exposed_measured >= 0 && run.gpus > 1 && request.inputs.strategy.pp == 1) {
     v.rows.push_back(row(run, "exposed_communication", "s", first->exposed_communication_s, exposed_measured, false, 0,
                          "rank 0: NCCL kernels running while no other GPU work does (profiler trace)"));
+  }
+  // Per-stream busy times a reference step reports (measured.busy), where the replay has the same.
+  if (first != nullptr && run.compute_busy_s) {
+    v.rows.push_back(row(run, "compute_busy", "s", first->compute_s, *run.compute_busy_s, false, 0, "rank 0: compute stream busy"));
+  }
+  if (first != nullptr && run.optimizer_busy_s) {
+    v.rows.push_back(row(run, "optimizer_busy", "s", first->optimizer_s, *run.optimizer_busy_s, false, 0, "rank 0: optimizer step"));
   }
   const bool pipeline = request.inputs.strategy.pp > 1;
   const double bubble_measured = run.bubble_fraction.value_or(v.trace ? v.trace->no_compute_fraction : -1.0);

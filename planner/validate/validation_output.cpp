@@ -112,13 +112,16 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
   for (const char* m : {"step_time", "peak_allocated", "bubble_fraction"}) {
     const MetricStats a = metric_stats(runs, m, false), g = metric_stats(runs, m, true);
     if (a.rows == 0) continue;
+    // Rows listed as known gaps: the statistics over the others too.
+    const bool gaps = g.rows != a.rows;
     if (std::string(m) == "bubble_fraction") {
-      out += fmt::format("{}: mean |error| {:.3f} over {} rows (worst {:+.3f}, {}); {} rows not listed as known gaps: mean {:.3f}, worst {:+.3f}\n", m,
-                         a.mean_abs_error_abs, a.rows, a.worst_error_abs, a.worst_name, g.rows, g.mean_abs_error_abs, g.worst_error_abs);
+      out += fmt::format("{}: mean |error| {:.3f} over {} rows (worst {:+.3f}, {})", m, a.mean_abs_error_abs, a.rows, a.worst_error_abs, a.worst_name);
+      if (gaps) out += fmt::format("; {} rows not listed as known gaps: mean {:.3f}, worst {:+.3f}", g.rows, g.mean_abs_error_abs, g.worst_error_abs);
     } else {
-      out += fmt::format("{}: mean |error| {:.1f}% over {} rows (worst {:+.1f}%, {}); {} rows not listed as known gaps: mean {:.1f}%, worst {:+.1f}%\n", m,
-                         a.mean_abs_error_pct, a.rows, a.worst_error_pct, a.worst_name, g.rows, g.mean_abs_error_pct, g.worst_error_pct);
+      out += fmt::format("{}: mean |error| {:.1f}% over {} rows (worst {:+.1f}%, {})", m, a.mean_abs_error_pct, a.rows, a.worst_error_pct, a.worst_name);
+      if (gaps) out += fmt::format("; {} rows not listed as known gaps: mean {:.1f}%, worst {:+.1f}%", g.rows, g.mean_abs_error_pct, g.worst_error_pct);
     }
+    out += "\n";
   }
   return out;
 }
@@ -186,8 +189,9 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "peak yet (the allocator's segments and fragmentation, workloads/training_stacks.md \"Allocator\"), so this row "
         "has no target and shows how far reserved runs above allocated.\n"
         "- `exposed_communication`: rank 0's NCCL kernel time while no other GPU work runs, from the profiled step's "
-        "trace, against stage 0's exposed communication in the replay. No target: in a pipeline, a stage waiting for its "
-        "neighbour sits inside an NCCL receive kernel, which the trace counts here and the replay counts as idle.\n"
+        "trace, against its exposed communication in the replay; data-parallel runs only (in a pipeline a stage waiting "
+        "for its neighbour sits inside an NCCL receive kernel, which the trace counts as communication and the replay "
+        "as idle: the bubble row covers it). No target yet.\n"
         "- `bubble_fraction` (pipelines): the share of stage 0's step its GPU runs no compute, on both sides: from the "
         "trace, 1 - (union of non-NCCL kernels, copies and memsets) / (first to last GPU activity); from the replay, "
         "1 - (compute + optimizer) / step.\n";

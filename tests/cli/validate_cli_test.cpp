@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -71,6 +72,23 @@ TEST(ValidateCli, TraceWithSidecar) {
   EXPECT_NEAR(j["rows"][0]["measured"].get<double>(), 0.109, 1e-9);  // first kernel start to last kernel end
 }
 
+// What the reference step (issue 11) adds to the schema: per-stream busy times and bytes moved.
+TEST(ValidateCli, ReferenceStepBusyTimesAndBytes) {
+  ScratchDir dir;
+  const std::string run = copy_run(dir, [](nlohmann::json& j) {
+    j["measured"]["busy"] = {{"compute_s", 0.12}, {"communication_s", 0.0}, {"exposed_communication_s", 0.0}, {"offload_io_s", 0.0},
+                             {"optimizer_s", 0.003}, {"host_s", 0.1}, {"bubble_fraction", 0.0}};
+    j["measured"]["bytes"] = {{"collective", 0}, {"p2p", 0}, {"host_to_device", 1e6}, {"device_to_host", 1e6}, {"nvme_read", 0}, {"nvme_write", 0}};
+  });
+  const CommandResult r = run_trainsim("validate --measured " + q(run) + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> metrics;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& row : j.at("rows")) metrics.insert(row.at("metric").get<std::string>());
+  EXPECT_TRUE(metrics.count("compute_busy"));
+  EXPECT_TRUE(metrics.count("optimizer_busy"));
+}
+
 struct BadCase {
   const char* what;
   std::function<std::string(const ScratchDir&)> args;  // the command's arguments
@@ -94,6 +112,14 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["peak_reserved_bytes"].push_back(1e9); }));
        },
        {"run.json", "measured.peak_reserved_bytes", "one peak per rank"}},
+      {"unknown busy key",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"gpu_s", 1}}; })); },
+       {"run.json", "measured.busy.gpu_s"}},
+      {"bubble out of range",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"bubble_fraction", 1.5}}; }));
+       },
+       {"run.json", "measured.busy.bubble_fraction", "a fraction in [0, 1]"}},
       {"model not beside",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["model"] = "../x/model.json"; })); },
        {"run.json", "model", "beside"}},
