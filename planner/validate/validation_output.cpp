@@ -107,6 +107,16 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
       out += fmt::format("{:<42} {:<22} {:>12} {:>12} {:>9}  {}\n", r.name, r.metric, value_text(r, r.predicted),
                          value_text(r, r.measured), error_text(r), status_text(r));
     }
+    if (v.run.peak_allocated_bytes.size() > 1) {
+      auto gib = [](const std::vector<double>& b) {
+        std::vector<std::string> t;
+        for (double x : b) t.push_back(fmt::format("{:.1f}", x / GiB));
+        return fmt::format("{}", fmt::join(t, " / "));
+      };
+      // The replay simulates one GPU per pipeline stage and folds identical data-parallel ranks.
+      out += fmt::format("{:<42} per GPU (GiB): predicted {} (one per stage); measured allocated {}, reserved {}\n", v.run.name,
+                         gib(v.predicted_peaks), gib(v.run.peak_allocated_bytes), gib(v.run.peak_reserved_bytes));
+    }
   }
   out += "\n";
   for (const char* m : {"step_time", "peak_allocated", "bubble_fraction"}) {
