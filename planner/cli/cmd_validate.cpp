@@ -46,6 +46,11 @@ void register_validate(CLI::App& app, Commands& commands) {
   sub->add_flag("--no-trace", state->no_trace,
                 "Do not read the measured runs' profiler traces (no exposed-communication or bubble rows from them)");
   add_input_flags(*sub, state->inputs, ModelFlags::ARCHITECTURE_ONLY);
+  // Not dgx2: without --hw each run is simulated on the calibrated profile of its own GPU.
+  sub->get_option("--hw")
+      ->default_str("")
+      ->description("Cluster: a built-in profile name or a profile JSON (default: the calibrated built-in profile of "
+                    "the run's GPU)");
   add_output_flags(*sub, state->output, {"table", "json"});
   sub->footer(std::string("Without --hw, the calibrated built-in profile of the run's GPU is used (h200x4-measured for "
                           "the committed H200 runs).\n\n"

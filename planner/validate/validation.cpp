@@ -146,6 +146,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   MemoryAnswer memory = answer_memory(resolve_request(flags));
   const Request& request = memory.request;
   v.profile = request.profile.name;
+  v.profile_description = request.profile.description;
   if (request.infeasible_reason) {
     v.error = "not simulated: " + *request.infeasible_reason;
     return v;

@@ -45,6 +45,7 @@ struct ValidationRow {
 struct RunValidation {
   MeasuredRun run;
   std::string profile;                   // the profile simulated on
+  std::string profile_description;       // its description (who calibrated it, where, when)
   std::vector<double> predicted_peaks;   // per simulated GPU (pipeline stage)
   std::optional<TraceSummary> trace;
   std::vector<ValidationRow> rows;

@@ -45,6 +45,12 @@ std::vector<std::string> profiles_of(const std::vector<RunValidation>& runs) {
   return {p.begin(), p.end()};
 }
 
+std::map<std::string, std::string> profile_descriptions(const std::vector<RunValidation>& runs) {
+  std::map<std::string, std::string> d;
+  for (const auto& v : runs) d[v.profile] = v.profile_description;
+  return d;
+}
+
 nlohmann::ordered_json stats_json(const MetricStats& s) {
   return {{"rows", s.rows},
           {"mean_abs_error_pct", s.mean_abs_error_pct},
@@ -65,6 +71,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
   j["provenance"] = {{"tool", std::string("trainsim ") + TRAINSIM_VERSION},
                      {"command", "trainsim validate"},
                      {"profiles", profiles_of(runs)},
+                     {"profile_descriptions", profile_descriptions(runs)},
                      {"inputs", inputs},
                      {"known_gaps", known_gaps_path.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(known_gaps_path)},
                      {"stack_behaviour", "workloads/training_stacks.md"}};
@@ -144,6 +151,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
                     "```sh\n{}\n```\n\n",
                     TRAINSIM_VERSION, runs.size(), fmt::join(profiles_of(runs), ", "), known_gaps_path.empty() ? "(none)" : known_gaps_path,
                     REGENERATE_COMMAND);
+  for (const auto& [name, text] : profile_descriptions(runs)) md += fmt::format("Profile `{}`: {}\n\n", name, text);
   md += fmt::format("Targets (issue 10): every row within {:.0f}% on step time and on peak allocated memory, the mean absolute "
                     "error of each within {:.0f}%, the pipeline bubble within {:.2f}. Rows that miss are listed in `{}` with "
                     "their reason and stay below; the tolerance test enforces the targets on the other rows and fails when a "
