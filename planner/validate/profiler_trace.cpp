@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -114,6 +115,16 @@ TraceSummary read_profiler_trace(const std::string& path) {
   t.idle_fraction = std::clamp(1.0 - busy / t.gpu_span_s, 0.0, 1.0);
   t.no_compute_fraction = std::clamp(1.0 - t.compute_busy_s / t.gpu_span_s, 0.0, 1.0);
   if (peak >= 0) t.peak_allocated_bytes = peak;
+  // What ran it, for the default profile when nothing else says (torch.profiler writes both).
+  if (doc.contains("deviceProperties") && doc["deviceProperties"].is_array() && !doc["deviceProperties"].empty() &&
+      doc["deviceProperties"][0].is_object() && doc["deviceProperties"][0].contains("name") &&
+      doc["deviceProperties"][0]["name"].is_string()) {
+    t.gpu = doc["deviceProperties"][0]["name"].get<std::string>();
+  }
+  if (doc.contains("distributedInfo") && doc["distributedInfo"].is_object() && doc["distributedInfo"].contains("world_size") &&
+      doc["distributedInfo"]["world_size"].is_number_integer()) {
+    t.world_size = static_cast<int>(std::clamp<std::int64_t>(doc["distributedInfo"]["world_size"].get<std::int64_t>(), 0, 1 << 20));
+  }
   return t;
 }
 

@@ -24,6 +24,8 @@ struct TraceSummary {
   double no_compute_fraction = 0;
   std::size_t kernels = 0;
   std::optional<double> peak_allocated_bytes;  // from [memory] events (profile_memory=True)
+  std::string gpu;     // deviceProperties[0].name, when the trace has it
+  int world_size = 0;  // distributedInfo.world_size (0: not a distributed trace)
 };
 
 // Throws ConfigError naming the file for a trace that cannot be read or is not a Chrome trace

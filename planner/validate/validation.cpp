@@ -71,7 +71,7 @@ std::string default_profile(const MeasuredRun& run) {
     const hw::ClusterProfile p = hw::builtin_profile(name);
     if (p.gpu.model == run.gpu && p.gpus_per_node() >= run.gpus && p.calibration.host_dispatch) return name;
   }
-  throw ConfigError(run.path, "provenance.gpu",
+  throw ConfigError(run.path, run.from_trace ? "deviceProperties[0].name" : "provenance.gpu",
                     fmt::format("a GPU that a calibrated built-in profile describes with {} GPUs per node (or give --hw)", run.gpus),
                     "\"" + run.gpu + "\"");
 }
@@ -128,6 +128,8 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   if ((read_trace || run.from_trace) && run.trace_path) v.trace = read_profiler_trace(*run.trace_path);
   if (run.from_trace) {
     run.step_time_s = v.trace->step_s;
+    if (run.gpu.empty()) run.gpu = v.trace->gpu;
+    if (run.gpus <= 1 && v.trace->world_size > 1) run.gpus = v.trace->world_size;
     if (run.peak_allocated_bytes.empty() && v.trace->peak_allocated_bytes) run.peak_allocated_bytes = {*v.trace->peak_allocated_bytes};
   }
   const std::string hw = hw_given ? given.hw : default_profile(run);

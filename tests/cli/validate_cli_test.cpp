@@ -89,6 +89,23 @@ TEST(ValidateCli, ReferenceStepBusyTimesAndBytes) {
   EXPECT_TRUE(metrics.count("optimizer_busy"));
 }
 
+// Without a sidecar: the model and strategy from the flags, the GPU and its count from the trace.
+TEST(ValidateCli, TraceWithFlags) {
+  ScratchDir dir;
+  const std::string trace = dir.write(
+      "flags.trace.json",
+      R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H200"}], "distributedInfo": {"rank": 0, "world_size": 2},)"
+      R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_gemm", "ts": 0, "dur": 150000}]})");
+  const CommandResult r = run_trainsim("validate --measured " + q(trace) + " --model " + q(source_path(RUN + ".model.json")) +
+                                       " --gpus 2 --micro-batch 4 --global-batch 16 --stack pytorch-ddp --precision bf16-mixed "
+                                       "--seq 2048 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-measured"}));
+  EXPECT_EQ(j.at("rows").at(0).at("name"), "flags");
+  EXPECT_NEAR(j.at("rows").at(0).at("measured").get<double>(), 0.15, 1e-9);
+}
+
 struct BadCase {
   const char* what;
   std::function<std::string(const ScratchDir&)> args;  // the command's arguments
