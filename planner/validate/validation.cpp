@@ -175,13 +175,18 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
 
   v.rows.push_back(row(run, "step_time", "s", r.step_time_s, run.step_time_s, true, STEP_TOLERANCE_PCT,
                        "measured: median of the timed steps (slowest rank)"));
-  if (!run.peak_allocated_bytes.empty()) v.rows.push_back(row(run, "peak_allocated", "bytes", max_of(v.predicted_peaks), max_of(run.peak_allocated_bytes), true,
-                       MEMORY_TOLERANCE_PCT, "the largest GPU: torch.cuda.max_memory_allocated against the replay's timeline peak"));
+  const double predicted_peak = max_of(v.predicted_peaks);
+  if (!run.peak_allocated_bytes.empty()) {
+    v.rows.push_back(row(run, "peak_allocated", "bytes", predicted_peak, max_of(run.peak_allocated_bytes), true, MEMORY_TOLERANCE_PCT,
+                         "the largest GPU: torch.cuda.max_memory_allocated against the replay's timeline peak"));
+  }
   // The caching allocator reserves whole segments and keeps freed blocks: reserved is at least the
-  // allocated peak; its segment rounding is small for the large tensors of training and its
-  // fragmentation is not modeled, so the allocated peak is the prediction (training_stacks.md).
-  if (!run.peak_reserved_bytes.empty()) v.rows.push_back(row(run, "peak_reserved", "bytes", max_of(v.predicted_peaks), max_of(run.peak_reserved_bytes), false, 0,
-                       "predicted: the allocated peak (a lower bound; fragmentation not modeled)"));
+  // allocated peak. The replay has no reserved timeline yet (segments, fragmentation), so the
+  // allocated peak stands in, as a lower bound, and the row has no target (training_stacks.md).
+  if (!run.peak_reserved_bytes.empty()) {
+    v.rows.push_back(row(run, "peak_reserved", "bytes", predicted_peak, max_of(run.peak_reserved_bytes), false, 0,
+                         "predicted: the allocated peak (a lower bound; segments and fragmentation not modeled)"));
+  }
   const sim::GpuResult* first = r.per_gpu.empty() ? nullptr : &r.per_gpu.front();
   const double exposed_measured = run.exposed_communication_s.value_or(v.trace ? v.trace->exposed_communication_s : -1.0);
   // Not for pipelines: there a stage waiting for its neighbour sits in an NCCL receive kernel,
