@@ -213,13 +213,24 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "- `bubble_fraction` (pipelines): the share of stage 0's step its GPU runs no compute, on both sides: from the "
         "trace, 1 - (union of non-NCCL kernels, copies and memsets) / (first to last GPU activity); from the replay, "
         "1 - (compute + optimizer) / step.\n";
-  md += "\n## Per GPU (pipelines: stage by stage)\n\n| run | stack | predicted peak allocated (GiB) | measured (GiB) | measured reserved (GiB) |\n|---|---|---|---|---|\n";
+  md += "\n## Per GPU (pipelines: stage by stage)\n\n"
+        "The `peak_allocated` rows compare the largest GPU. Here every GPU: the replay simulates one GPU per pipeline "
+        "stage (identical data-parallel ranks folded); where it has one per measured rank, the signed error of each "
+        "(no target).\n\n"
+        "| run | stack | predicted peak allocated (GiB) | measured (GiB) | error per GPU | measured reserved (GiB) |\n"
+        "|---|---|---|---|---|---|\n";
   for (const auto& v : runs) {
-    std::vector<std::string> p, m, res;
+    std::vector<std::string> p, m, res, err;
     for (double b : v.predicted_peaks) p.push_back(fmt::format("{:.1f}", b / GiB));
     for (double b : v.run.peak_allocated_bytes) m.push_back(fmt::format("{:.1f}", b / GiB));
     for (double b : v.run.peak_reserved_bytes) res.push_back(fmt::format("{:.1f}", b / GiB));
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", v.run.name, v.run.stack, fmt::join(p, " / "), fmt::join(m, " / "), fmt::join(res, " / "));
+    if (v.predicted_peaks.size() == v.run.peak_allocated_bytes.size()) {
+      for (std::size_t i = 0; i < v.predicted_peaks.size(); ++i) {
+        err.push_back(fmt::format("{:+.1f}%", 100.0 * (v.predicted_peaks[i] - v.run.peak_allocated_bytes[i]) / v.run.peak_allocated_bytes[i]));
+      }
+    }
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", v.run.name, v.run.stack, fmt::join(p, " / "), fmt::join(m, " / "),
+                      err.empty() ? std::string("-") : fmt::format("{}", fmt::join(err, " / ")), fmt::join(res, " / "));
   }
   md += "\n## Where every term comes from\n\n"
         "No term is fitted to a measured run. Each comes from a calibration measurement of the profile (its `calibration` "
