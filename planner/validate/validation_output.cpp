@@ -174,6 +174,21 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
                       targeted ? std::to_string(g.rows) : "-", targeted ? mean(g) : "-", targeted ? worst(g) : "-");
   }
   md += "\nBubble errors are absolute (predicted minus measured fraction); the others are signed percentages of the measured value.\n";
+  {
+    // In words: whether the targets hold on every row, and on the rows not listed as gaps.
+    const MetricStats st = metric_stats(runs, "step_time", false), me = metric_stats(runs, "peak_allocated", false),
+                      bu = metric_stats(runs, "bubble_fraction", false);
+    const MetricStats gst = metric_stats(runs, "step_time", true), gme = metric_stats(runs, "peak_allocated", true);
+    const bool all_met = st.outside == 0 && me.outside == 0 && bu.outside == 0 && st.mean_abs_error_pct <= MEAN_TOLERANCE_PCT &&
+                         me.mean_abs_error_pct <= MEAN_TOLERANCE_PCT;
+    md += all_met ? "\n**The targets hold on every row.**\n"
+                  : fmt::format("\n**The targets do not hold on every row**: {} of {} step-time rows, {} of {} peak-memory rows and {} of "
+                                "{} bubble rows miss (each listed below with its reason), and the mean step-time error over all rows is "
+                                "{:.1f}%. On the {} step-time and {} peak-memory rows not listed as gaps the mean errors are {:.1f}% and "
+                                "{:.1f}%.\n",
+                                st.outside, st.rows, me.outside, me.rows, bu.outside, bu.rows, st.mean_abs_error_pct, gst.rows, gme.rows,
+                                gst.mean_abs_error_pct, gme.mean_abs_error_pct);
+  }
   md += "\n![step time](step_time.svg)\n\n![peak memory](peak_allocated.svg)\n\n![errors](errors.svg)\n\n";
   md += "## Rows that miss their target\n\n";
   std::map<std::string, std::vector<std::string>> by_reason;
