@@ -153,7 +153,8 @@ int run_calibration(const Options& o) {
                  "to them) may not apply");
   }
   const std::vector<Part> order{Part::GEMM,        Part::KERNELS, Part::HOST_COPY, Part::NCCL,
-                                Part::STORAGE_GPU, Part::STORAGE, Part::CPU_ADAM,  Part::HOST_MEMORY};
+                                Part::STORAGE_GPU, Part::STORAGE, Part::CPU_ADAM,  Part::HOST_MEMORY,
+                                Part::INTERFERENCE, Part::HOST_DISPATCH};
   nlohmann::ordered_json timings;
   for (Part part : order) {
     if (!o.parts.contains(part)) continue;
@@ -169,6 +170,8 @@ int run_calibration(const Options& o) {
       case Part::STORAGE: run_storage_bench(storage_config(o.mode), *scratch, results); break;
       case Part::CPU_ADAM: run_cpu_adam_bench(o.mode, o.threads, results); break;
       case Part::HOST_MEMORY: run_host_memory_bench(o.mode, results); break;
+      case Part::INTERFERENCE: run_interference_bench(o.mode, gpu, results); break;
+      case Part::HOST_DISPATCH: run_host_dispatch_bench(o.mode, gpu, results); break;
     }
     timings[std::string(to_string(part))] = now_s() - t0;
     std::printf("[%s] done in %.1f s\n", std::string(to_string(part)).c_str(), now_s() - t0);

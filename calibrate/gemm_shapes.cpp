@@ -28,6 +28,15 @@ std::vector<GemmShape> dense_layer_shapes(const std::vector<std::int64_t>& token
   return out;
 }
 
+std::vector<GemmShape> logits_shapes(const std::vector<std::int64_t>& tokens, const std::vector<std::int64_t>& hiddens,
+                                     std::int64_t vocab) {
+  std::vector<GemmShape> out;
+  for (std::int64_t t : tokens) {
+    for (std::int64_t h : hiddens) linear_layer(out, "logits", t, h, h, vocab);
+  }
+  return out;
+}
+
 std::vector<GemmShape> attention_shapes(const std::vector<std::int64_t>& seqs, std::int64_t head_dim,
                                         std::int64_t batch_elements) {
   std::vector<GemmShape> out;

@@ -35,6 +35,9 @@ struct GemmShape {
 };
 
 std::vector<GemmShape> dense_layer_shapes(const std::vector<std::int64_t>& tokens, const std::vector<std::int64_t>& hiddens);
+// The output layer's products (hidden -> vocabulary), whose n is far from every layer's.
+std::vector<GemmShape> logits_shapes(const std::vector<std::int64_t>& tokens, const std::vector<std::int64_t>& hiddens,
+                                     std::int64_t vocab);
 // `batch_elements`: batch * s * s is kept near this so every shape fills the GPU.
 std::vector<GemmShape> attention_shapes(const std::vector<std::int64_t>& seqs, std::int64_t head_dim,
                                         std::int64_t batch_elements);

@@ -50,5 +50,9 @@ void run_kernel_bench(Mode mode, const GpuInfo& info, Results& results);
 void run_host_copy_bench(Mode mode, const GpuInfo& info, Results& results);
 void run_nccl_bench(Mode mode, const GpuInfo& info, Results& results);
 void run_storage_gpu_bench(Mode mode, const GpuInfo& info, ScratchDir& dir, Results& results);
+// A GEMM alone and under an all-reduce, the all-reduce alone and beside GEMMs (all GPUs).
+void run_interference_bench(Mode mode, const GpuInfo& info, Results& results);
+// Host time of one kernel launch and the GPU time of an empty kernel (first GPU).
+void run_host_dispatch_bench(Mode mode, const GpuInfo& info, Results& results);
 
 }  // namespace trainsim::calibrate

@@ -27,5 +27,7 @@ void run_kernel_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
 void run_host_copy_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
 void run_nccl_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
 void run_storage_gpu_bench(Mode, const GpuInfo&, ScratchDir&, Results&) { unavailable(); }
+void run_interference_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
+void run_host_dispatch_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
 
 }  // namespace trainsim::calibrate

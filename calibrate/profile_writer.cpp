@@ -141,6 +141,28 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
   if (const auto* m = r.find("cpu_adam", "bf16", [&](const auto& p) { return is(p, "params", params) && is(p, "threads", threads); })) {
     cal.cpu_adam_params_per_s = sig4(m->stats.median);
   }
+  const auto gemm_ar = r.select("interference", "gemm_under_all_reduce");
+  const auto ar_gemm = r.select("interference", "all_reduce_beside_gemm");
+  if (!gemm_ar.empty() && !ar_gemm.empty()) {
+    // A measured ratio below 1 is noise (nothing runs faster beside other work): kept at 1.
+    cal.interference = hw::Interference{
+        std::max(1.0, sig4(gemm_ar.front()->stats.median)), std::max(1.0, sig4(ar_gemm.front()->stats.median)),
+        "measured by trainsim-calibrate (interference part): a bf16 GEMM (m, n, k in the raw results) on every GPU "
+        "alone and while an fp32 all-reduce runs on all of them on a second stream, and the all-reduce alone and "
+        "beside back-to-back GEMMs; the median ratio of the slowest GPU's time per op"};
+  }
+  const auto launch = r.select("host_dispatch", "kernel_launch");
+  const auto gpu_kernel = r.select("host_dispatch", "gpu_kernel");
+  if (!launch.empty() || !gpu_kernel.empty()) {
+    hw::HostDispatch h;
+    if (!launch.empty()) h.kernel_launch_us = sig4(launch.front()->stats.median);
+    if (!gpu_kernel.empty()) h.gpu_kernel_us = sig4(gpu_kernel.front()->stats.median);
+    h.source =
+        "measured by trainsim-calibrate (host_dispatch part): kernel_launch_us = host time of one cudaLaunchKernel of "
+        "an empty kernel, 2000 back to back; gpu_kernel_us = GPU time per empty kernel queued back to back behind a "
+        "spinning one";
+    cal.host_dispatch = h;
+  }
   return cal;
 }
 

@@ -106,14 +106,73 @@ struct BandwidthCurve {
   std::vector<CurvePoint> points;  // bytes ascending
 };
 
+// Compute and communication that overlap on one GPU slow each other (NCCL's kernels hold SMs, both
+// share HBM): each runs this many times longer than alone, as measured by trainsim-calibrate's
+// interference part.
+struct Interference {
+  double compute_slowdown = 1;        // a GEMM while an all-reduce runs on the same GPUs
+  double communication_slowdown = 1;  // an all-reduce while GEMMs run on the same GPUs
+  std::string source;
+};
+
+// Host time a training stack spends per unit of work (its eager dispatch: operators, autograd,
+// module hooks, kernel launches), measured per stack on a model whose kernels are shorter than
+// their launches (calibrate/scripts/torch_stack_dispatch.py).
+struct StackDispatch {
+  std::string stack;  // "pytorch", "pytorch-ddp", "pytorch-fsdp:zero3", "pytorch-pipelining:1f1b", ...
+  double layer_forward_us = 0;         // per transformer layer and micro-batch
+  double layer_backward_us = 0;
+  double micro_batch_forward_us = 0;   // per micro-batch besides the layers (embedding, head, loss; a
+  double micro_batch_backward_us = 0;  // pipeline's schedule, sends and receives)
+  double sync_layer_us = 0;            // extra per layer in a micro-batch that reduces gradients (DDP)
+  double optimizer_step_us = 0;        // per step (optimizer step and zero_grad), besides the layers
+  double optimizer_layer_us = 0;       // per transformer layer in the optimizer step
+};
+
+struct HostDispatch {
+  std::optional<double> kernel_launch_us;  // one cudaLaunchKernel, host side (trainsim-calibrate)
+  std::optional<double> gpu_kernel_us;     // the shortest GPU time of a kernel queued back to back
+  std::optional<double> op_us;             // one eager PyTorch operator with autograd, host side
+  std::optional<double> hook_us;           // one module hook call, host side
+  std::vector<StackDispatch> stacks;
+  std::string source;
+};
+
+// Flash attention measured per shape (FlashAttention-2's FLOP convention: forward 4 b a s^2 d,
+// halved when causal; backward 2.5 times the forward).
+struct AttentionKernel {
+  double head_dim = 0;
+  double seq = 0;
+  double batch_heads = 0;  // batch x heads (per tensor-parallel rank)
+  bool causal = true;
+  double forward_TFLOPs = 0;
+  double backward_TFLOPs = 0;
+};
+
+// A CPU optimizer as a framework runs it (not our CPU-Adam): per process, with `processes` of
+// them stepping at once on one node.
+struct CpuOptimizerRate {
+  std::string what;  // "torch_adamw_fused_cpu"
+  int processes = 1;
+  int threads_per_process = 1;
+  double params_per_s_per_process = 0;
+};
+
 struct Calibration {
   std::vector<GemmEfficiency> gemm;
   std::vector<BandwidthCurve> collectives;  // bus bandwidth (nccl-tests definition)
   std::vector<BandwidthCurve> copies;       // host<->device, device copies, storage
   std::vector<BandwidthCurve> kernels;      // memory-bound kernels, achieved bytes/s
   std::optional<double> cpu_adam_params_per_s;  // all cores of a node
+  std::optional<Interference> interference;
+  std::optional<HostDispatch> host_dispatch;
+  std::vector<AttentionKernel> attention;
+  std::string attention_source;
+  std::vector<CpuOptimizerRate> cpu_optimizers;
+  std::string cpu_optimizers_source;
   bool empty() const {
-    return gemm.empty() && collectives.empty() && copies.empty() && kernels.empty() && !cpu_adam_params_per_s;
+    return gemm.empty() && collectives.empty() && copies.empty() && kernels.empty() && !cpu_adam_params_per_s &&
+           !interference && !host_dispatch && attention.empty() && cpu_optimizers.empty();
   }
 };
 

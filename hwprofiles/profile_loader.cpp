@@ -1,5 +1,7 @@
 #include "profile_loader.hpp"
 
+#include "calibration_extras.hpp"
+
 #include <array>
 #include <utility>
 
@@ -209,6 +211,7 @@ Calibration read_calibration(StrictObject o) {
   cal.copies = read_curves(o, "copies", false);
   cal.kernels = read_curves(o, "kernels", false);
   cal.cpu_adam_params_per_s = optional_ranged_number(o, "cpu_adam_params_per_s");
+  read_calibration_extras(o, cal);
   o.finish();
   return cal;
 }
@@ -364,6 +367,7 @@ nlohmann::ordered_json profile_to_json(const ClusterProfile& p) {
     if (!p.calibration.copies.empty()) cal["copies"] = curves_to_json(p.calibration.copies, false);
     if (!p.calibration.kernels.empty()) cal["kernels"] = curves_to_json(p.calibration.kernels, false);
     if (p.calibration.cpu_adam_params_per_s) cal["cpu_adam_params_per_s"] = *p.calibration.cpu_adam_params_per_s;
+    calibration_extras_to_json(p.calibration, cal);
     j["calibration"] = cal;
   }
   j["provenance"] = p.provenance;

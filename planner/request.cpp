@@ -60,6 +60,13 @@ wl::StrategyInput strategy_from_flags(const InputFlags& f) {
   }
   if (f.recompute) in.recompute.set(parse_flag("--recompute", *f.recompute, wl::names::RECOMPUTE), "--recompute");
   if (f.precision) in.precision.set(parse_flag("--precision", *f.precision, wl::names::NUMERICS), "--precision");
+  if (f.stack) {
+    // The flag names the stack with its defaults (workloads/training_stacks.md); options such as
+    // gradient_as_bucket_view go in the strategy file's "stack" object.
+    wl::TrainingStack stack;
+    stack.kind = parse_flag("--stack", *f.stack, wl::names::STACK);
+    in.stack.set(stack, "--stack");
+  }
   if (f.attention) in.attention.set(parse_flag("--attention", *f.attention, wl::names::ATTENTION), "--attention");
   return in;
 }
@@ -88,6 +95,7 @@ Request resolve_request(const InputFlags& f) {
   r.profile = hw::resolve_profile(f.hw, "--hw");
 
   wl::StrategyInput input;
+  if (f.base_strategy) input.merge(*f.base_strategy);
   if (!f.strategy_file.empty()) input.merge(wl::strategy_from_json(f.strategy_file));
   if (!f.deepspeed_file.empty()) input.merge(wl::strategy_from_deepspeed(f.deepspeed_file));
   if (!f.megatron_args.empty()) input.merge(wl::strategy_from_megatron_args(f.megatron_args));
@@ -173,6 +181,16 @@ nlohmann::ordered_json inputs_json(const Request& r) {
   strategy["recompute"] = wl::to_string(s.recompute);
   strategy["l2l"] = s.l2l;
   strategy["delayed_update"] = s.delayed_update;
+  // Only an explicit stack is echoed, so results without one are unchanged.
+  if (s.stack.kind != wl::StackKind::IDEALIZED) {
+    nlohmann::ordered_json stack = {{"name", wl::to_string(s.stack.kind)}};
+    if (s.stack.kind == wl::StackKind::PYTORCH_DDP) stack["gradient_as_bucket_view"] = s.stack.gradient_as_bucket_view;
+    if (s.stack.kind == wl::StackKind::PYTORCH_FSDP) {
+      stack["param_dtype"] = wl::to_string(s.stack.param_dtype);
+      stack["reduce_dtype"] = wl::to_string(s.stack.reduce_dtype);
+    }
+    strategy["stack"] = stack;
+  }
   strategy["micro_batch"] = s.micro_batch;
   strategy["global_batch"] = s.global_batch;
   strategy["micro_batches"] = s.micro_batches();

@@ -24,8 +24,10 @@ struct InputFlags {
   std::optional<int> gpus, nodes, dp, tp, pp, vpp, zero, first_stage_layers, last_stage_layers, shards;
   std::optional<bool> sp, l2l, delayed_update;
   std::optional<std::string> schedule, offload_params, offload_optimizer, offload_activations, recompute,
-      precision, attention;
+      precision, attention, stack;
   std::optional<std::int64_t> micro_batch, global_batch, seq;
+  // A strategy already read (a measured run's), merged first: files and flags override it.
+  std::optional<wl::StrategyInput> base_strategy;
 };
 
 struct Request {

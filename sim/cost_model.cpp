@@ -79,8 +79,8 @@ namespace {
 // The calibrated kernel (trainsim-calibrate measures copy, layernorm, gelu and softmax) closest in
 // access pattern to each kernel of the lowering; elementwise passes behave as a copy.
 std::string_view calibrated_kernel(std::string_view name) {
-  if (name == "norm" || name == "final_norm") return "layernorm";
-  if (name == "activation") return "gelu";
+  if (name == "norm" || name == "final_norm" || name == "rmsnorm") return "layernorm";
+  if (name == "activation" || name == "swiglu") return "gelu";
   if (name == "softmax" || name == "attention_dropout" || name == "cross_entropy") return "softmax";
   return "copy";
 }
@@ -88,21 +88,79 @@ std::string_view calibrated_kernel(std::string_view name) {
 
 double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
   double GBps = profile_.gpu.hbm_GBps * DEFAULT_KERNEL_EFFICIENCY;
+  const std::string_view name = k.name;
+  // A training stack's own kernels ("torch:cast_fp32_to_bf16") at the rate that kernel reached in
+  // calibration (calibration.kernels "torch_cast_fp32_to_bf16"), else as the closest of ours.
+  // The modern layer's kernels at the rate of PyTorch's own kernel for them where calibrated.
+  const std::string_view modern = name == "rmsnorm" ? "torch:rmsnorm_fwd_bf16"
+                                  : name == "swiglu" ? "torch:swiglu_fwd_bf16"
+                                  : name == "rotary" ? "torch:rotary_fwd_bf16"
+                                                     : name;
+  if (modern.rfind("torch:", 0) == 0) {
+    const std::string calibrated = "torch_" + std::string(modern.substr(6));
+    if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, calibrated, 1)) {
+      return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
+    }
+  }
   const hw::BandwidthCurve* curve = find_curve(profile_.calibration.kernels, calibrated_kernel(k.name), 1);
   if (curve == nullptr) curve = find_curve(profile_.calibration.kernels, "copy", 1);
   if (curve != nullptr) GBps = interpolate_curve(curve->points, k.bytes);
   return k.bytes / (GBps * 1e9);
 }
 
+bool CostModel::attention_gemm(const wl::Gemm& g) {
+  const std::string_view n = g.name;
+  return n == "attention_scores" || n == "attention_context";
+}
+
+bool CostModel::times_flash(const wl::PassCost& pass) const {
+  return pass.fused_attention && pass.flash.seq > 0 && !profile_.calibration.attention.empty();
+}
+
+double CostModel::flash_seconds(const wl::PassCost& pass) const {
+  if (!times_flash(pass)) return 0;
+  const wl::FlashWork& w = pass.flash;
+  // The calibrated entry nearest in (log seq, log batch x heads, head_dim).
+  const hw::AttentionKernel* best = nullptr;
+  double dist = std::numeric_limits<double>::infinity();
+  for (const auto& e : profile_.calibration.attention) {
+    const double d = std::pow(std::log(e.seq / w.seq), 2) + std::pow(std::log(e.batch_heads / w.batch_heads), 2) +
+                     4 * std::pow(std::log(e.head_dim / w.head_dim), 2);
+    if (d < dist) {
+      dist = d;
+      best = &e;
+    }
+  }
+  // FlashAttention-2's FLOP convention, as calibrated (calibrate/scripts/torch_microbench.py):
+  // forward 4 b a s^2 d halved by the causal mask, backward 2.5 times that. Decoder stacks are
+  // causal; an encoder (no mask) does twice the work at the same rate.
+  const double causal = 0.5;
+  const double forward_flops = 4.0 * w.batch_heads * w.seq * w.seq * w.head_dim * causal;
+  return w.backward ? 2.5 * forward_flops / (best->backward_TFLOPs * 1e12) : forward_flops / (best->forward_TFLOPs * 1e12);
+}
+
 double CostModel::pass_seconds(const wl::PassCost& pass) const {
-  double t = 0;
-  for (const auto& g : pass.gemms) t += gemm_seconds(g);
+  double t = flash_seconds(pass);
+  for (const auto& g : pass.gemms) {
+    if (!(times_flash(pass) && attention_gemm(g))) t += gemm_seconds(g);
+  }
   for (const auto& k : pass.kernels) t += kernel_seconds(k);
   return t;
 }
 
 double CostModel::gpu_adam_seconds(double params, wl::Numerics numerics) const {
   return kernel_seconds({"adam", params * wl::adam_bytes_per_param(numerics)});
+}
+
+double CostModel::torch_cpu_adam_seconds(double params, int processes) const {
+  const hw::CpuOptimizerRate* best = nullptr;
+  for (const auto& r : profile_.calibration.cpu_optimizers) {
+    if (r.what != "torch_adamw_fused_cpu") continue;
+    if (best == nullptr || std::abs(r.processes - processes) < std::abs(best->processes - processes)) best = &r;
+  }
+  if (best != nullptr) return params / best->params_per_s_per_process;
+  const double node_rate = profile_.calibration.cpu_adam_params_per_s.value_or(1e9);
+  return params * processes / node_rate;
 }
 
 double CostModel::collective_cap(CollectiveKind kind, int group_size, double bytes) const {

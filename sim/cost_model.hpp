@@ -32,6 +32,15 @@ class CostModel {
   double gemm_seconds(const wl::Gemm& g) const;
   double kernel_seconds(const wl::MemoryKernel& k) const;
   double pass_seconds(const wl::PassCost& pass) const;
+  // Flash attention from the profile's calibrated kernels (nearest shape), when it has them and
+  // the pass runs flash attention; the attention GEMMs are then not timed (attention_gemm).
+  bool times_flash(const wl::PassCost& pass) const;
+  double flash_seconds(const wl::PassCost& pass) const;
+  static bool attention_gemm(const wl::Gemm& g);
+  // PyTorch's CPU AdamW over `params` parameters in one of `processes` ranks stepping at once on
+  // a node: the calibrated run with the nearest process count (calibration.cpu_optimizers), else
+  // CPU-Adam's rate shared by the processes (said in assumptions).
+  double torch_cpu_adam_seconds(double params, int processes) const;
   // Adam over `params` parameters on the GPU (memory-bound).
   double gpu_adam_seconds(double params, wl::Numerics numerics) const;
 

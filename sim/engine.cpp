@@ -2,6 +2,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -72,7 +73,10 @@ class Replayer {
     sg::Engine::get_instance()->run();
     if (completed_ != n_) throw std::logic_error("replay: the task graph has a cycle or an unreachable op");
     current = nullptr;
-    result_.makespan = sg::Engine::get_clock() - t0;
+    // The last op's end (an interference exec may outlast it, carrying no work of the step).
+    double last = t0;
+    for (const auto& t : result_.timing) last = std::max(last, t.end);
+    result_.makespan = last - t0;
     for (auto& t : result_.timing) {
       t.start -= t0;
       t.end -= t0;
@@ -116,7 +120,10 @@ class Replayer {
     result_.timing[id].start = sg::Engine::get_clock();
     switch (op.kind) {
       case OpKind::COMPUTE:
-        if (op.seconds > 0) launch(id, sg::Exec::init()->set_flops_amount(op.seconds * GPU_SPEED)->set_host(platform_.gpu(op.gpu)));
+        if (op.seconds > 0) {
+          ++computing_[op.gpu];
+          launch(id, sg::Exec::init()->set_flops_amount(op.seconds * GPU_SPEED)->set_host(platform_.gpu(op.gpu)));
+        }
         break;
       case OpKind::DELAY:
         if (op.seconds > 0) launch(id, sg::Exec::init()->set_flops_amount(op.seconds)->set_host(platform_.delay_host()));
@@ -153,9 +160,12 @@ class Replayer {
           const double rate = cap_of(id) > 0 ? std::min(cap_of(id), ring.exclusive_rate) : ring.exclusive_rate;
           const double bytes = ring_hop_bytes(op.collective, op.bytes, op.group_size);
           phase_[id] = 2;
-          launch(id, sg::Exec::init()->set_flops_amount(op.latency_s + bytes / rate)->set_host(platform_.delay_host()));
+          const double seconds = (op.latency_s + bytes / rate) * slowed_by_compute(op);
+          interfere(op, seconds);
+          launch(id, sg::Exec::init()->set_flops_amount(seconds)->set_host(platform_.delay_host()));
           break;
         }
+        if (cap_of(id) > 0) interfere(op, op.latency_s + ring_hop_bytes(op.collective, op.bytes, op.group_size) / cap_of(id));
         if (op.latency_s > 0) launch_delay(id, op.latency_s);
         else start_flows(id);
         break;
@@ -169,6 +179,32 @@ class Replayer {
       }
     }
     if (pending_[id] == 0) finish(id);
+  }
+
+  // A collective that starts while one of its GPUs computes runs longer by the measured factor.
+  double slowed_by_compute(const Op& op) const {
+    if (caps_.communication_slowdown <= 1) return 1;
+    for (int g : op.participants) {
+      const auto it = computing_.find(g);
+      if (it != computing_.end() && it->second > 0) return caps_.communication_slowdown;
+    }
+    return 1;
+  }
+
+  // While a collective runs, each of its GPUs gives it the share of its compute the measured
+  // slowdown says: an exec bounded to (1 - 1/slowdown) of the GPU's speed for the collective's
+  // duration; compute overlapping it gets the rest (SimGrid shares a host's speed max-min fairly,
+  // so a bounded exec below half the speed takes exactly its bound), compute that does not overlap
+  // is untouched. The exec ends on its own at the collective's end and carries no op.
+  void interfere(const Op& op, double seconds) {
+    const double s = caps_.compute_slowdown;
+    if (s <= 1 || seconds <= 0) return;
+    const double bound = (1.0 - 1.0 / std::min(s, 2.0)) * GPU_SPEED;
+    for (int g : op.participants) {
+      sg::ExecPtr e = sg::Exec::init()->set_flops_amount(bound * seconds)->set_bound(bound)->set_host(platform_.gpu(g));
+      e->start();
+      phantoms_.push_back(e);
+    }
   }
 
   void start_flows(OpId id) {
@@ -203,6 +239,7 @@ class Replayer {
   // Ops whose work is empty finish at once; their successors may start at once too.
   void finish(OpId id) {
     result_.timing[id].end = sg::Engine::get_clock();
+    if (graph_[id].kind == OpKind::COMPUTE && graph_[id].seconds > 0) --computing_[graph_[id].gpu];
     // SimGrid still touches an activity after its completion signal, also after the signals of
     // other activities that end at the same instant (releasing one then crashed a 35-stage
     // replay); keeping every one to the end makes SimGrid's own bookkeeping scan them all. So
@@ -242,6 +279,8 @@ class Replayer {
   std::vector<sg::ActivityPtr> graveyard_;
   double graveyard_time_ = -1;
   std::unordered_map<const sg::Link*, double> caps_in_force_;
+  std::unordered_map<int, int> computing_;  // simulated GPU -> compute ops running on it
+  std::vector<sg::ExecPtr> phantoms_;      // interference execs, kept to the end of the replay
   std::size_t completed_ = 0;
   ReplayResult result_;
 };

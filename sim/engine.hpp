@@ -26,6 +26,11 @@ struct ReplayResult {
 // Rate caps (bytes/s) by op, 0 = none: applied to each flow of the op, explicitly.
 struct RateCaps {
   std::vector<double> per_op;
+  // Interference measured by calibration (hwprofiles calibration.interference): compute that
+  // overlaps a collective on its GPU runs this many times longer, and a collective that starts
+  // while its GPU computes likewise. 1: none.
+  double compute_slowdown = 1;
+  double communication_slowdown = 1;
 };
 
 // Configures the process's SimGrid engine for exact arithmetic. Call once, before Platform.

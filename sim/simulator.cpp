@@ -1,5 +1,7 @@
 #include "simulator.hpp"
 
+#include "host_dispatch.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -161,6 +163,13 @@ class Replays {
 
  private:
   ProgramSet build(int micro_batches) {
+    ProgramSet p = build_programs(micro_batches);
+    assign_host_dispatch(p, s_, profile_, static_cast<int>(m_.layers), micro_batches > 0 ? micro_batches : static_cast<int>(s_.micro_batches()),
+                         notes_);
+    return p;
+  }
+
+  ProgramSet build_programs(int micro_batches) {
     notes_.clear();
     if (s_.pp > 1) {
       PipelineBuild b = build_pipeline_programs(m_, s_, costs_, memory_, micro_batches);

@@ -15,7 +15,8 @@ enum class OpKind { COMPUTE, COLLECTIVE, TRANSFER, COPY_H2D, COPY_D2H, STORAGE_R
 // What a GPU is doing while the op runs, for the busy-time breakdown.
 enum class Category { COMPUTE, COMMUNICATION, OFFLOAD_IO, OPTIMIZER };
 // Streams serialize: ops on one GPU's stream run in insertion order (CUDA stream semantics).
-enum class Stream { COMPUTE, COMM, H2D, D2H, NODE };
+// HOST: the CPU thread of a GPU's rank that issues its kernels (host dispatch).
+enum class Stream { COMPUTE, COMM, H2D, D2H, NODE, HOST };
 enum class CollectiveKind { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST };
 // Where bytes live for the memory timeline.
 enum class MemClass { PARAMS, GRADS, OPTIMIZER, ACTIVATIONS, CHECKPOINTS, GATHERED, BUCKETS, LOGITS, STAGING };
@@ -91,7 +92,7 @@ class GraphBuilder {
   static constexpr OpId NONE = static_cast<OpId>(-1);
 
  private:
-  static constexpr std::size_t STREAMS = 4;  // COMPUTE, COMM, H2D, D2H are per GPU
+  static constexpr std::size_t STREAMS = 6;  // COMPUTE, COMM, H2D, D2H and HOST are per GPU (NODE is not)
   void chain(OpId id, int gpu, Stream stream);
   std::unique_ptr<TaskGraph> graph_;
   std::vector<OpId> last_;

@@ -20,6 +20,7 @@ int stream_tid(Stream s) {
     case Stream::H2D: return 2;
     case Stream::D2H: return 3;
     case Stream::NODE: return 4;
+    case Stream::HOST: return 7;
   }
   return 4;
 }

@@ -1,6 +1,7 @@
 #include "layer_costs.hpp"
 
 #include "activation_memory.hpp"
+#include "stack_layer.hpp"
 
 namespace trainsim::wl {
 
@@ -33,12 +34,15 @@ PassCost backward_of(const PassCost& fwd) {
   // same tensors for exactly this use).
   for (const auto& k : fwd.kernels) bwd.kernels.push_back({k.name, 2.0 * k.bytes});
   bwd.fused_attention = fwd.fused_attention;
+  bwd.flash = fwd.flash;
+  bwd.flash.backward = true;
   return bwd;
 }
 
 }  // namespace
 
 LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
+  if (s.stack.is_pytorch()) return torch_layer_cost(m, s);
   const double b = static_cast<double>(s.micro_batch), sq = static_cast<double>(s.seq);
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
@@ -59,21 +63,27 @@ LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
 
   // Memory-bound kernels: read + write of each elementwise pass.
   const double norm = 2.0 * e * outside_tokens * h;
-  fwd.kernels.push_back({"norm", 2 * norm});  // two norms per layer
+  // The modern layer's kernels carry their own names (RMSNorm, SwiGLU, rotary embeddings), each
+  // timed from its own calibrated kernel where the profile has one (sim/cost_model.cpp).
+  fwd.kernels.push_back({m.norm == NormKind::RMSNORM ? "rmsnorm" : "norm", 2 * norm});  // two norms per layer
   fwd.kernels.push_back({"residual_add", 2 * 3.0 * e * outside_tokens * h});
   if (m.dropout) fwd.kernels.push_back({"dropout", 2 * (e + e + 1) * outside_tokens * h});
-  fwd.kernels.push_back({"activation", (m.mlp == MlpKind::SWIGLU ? 3.0 : 2.0) * e * tokens * f / t});
+  fwd.kernels.push_back({m.mlp == MlpKind::SWIGLU ? "swiglu" : "activation", (m.mlp == MlpKind::SWIGLU ? 3.0 : 2.0) * e * tokens * f / t});
+  // Rotary embeddings rotate Q and K: read each with its cos and sin, write it (Su et al. 2021).
+  if (m.position == PositionKind::ROTARY) fwd.kernels.push_back({"rotary", 4.0 * e * tokens * (h + kv) / t});
   if (m.attention == AttentionImpl::MATERIALIZED) {
     const double scores = a * sq * sq * b / t;
     fwd.kernels.push_back({"softmax", 2.0 * e * scores});
     if (m.dropout) fwd.kernels.push_back({"attention_dropout", (e + e + 1) * scores});
   } else {
     fwd.fused_attention = true;
+    fwd.flash = {b * a / t, sq, d, false};
   }
   return {fwd, backward_of(fwd)};
 }
 
 LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
+  if (s.stack.is_pytorch()) return torch_output_cost(m, s);
   const double tokens = static_cast<double>(s.micro_batch * s.seq);
   const double h = static_cast<double>(m.hidden), v = static_cast<double>(m.vocab);
   const double e = activation_element_bytes(m.numerics);
@@ -86,6 +96,7 @@ LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
 }
 
 LayerCost embedding_cost(const ModelSpec& m, const Strategy& s) {
+  if (s.stack.is_pytorch()) return torch_embedding_cost(m, s);
   const double tokens = static_cast<double>(s.micro_batch * s.seq);
   const double e = activation_element_bytes(m.numerics);
   PassCost fwd;

@@ -30,11 +30,21 @@ struct MemoryKernel {
   double bytes = 0;  // read + written
 };
 
+// Flash attention's work in one pass: a profile with calibrated flash kernels times it per shape
+// (CostModel::flash_seconds) instead of the attention GEMMs, which stay listed for FLOP counts.
+struct FlashWork {
+  double batch_heads = 0;  // micro-batch x heads on this rank
+  double seq = 0;
+  double head_dim = 0;
+  bool backward = false;
+};
+
 // One pass (forward or backward) of one part of the model on one rank.
 struct PassCost {
   std::vector<Gemm> gemms;
   std::vector<MemoryKernel> kernels;
   bool fused_attention = false;  // flash attention: scores, softmax and context in one kernel
+  FlashWork flash;               // set with fused_attention
   double flops() const;
   double bytes() const;
 };

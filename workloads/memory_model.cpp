@@ -5,7 +5,9 @@
 
 #include "activation_memory.hpp"
 #include "model_params.hpp"
+#include "stack_layer.hpp"
 #include "stage_partition.hpp"
+#include "training_stack.hpp"
 
 namespace trainsim::wl {
 
@@ -79,13 +81,14 @@ double weight_versions(const Strategy& s, int stage) {
 }
 
 void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gpus_per_node) {
-  const StateBytes b = state_bytes(m.numerics);
+  const StackStates ss = stack_states(s.stack, m.numerics, s.zero_stage, s.micro_batches());
+  const StateBytes b{ss.params, ss.grads, ss.optimizer};
   const double psi = st.params_on_rank;
   // ZeRO Sec. 5 (Table 1): stage 1 partitions optimizer states, stage 2 also gradients, stage 3
-  // also parameters, each over the data-parallel degree N_d.
-  const double p_elems = s.zero_stage >= 3 ? shard(psi, s.dp) : psi;
-  const double g_elems = s.zero_stage >= 2 ? shard(psi, s.dp) : psi;
-  const double o_elems = s.zero_stage >= 1 ? shard(psi, s.dp) : psi;
+  // also parameters, each over the data-parallel degree N_d (a stack may shard more: FSDP2).
+  const double p_elems = ss.shard_params ? shard(psi, s.dp) : psi;
+  const double g_elems = ss.shard_grads ? shard(psi, s.dp) : psi;
+  const double o_elems = ss.shard_optimizer ? shard(psi, s.dp) : psi;
   st.params_bytes = p_elems * b.params;
   st.grads_bytes = g_elems * b.grads;
   st.optimizer_bytes = o_elems * b.optimizer;
@@ -122,7 +125,9 @@ void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gp
 void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int stage_layers) {
   ActivationMemory& a = st.activations;
   const ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
-  const LayerActivations layer = layer_activation_bytes(m, shape);
+  LayerActivations layer = layer_activation_bytes(m, shape);
+  // A stack's own saved tensors (workloads/training_stacks.md; recompute is refused with them).
+  if (s.stack.is_pytorch()) layer.stored = layer.full = torch_layer_saved_bytes(m, s);
   a.layers = stage_layers;
   a.in_flight_microbatches = in_flight_microbatches(s, st.stage);
   a.per_layer_stored_bytes = layer.stored;
@@ -167,6 +172,11 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   }
   st.buffers.logits_loss_bytes =
       st.stage == s.pp - 1 ? logits_bytes(m, shape) * std::min(a.in_flight_microbatches, 1.0 * s.micro_batches()) : 0;
+  if (s.stack.is_pytorch() && st.stage == s.pp - 1) {
+    // Each in-flight micro-batch's loss tensors, and the backward of one log_softmax.
+    const TorchLossBytes loss = torch_loss_bytes(m, s);
+    st.buffers.logits_loss_bytes = loss.kept * std::min(a.in_flight_microbatches, 1.0 * s.micro_batches()) + loss.backward_extra;
+  }
 }
 
 void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modeled) {
@@ -222,6 +232,23 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
     for (int k = 0; k + 1 < N; ++k) pair = std::max(pair, shard(k) + shard(k + 1));
     buf.staging_bytes = pair * (b.params + b.grads + b.optimizer);
     buf.comm_bucket_bytes = 0;
+  }
+  if (s.stack.is_pytorch() && modeled) {
+    // PyTorch's own buffers (workloads/training_stacks.md): DDP's buckets beside .grad; FSDP2's
+    // gathered bf16 units (every layer from its forward to its backward without resharding, else
+    // two layers) plus the root, never resharded, and a layer's unsharded bf16 gradients with their
+    // reduce_dtype copy during its reduce-scatter.
+    const StackStates ss = stack_states(s.stack, m.numerics, s.zero_stage, s.micro_batches());
+    buf.comm_bucket_bytes = ss.bucket_copy * psi;
+    buf.gathered_params_bytes = 0;
+    buf.staging_bytes = 0;
+    if (s.stack.kind == StackKind::PYTORCH_FSDP) {
+      const RankParams r = rank_params(m, s.tp);
+      const double e = dtype_bytes(s.stack.param_dtype);
+      const double root = r.embedding + r.head;
+      buf.gathered_params_bytes = (s.zero_stage >= 3 ? 2.0 * r.per_layer + root : psi) * e;
+      buf.comm_bucket_bytes = r.per_layer * (2.0 + dtype_bytes(s.stack.reduce_dtype));
+    }
   }
   const double versions = weight_versions(s, st.stage);
   buf.weight_stash_bytes = (versions - 1) * st.params_at.gpu;

@@ -14,4 +14,6 @@ set(TRAINSIM_WORKLOADS_SOURCES
   activation_memory.cpp
   memory_model.cpp
   layer_costs.cpp
-  stage_partition.cpp)
+  stage_partition.cpp
+  training_stack.cpp
+  stack_layer.cpp)

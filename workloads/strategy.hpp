@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model.hpp"
+#include "training_stack.hpp"
 
 namespace trainsim::wl {
 
@@ -65,6 +66,8 @@ struct Strategy {
   std::int64_t global_batch = 1;
   std::int64_t seq = 0;
   ZeroBuffers buffers;
+  // The framework that runs the step (opt-in; IDEALIZED keeps the seeds' accounting).
+  TrainingStack stack;
 
   std::int64_t micro_batches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // Every field counts (strategy_identity.hpp gives the stable hash that goes with it).

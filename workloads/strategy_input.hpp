@@ -48,6 +48,7 @@ struct StrategyInput {
   Setting<std::int64_t> micro_batch, global_batch, grad_accum, seq;
   Setting<Numerics> precision;
   Setting<AttentionImpl> attention;
+  Setting<TrainingStack> stack;
   ZeroBuffers buffers;
   bool buffers_set = false;
   ModelOverrides model;

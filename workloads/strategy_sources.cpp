@@ -52,6 +52,38 @@ void mark_no_effect(StrictObject& o, StrategyInput& in, std::initializer_list<st
   }
 }
 
+// "stack": a name ("pytorch-ddp"), or an object with the name and the stack's options
+// (workloads/training_stacks.md): {"name": "pytorch-ddp", "gradient_as_bucket_view": true} or
+// {"name": "pytorch-fsdp", "param_dtype": "bf16", "reduce_dtype": "fp32"}.
+void read_stack(StrictObject& o, StrategyInput& in) {
+  if (!o.has("stack")) return;
+  TrainingStack stack;
+  if (o.json().at("stack").is_object()) {
+    StrictObject s = o.object("stack");
+    stack.kind = s.choice<StackKind>("name", names::STACK);
+    if (auto v = s.optional_boolean("gradient_as_bucket_view")) {
+      if (stack.kind != StackKind::PYTORCH_DDP) {
+        throw ConfigError(s.source(), s.path_of("gradient_as_bucket_view"), "no such option unless the stack is pytorch-ddp",
+                          std::string(to_string(stack.kind)));
+      }
+      stack.gradient_as_bucket_view = *v;
+    }
+    for (auto key : {"param_dtype", "reduce_dtype"}) {
+      if (!s.has(key)) continue;
+      if (stack.kind != StackKind::PYTORCH_FSDP) {
+        throw ConfigError(s.source(), s.path_of(key), "no such option unless the stack is pytorch-fsdp",
+                          std::string(to_string(stack.kind)));
+      }
+      (std::string_view(key) == "param_dtype" ? stack.param_dtype : stack.reduce_dtype) =
+          s.choice<TensorDtype>(key, names::TENSOR_DTYPE);
+    }
+    s.finish();
+  } else {
+    stack.kind = o.choice<StackKind>("stack", names::STACK);
+  }
+  in.stack.set(stack, at(o, "stack"));
+}
+
 OffloadTarget read_device(StrictObject& o) {
   static constexpr names::Table<OffloadTarget, 3> DEVICES{
       {{OffloadTarget::NONE, "none"}, {OffloadTarget::CPU, "cpu"}, {OffloadTarget::NVME, "nvme"}}};
@@ -151,6 +183,7 @@ void StrategyInput::merge(const StrategyInput& later) {
   take(seq, later.seq);
   take(precision, later.precision);
   take(attention, later.attention);
+  take(stack, later.stack);
   if (later.buffers_set) {
     buffers = later.buffers;
     buffers_set = true;
@@ -205,6 +238,7 @@ StrategyInput strategy_from_json(const JsonDocument& doc) {
   read_int(o, "seq", in.seq, limits::SEQ);
   read_choice(o, "precision", in.precision, names::NUMERICS);
   read_choice(o, "attention", in.attention, names::ATTENTION);
+  read_stack(o, in);
   o.finish();
   return in;
 }

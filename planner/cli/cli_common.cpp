@@ -89,6 +89,10 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_option("--offload-activations", f.offload_activations, "Activation-checkpoint offload: none, cpu")
       ->group("Strategy");
   app.add_option("--recompute", f.recompute, "Activation recompute: none, selective, full")->group("Strategy");
+  app.add_option("--stack", f.stack,
+                 "Training stack: idealized (default), megatron, deepspeed, pytorch, pytorch-ddp, pytorch-fsdp, "
+                 "pytorch-pipelining (workloads/training_stacks.md)")
+      ->group("Strategy");
   app.add_flag_function(
          "--l2l", [&f](std::int64_t) { f.l2l = true; }, "L2L: one layer on the GPU at a time, model states on the host")
       ->group("Strategy");

@@ -8,6 +8,7 @@ void register_commands(CLI::App& app, Commands& commands) {
   register_plan(app, commands);
   register_compare(app, commands);
   register_list(app, commands);
+  register_validate(app, commands);
 }
 
 }  // namespace trainsim::cli

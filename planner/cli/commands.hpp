@@ -31,5 +31,6 @@ void register_list(CLI::App& app, Commands& commands);
 void register_plan(CLI::App& app, Commands& commands);
 void register_compare(CLI::App& app, Commands& commands);
 void register_simulate(CLI::App& app, Commands& commands);
+void register_validate(CLI::App& app, Commands& commands);
 
 }  // namespace trainsim::cli

@@ -30,7 +30,9 @@ class Interpreter {
     done_.resize(fold_.ranks.size());
     // Every instruction becomes one op (a receive whose send is lowered later too).
     std::size_t ops = 0;
-    for (std::size_t i = 0; i < fold_.ranks.size(); ++i) ops += program_of(static_cast<int>(i)).instructions.size();
+    for (std::size_t i = 0; i < fold_.ranks.size(); ++i) {
+      for (const Instruction& in : program_of(static_cast<int>(i)).instructions) ops += in.host_seconds > 0 ? 2 : 1;
+    }
     builder_.reserve(ops);
     for (std::size_t i = 0; i < fold_.ranks.size(); ++i) lower_rank(static_cast<int>(i));
     for (const auto& [key, pending] : pending_recvs_) {
@@ -49,6 +51,10 @@ class Interpreter {
     }
     caps_.resize(boost::num_vertices(builder_.graph()), 0.0);
     out_.caps.per_op = std::move(caps_);
+    if (const auto& i = profile_.calibration.interference) {
+      out_.caps.compute_slowdown = i->compute_slowdown;
+      out_.caps.communication_slowdown = i->communication_slowdown;
+    }
     out_.graph = builder_.take();
     return std::move(out_);
   }
@@ -101,6 +107,29 @@ class Interpreter {
     return id;
   }
 
+  // The host stream: `in`'s host time, in order after the rank's earlier host work, running ahead
+  // of the GPU. It waits for the GPU only where the step begins (the step's synchronize) and
+  // for nothing else; every later GPU op of the rank that the host launches (collectives, copies,
+  // sends) waits for the host to have reached it.
+  OpId issue_on_host(const Instruction& in, int g, const std::vector<OpId>& deps) {
+    Op host;
+    host.kind = OpKind::DELAY;
+    host.category = Category::COMPUTE;
+    host.stream = Stream::HOST;
+    host.gpu = g;
+    host.name = "host_dispatch";
+    host.layer = in.layer;
+    host.micro_batch = in.micro_batch;
+    host.step = in.step;
+    host.seconds = in.host_seconds;
+    auto& step = host_step_[g];
+    const bool new_step = step != in.step + 1;
+    step = in.step + 1;
+    const OpId id = builder_.add(std::move(host), new_step ? deps : std::vector<OpId>{});
+    last_host_[g] = id;
+    return id;
+  }
+
   void lower_rank(int g) {
     const Program& prog = program_of(g);
     auto& done = done_[static_cast<std::size_t>(g)];
@@ -109,6 +138,8 @@ class Interpreter {
     for (const Instruction& in : prog.instructions) {
       std::vector<OpId> deps;
       for (int a : in.after) deps.push_back(done[static_cast<std::size_t>(a)]);
+      const bool launched = in.kind == InstrKind::COLLECTIVE || in.kind == InstrKind::SEND || in.kind == InstrKind::COPY;
+      if (launched && last_host_.count(g)) deps.push_back(last_host_[g]);
       done[static_cast<std::size_t>(position)] = lower(in, g, position, deps);
       ++position;
     }
@@ -120,9 +151,17 @@ class Interpreter {
         Op op = base(in, OpKind::COMPUTE, g);
         op.seconds = in.seconds;
         op.flops = in.flops;
-        return add(std::move(op), deps);
+        std::vector<OpId> all = deps;
+        if (in.host_seconds > 0) all.push_back(issue_on_host(in, g, deps));
+        return add(std::move(op), all);
       }
       case InstrKind::HOST_COMPUTE: {
+        if (in.seconds > 0) {
+          // A framework's own CPU optimizer, timed from its calibration (cost_model.hpp).
+          Op op = base(in, OpKind::DELAY, g);
+          op.seconds = in.seconds;
+          return add(std::move(op), deps);
+        }
         Op op = base(in, OpKind::CPU, g);
         op.params = in.params;
         return add(std::move(op), deps);
@@ -304,6 +343,8 @@ class Interpreter {
   std::vector<double> caps_;
   std::vector<std::vector<OpId>> done_;
   std::map<int, int> explicit_of_rank_;
+  std::map<int, int> host_step_;     // simulated GPU -> step + 1 of its last host op
+  std::map<int, OpId> last_host_;    // simulated GPU -> its last host op
   std::map<std::pair<int, int>, GroupInfo> groups_;  // (rank, group kind)
   std::map<std::tuple<int, int, std::int64_t>, OpId> collectives_;
   std::map<std::tuple<int, int, std::int64_t>, OpId> sends_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "activation_memory.hpp"
 #include "data_parallel_schedule.hpp"
@@ -19,12 +20,22 @@ class Builder {
   Builder(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& c, const wl::MemoryEstimate& mem,
           int gpus_per_node, int micro_batches)
       : m_(m), s_(s), c_(c), st_(mem.stages[0]), writer_(program_) {
-    bytes_ = wl::state_bytes(m.numerics);
-    gather_ = s.zero_stage == 3 && s.dp > 1 && !s.l2l;
-    units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l);
+    stack_ = wl::stack_states(s.stack, m.numerics, s.zero_stage, micro_batches > 0 ? micro_batches : s.micro_batches());
+    bytes_ = {stack_.params, stack_.grads, stack_.optimizer};
+    fsdp_ = s.stack.kind == wl::StackKind::PYTORCH_FSDP;
+    // FSDP2 gathers whole layers (fully_shard per block) in its param_dtype, also without
+    // resharding after forward (then once per micro-batch, kept to the backward); DeepSpeed's
+    // ZeRO-3 gathers submodules in the parameters' dtype (workloads/training_stacks.md).
+    gather_ = (s.zero_stage == 3 || fsdp_) && s.dp > 1 && !s.l2l;
+    gather_bytes_ = fsdp_ ? wl::dtype_bytes(s.stack.param_dtype) : bytes_.params;
+    keep_gathered_ = fsdp_ && s.zero_stage < 3;
+    units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !fsdp_);
     std::vector<double> grad_bytes;
-    for (const auto& u : units_) grad_bytes.push_back(u.params * bytes_.grads);
-    const double bucket = s.zero_stage == 0 || s.l2l ? s.buffers.ddp_bucket_bytes : s.buffers.reduce_bucket_elems * bytes_.grads;
+    for (const auto& u : units_) grad_bytes.push_back(u.params * stack_.wire_grad);
+    // FSDP2 reduce-scatters each unit's gradients on their own.
+    const double bucket = fsdp_                          ? 0.0
+                          : s.zero_stage == 0 || s.l2l ? s.buffers.ddp_bucket_bytes
+                                                       : s.buffers.reduce_bucket_elems * stack_.wire_grad;
     bucket_of_unit_ = assign_buckets(grad_bytes, bucket);
     for (std::size_t u = 0; u < units_.size(); ++u) {
       const auto k = static_cast<std::size_t>(bucket_of_unit_[u]);
@@ -77,6 +88,7 @@ class Builder {
     // one unit further ahead than it gathers.
     plan.fetch_ahead = s_.l2l ? 1 : 2;
     plan.gather_params = gather_;
+    plan.gather_for_backward = !keep_gathered_;
     plan.recompute_full = s_.recompute == Recompute::FULL;
     plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;
     plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
@@ -116,9 +128,9 @@ class Builder {
         grads += u.params / ranks_per_node_;
         optimizer += u.params / ranks_per_node_;
       } else {
-        params += s_.zero_stage >= 3 ? shard(u.params) : u.params;
-        grads += s_.zero_stage >= 2 ? shard(u.params) : u.params;
-        optimizer += s_.zero_stage >= 1 ? shard(u.params) : u.params;
+        params += stack_.shard_params ? shard(u.params) : u.params;
+        grads += stack_.shard_grads ? shard(u.params) : u.params;
+        optimizer += stack_.shard_optimizer ? shard(u.params) : u.params;
       }
     }
     const Tier params_at = s_.l2l ? Tier::HOST : tier_of(s_.offload_params);
@@ -128,7 +140,9 @@ class Builder {
       if (bytes > 0) in.memory.push_back({t, c, bytes, false});
     };
     add(params_at, MemClass::PARAMS, params * bytes_.params);
-    add(states_at, MemClass::GRADS, grads * bytes_.grads);
+    // Gradients a stack frees at every step (set_to_none) appear with each unit's first backward.
+    if (stack_.grads_per_step) grads_per_step_bytes_ = grads * bytes_.grads;
+    else add(states_at, MemClass::GRADS, grads * bytes_.grads);
     add(states_at, MemClass::OPTIMIZER, optimizer * bytes_.optimizer);
     add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
     add(Tier::HOST, MemClass::STAGING, st_.buffers.pinned_host_bytes);
@@ -192,7 +206,7 @@ class Builder {
           break;
         }
         case Instr::GATHER_PARAMS: {
-          const double bytes = units_[static_cast<std::size_t>(in.unit)].params * bytes_.params;
+          const double bytes = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
           // The fetched shard (if any) becomes part of the gathered unit.
           double staged = 0;
           for (int a : in.after) {
@@ -214,7 +228,27 @@ class Builder {
           for (int a : in.after) {
             const Instr k = plan[static_cast<std::size_t>(a)].kind;
             if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a)) {
-              release.push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+              if (keep_gathered_ && in.kind == Instr::FORWARD) {
+                kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+              } else {
+                release.push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+              }
+            }
+          }
+          if (in.kind == Instr::BACKWARD) {
+            // Without resharding after forward, the unit gathered for the forward is freed after
+            // its backward (FSDP2 reshards after backward).
+            const auto it = kept_.find({in.unit, in.micro_batch});
+            if (it != kept_.end()) {
+              release.insert(release.end(), it->second.begin(), it->second.end());
+              kept_.erase(it);
+            }
+            if (stack_.grads_per_step && grads_made_.insert(in.unit).second) {
+              const double params = units_[static_cast<std::size_t>(in.unit)].params;
+              const double g = (stack_.shard_grads ? shard(params) : params) * bytes_.grads;
+              const Tier t = s_.offload_optimizer == OffloadTarget::NONE ? Tier::GPU : Tier::HOST;
+              release.push_back({t, MemClass::GRADS, g, true});
+              grads_alive_[t] += g;
             }
           }
           const ComputePass pass = in.kind == Instr::FORWARD    ? ComputePass::FORWARD
@@ -285,13 +319,18 @@ class Builder {
     } else if (s_.offload_optimizer == OffloadTarget::NONE) {
       Instruction op = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::OPTIMIZER, "adam", in);
       op.pass = ComputePass::OPTIMIZER;
-      op.seconds = c_.gpu_adam_seconds(params, m_.numerics);
+      // PyTorch's fused AdamW: fp32 parameter, gradient and both moments (28 bytes per parameter).
+      op.seconds = s_.stack.is_pytorch() ? c_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
+                                         : c_.gpu_adam_seconds(params, m_.numerics);
       op.after = deps;
       out = writer_.add(std::move(op));
     } else if (s_.offload_optimizer == OffloadTarget::CPU) {
-      // ZeRO-Offload: each rank's CPU-Adam over its shard; the node's cores are shared.
+      // ZeRO-Offload: each rank's CPU-Adam over its shard; the node's cores are shared. A PyTorch
+      // stack runs torch's own CPU AdamW instead, at its calibrated rate per process with the
+      // node's ranks stepping at once (training_stacks.md, "FSDP2").
       Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
       op.params = params;
+      if (s_.stack.is_pytorch()) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_);
       op.after = deps;
       out = writer_.add(std::move(op));
     } else {
@@ -321,6 +360,12 @@ class Builder {
       out = write_id;
     }
     previous_optimizer_ = out;
+    // zero_grad(set_to_none=True) after the step.
+    for (const auto& [tier, bytes] : grads_alive_) {
+      if (bytes > 0) writer_.at(out).memory.push_back({tier, MemClass::GRADS, -bytes, true});
+    }
+    grads_alive_.clear();
+    grads_made_.clear();
     return out;
   }
 
@@ -352,6 +397,12 @@ class Builder {
   const wl::Strategy& s_;
   const CostModel& c_;
   const wl::StageMemory& st_;
+  wl::StackStates stack_;
+  bool fsdp_ = false, keep_gathered_ = false;
+  double gather_bytes_ = 0, grads_per_step_bytes_ = 0;
+  std::map<std::pair<int, int>, std::vector<MemEffect>> kept_;  // (unit, micro-batch) -> its gathered unit's free
+  std::set<int> grads_made_;
+  std::map<Tier, double> grads_alive_;
   Program program_;
   ProgramWriter writer_;
   UnitWork work_;

@@ -1,5 +1,7 @@
 #include "pipeline_program.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include <map>
@@ -32,14 +34,15 @@ class StageBuilder {
         work_(work), stage_(stage), p_(s.pp), V_(part.virtual_stages()), micro_batches_(micro_batches),
         writer_(program_) {
     program_.stage = stage;
-    const wl::StateBytes b = wl::state_bytes(m.numerics);
-    param_bytes_ = memory_.params_on_rank * b.params;
-    grad_bytes_ = memory_.params_on_rank * b.grads;
+    stack_ = wl::stack_states(s.stack, m.numerics, s.zero_stage, micro_batches);
+    param_bytes_ = memory_.params_on_rank * stack_.params;
+    grad_bytes_ = memory_.params_on_rank * stack_.grads;
     // Activations between stages: micro-batch x sequence x hidden; tensor-parallel ranks each send
     // their 1/t slice and the receiver all-gathers it over NVLink (Narayanan et al. SC'21,
     // Sec. 4.1, scatter/gather), already split under sequence parallelism.
-    const double full = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) *
-                        wl::activation_element_bytes(m.numerics);
+    // A PyTorch stage under autocast sends its fp32 residual stream (workloads/training_stacks.md).
+    const double element = s.stack.is_pytorch() && m.fp32_residual ? 4.0 : wl::activation_element_bytes(m.numerics);
+    const double full = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) * element;
     boundary_bytes_ = full;
     send_bytes_ = s.tp > 1 ? full / s.tp : full;
   }
@@ -70,7 +73,8 @@ class StageBuilder {
       if (bytes > 0) in.memory.push_back({t, c, bytes, false});
     };
     add(Tier::GPU, MemClass::PARAMS, memory_.params_at.gpu);
-    add(Tier::GPU, MemClass::GRADS, memory_.grads_at.gpu);
+    // Gradients a stack frees at every step (set_to_none) appear with each unit's first backward.
+    if (!stack_.grads_per_step) add(Tier::GPU, MemClass::GRADS, memory_.grads_at.gpu);
     add(Tier::GPU, MemClass::OPTIMIZER, memory_.optimizer_at.gpu);
     add(Tier::GPU, MemClass::BUCKETS, memory_.buffers.comm_bucket_bytes);
     add(Tier::HOST, MemClass::PARAMS, memory_.params_at.cpu);
@@ -175,6 +179,10 @@ class StageBuilder {
       // A stashed weight version no micro-batch needs any more is freed (PipeDream, 2BW).
       std::vector<MemEffect> end;
       if (last_use && it + 1 == units.rend()) end.push_back({Tier::GPU, MemClass::PARAMS, -param_bytes_, true});
+      if (stack_.grads_per_step && grads_made_.insert(u).second) {
+        end.push_back({Tier::GPU, MemClass::GRADS, uc.params * stack_.grads, true});
+        grads_alive_ += uc.params * stack_.grads;
+      }
       last = emit_unit_pass(writer_, work_, u, label, first_after, end);
       first_after.clear();
     }
@@ -213,9 +221,8 @@ class StageBuilder {
     // The word embedding tied to the output layer lives on the first and last stage: their
     // gradients are all-reduced between the two (Megatron-LM, Narayanan et al. SC'21 Sec. 4).
     if (m_.tied_embeddings && p_ > 1 && (vs == 0 || vs == V_ - 1)) {
-      const wl::StateBytes b = wl::state_bytes(m_.numerics);
       Instruction e = collective(CollectiveKind::ALL_REDUCE, GroupKind::EMBEDDING,
-                                 static_cast<double>(m_.vocab * m_.hidden) / s_.tp * b.grads, "embedding_allreduce", last_);
+                                 static_cast<double>(m_.vocab * m_.hidden) / s_.tp * stack_.wire_grad, "embedding_allreduce", last_);
       e.tag = optimizer_steps_;
       reduced.push_back(writer_.add(std::move(e)));
     }
@@ -227,8 +234,14 @@ class StageBuilder {
     opt.name = "adam";
     opt.step = work.step;
     const double params = (s_.zero_stage >= 1 ? memory_.params_on_rank / s_.dp : memory_.params_on_rank) * share;
-    opt.seconds = costs_.gpu_adam_seconds(params, m_.numerics);
+    opt.seconds = s_.stack.is_pytorch() ? costs_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
+                                        : costs_.gpu_adam_seconds(params, m_.numerics);
     opt.after = reduced;
+    if (stack_.grads_per_step && grads_alive_ > 0) {
+      opt.memory.push_back({Tier::GPU, MemClass::GRADS, -grads_alive_, true});
+      grads_alive_ = 0;
+      grads_made_.clear();
+    }
     // A new weight version; the old one stays while micro-batches in flight still use it.
     if (in_flight_[version_] > 0) opt.memory.push_back({Tier::GPU, MemClass::PARAMS, param_bytes_ * share, true});
     ++version_;
@@ -267,6 +280,9 @@ class StageBuilder {
   Program program_;
   ProgramWriter writer_;
   double param_bytes_ = 0, grad_bytes_ = 0, boundary_bytes_ = 0, send_bytes_ = 0;
+  wl::StackStates stack_;
+  std::set<int> grads_made_;  // units whose gradients exist in this step
+  double grads_alive_ = 0;
   int last_ = -1;
   int version_ = 0;
   std::int64_t optimizer_steps_ = 0;

@@ -59,7 +59,8 @@ struct Instruction {
   // Payload (the fields of this kind; others stay at their defaults).
   double seconds = 0;               // COMPUTE
   double flops = 0;                 // COMPUTE
-  double params = 0;                // HOST_COMPUTE
+  double host_seconds = 0;          // COMPUTE: host time issuing it (host_dispatch.hpp); 0: issued at once
+  double params = 0;                // HOST_COMPUTE (or `seconds` of a framework's own CPU optimizer, when set)
   CollectiveKind collective = CollectiveKind::ALL_REDUCE;  // COLLECTIVE
   GroupKind group = GroupKind::DATA;                       // COLLECTIVE
   Dtype dtype = Dtype::FP16;        // COLLECTIVE, SEND, RECV

@@ -19,15 +19,15 @@ struct Shares {
 Shares shares_of(std::string_view name) {
   Shares s;
   if (name == "qkv" || name == "attention_scores" || name == "attention_context" || name == "softmax" ||
-      name == "attention_dropout") {
+      name == "attention_dropout" || name == "rotary") {
     s.part[ATTENTION_IN] = 1;
   } else if (name == "attention_out") {
     s.part[ATTENTION_OUT] = 1;
-  } else if (name == "mlp_in" || name == "activation") {
+  } else if (name == "mlp_in" || name == "activation" || name == "swiglu") {
     s.part[MLP_IN] = 1;
   } else if (name == "mlp_out") {
     s.part[MLP_OUT] = 1;
-  } else if (name == "norm") {
+  } else if (name == "norm" || name == "rmsnorm") {
     s.part[ATTENTION_IN] = s.part[MLP_IN] = 0.5;
   } else {  // residual_add, dropout
     s.part[ATTENTION_OUT] = s.part[MLP_OUT] = 0.5;
@@ -44,11 +44,13 @@ PartTimes split(const CostModel& c, const wl::PassCost& pass) {
   PartTimes t;
   for (const auto& g : pass.gemms) {
     const Shares s = shares_of(g.name);
+    const bool flash = c.times_flash(pass) && CostModel::attention_gemm(g);
     for (int p = 0; p < PARTS; ++p) {
-      t.seconds[p] += s.part[p] * c.gemm_seconds(g);
+      if (!flash) t.seconds[p] += s.part[p] * c.gemm_seconds(g);
       t.flops[p] += s.part[p] * g.flops();
     }
   }
+  t.seconds[ATTENTION_IN] += c.flash_seconds(pass);
   for (const auto& k : pass.kernels) {
     const Shares s = shares_of(k.name);
     for (int p = 0; p < PARTS; ++p) t.seconds[p] += s.part[p] * c.kernel_seconds(k);

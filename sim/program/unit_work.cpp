@@ -1,6 +1,7 @@
 #include "unit_work.hpp"
 
 #include "activation_memory.hpp"
+#include "stack_layer.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -49,8 +50,9 @@ void activation_effects(const UnitWork& w, int u, ComputePass pass, std::vector<
     }
     if (uc.holds_embedding) alloc(at_end, MemClass::ACTIVATIONS, -w.activations.embedding, true);
     if (uc.holds_head) {
+      alloc(at_start, MemClass::LOGITS, w.activations.logits_backward, false);
       alloc(at_end, MemClass::ACTIVATIONS, -w.activations.output, true);
-      alloc(at_end, MemClass::LOGITS, -w.activations.logits, true);
+      alloc(at_end, MemClass::LOGITS, -w.activations.logits - w.activations.logits_backward, true);
     }
   }
 }
@@ -75,6 +77,14 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
   a.embedding = wl::embedding_activation_bytes(m, shape);
   a.output = wl::output_norm_activation_bytes(m, shape);
   a.logits = wl::logits_bytes(m, shape);
+  if (s.stack.is_pytorch()) {
+    // What the stack's eager code saves (workloads/training_stacks.md); recompute is refused for
+    // these stacks, so stored and full agree.
+    a.stored = a.full = wl::torch_layer_saved_bytes(m, s);
+    const wl::TorchLossBytes loss = wl::torch_loss_bytes(m, s);
+    a.logits = loss.kept;
+    a.logits_backward = loss.backward_extra;
+  }
   return a;
 }
 

@@ -39,6 +39,7 @@ struct ActivationSizes {
   double embedding = 0; // the embedding's dropout mask
   double output = 0;    // the final norm's activations
   double logits = 0;    // fp32 logits of the loss
+  double logits_backward = 0;  // more, alive only during the head's backward (a stack's loss backward)
 };
 
 struct UnitWork {

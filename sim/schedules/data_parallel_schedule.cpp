@@ -139,6 +139,7 @@ class Emitter {
     for (int p = position; plan_.gather_params && p <= std::min(n - 1, position + plan_.gather_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (!it.needs_params || gather_.count(p)) continue;
+      if (!plan_.gather_for_backward && it.kind != Instr::FORWARD) continue;
       ScheduleItem g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
       trigger(g, p, plan_.gather_ahead);
       if (fetch_.count(p)) g.after.push_back(fetch_[p]);

@@ -51,6 +51,7 @@ struct DataParallelPlan {
   int micro_batches = 1;
   bool fetch_params = false;         // parameters live off the GPU (ZeRO-Infinity, L2L)
   bool gather_params = false;        // ZeRO-3
+  bool gather_for_backward = true;   // false: the forward's gather is kept for the backward (FSDP2 without resharding)
   int gather_ahead = 1;
   int fetch_ahead = 2;               // one more than gathered: fetch, then gather, then compute
   bool recompute_full = false;       // every unit's forward again before the layer's backward

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Adds the PyTorch-side calibration to a profile written by trainsim-calibrate.
+
+    python3 calibrate/scripts/merge_torch_calibration.py --profile RUN/calib/profile.json \
+        --micro RUN/torch/torch_microbench.json --cpu RUN/torch_cpu/torch_microbench.json \
+        --stacks RUN/torch/torch_stack_dispatch_w1.json RUN/torch/torch_stack_dispatch_w2.json \
+        --out hwprofiles/h200x4-measured.json
+
+Sections added (schema: hwprofiles/README.md, "Calibration of stacks"), every figure a median of
+the raw files' samples rounded to 4 significant digits, each section citing its source:
+- calibration.kernels: one curve "torch_<kernel>" per PyTorch kernel (bytes -> GB/s);
+- calibration.attention: flash attention forward and backward TFLOP/s per shape;
+- calibration.cpu_optimizers: PyTorch's fused CPU AdamW per process, 1, 2 and 4 processes at once;
+- calibration.host_dispatch: op_us and hook_us, and per stack the host time per layer, per
+  micro-batch and per optimizer step, from the tiny-model step times (derivation below).
+"""
+import argparse
+import json
+import math
+
+
+def sig4(x):
+    if x == 0:
+        return 0.0
+    return float(f"{x:.4g}")
+
+
+def curves(micro):
+    by = {}
+    for k in micro.get("kernels", []):
+        by.setdefault(k["name"], {})[float(k["bytes"])] = k["GBps_median"]
+    out = []
+    for name in sorted(by):
+        pts = [{"bytes": b, "GBps": sig4(by[name][b])} for b in sorted(by[name])]
+        out.append({"what": "torch_" + name, "points": pts})
+    return out
+
+
+def attention(micro):
+    ks = []
+    for a in micro.get("attention", []):
+        ks.append({"head_dim": a["head_dim"], "seq": a["seq"], "batch_heads": a["batch"] * a["heads"], "causal": a["causal"],
+                   "forward_TFLOPs": sig4(a["forward_TFLOPs"]), "backward_TFLOPs": sig4(a["backward_TFLOPs"])})
+    return ks
+
+
+def med(d):
+    return d["median"]
+
+
+def dp_stack(name, runs, fwd_share):
+    """runs: {"L2": {...}, "L8": {...}} in microseconds (medians)."""
+    lo, hi = runs["L2"], runs["L8"]
+    dl = 6.0
+    fb_layer = (med(hi["forward_backward"]) - med(lo["forward_backward"])) / dl
+    if "forward" in lo:
+        f_layer = (med(hi["forward"]) - med(lo["forward"])) / dl
+        f_mb = med(lo["forward"]) - 2 * f_layer
+        split = "forward timed alone"
+    else:
+        f_layer = fb_layer * fwd_share
+        f_mb = None
+        split = f"forward share {fwd_share:.3f} of the single-GPU autocast stack (its forward cannot be timed alone)"
+    b_layer = fb_layer - f_layer
+    fb_mb = med(lo["forward_backward"]) - 2 * fb_layer
+    if f_mb is None:
+        f_mb = fb_mb * fwd_share
+    b_mb = fb_mb - f_mb
+    sync = 0.0
+    if "forward_backward_sync" in lo:
+        sync = ((med(hi["forward_backward_sync"]) - med(lo["forward_backward_sync"])) - (med(hi["forward_backward"]) -
+                                                                                         med(lo["forward_backward"]))) / dl
+    o_layer = (med(hi["optimizer"]) - med(lo["optimizer"])) / dl
+    o_step = med(lo["optimizer"]) - 2 * o_layer
+    vals = dict(layer_forward_us=f_layer, layer_backward_us=b_layer, micro_batch_forward_us=f_mb,
+                micro_batch_backward_us=b_mb, sync_layer_us=sync, optimizer_step_us=o_step, optimizer_layer_us=o_layer)
+    clamped = [k for k, v in vals.items() if v < 0]
+    entry = {"stack": name, **{k: sig4(max(0.0, v)) for k, v in vals.items()}}
+    return entry, split, clamped
+
+
+def pipe_stack(name, runs, fwd_share):
+    """runs: {"L1_M2", "L1_M4", "L4_M2", "L4_M4"}: step(L, M) = O + M (c + L l)."""
+    s = {k: med(v) for k, v in runs.items()}
+    l = ((s["L4_M2"] - s["L1_M2"]) / (3 * 2) + (s["L4_M4"] - s["L1_M4"]) / (3 * 4)) / 2
+    c = ((s["L1_M4"] - s["L1_M2"]) / 2 - l + (s["L4_M4"] - s["L4_M2"]) / 2 - 4 * l) / 2
+    o = s["L1_M2"] - 2 * (c + l)
+    vals = dict(layer_forward_us=l * fwd_share, layer_backward_us=l * (1 - fwd_share), micro_batch_forward_us=c / 2,
+                micro_batch_backward_us=c / 2, sync_layer_us=0.0, optimizer_step_us=o, optimizer_layer_us=0.0)
+    clamped = [k for k, v in vals.items() if v < 0]
+    entry = {"stack": name, **{k: sig4(max(0.0, v)) for k, v in vals.items()}}
+    return entry, clamped
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--micro", required=True)
+    ap.add_argument("--cpu", required=True)
+    ap.add_argument("--stacks", nargs="+", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    prof = json.load(open(a.profile))
+    micro = json.load(open(a.micro))
+    cpu = json.load(open(a.cpu))
+    stacks = {}
+    for f in a.stacks:
+        stacks.update(json.load(open(f))["stacks"])
+    cal = prof.setdefault("calibration", {})
+    cal.setdefault("kernels", []).extend(curves(micro))
+    mp = micro["provenance"]
+    where = f"on {mp['host']} {mp['date'][:10]} ({mp['gpu']}, torch {mp['torch']})"
+    ks = attention(micro)
+    if ks:
+        cal["attention"] = {"kernels": ks, "source": (
+            f"measured by calibrate/scripts/torch_microbench.py {where}: torch scaled_dot_product_attention under "
+            "sdpa_kernel(FLASH_ATTENTION), causal, bf16, per (batch x heads, seq, head_dim); forward and forward + "
+            "backward timed with CUDA events (median of 5 samples of 10 calls after 3 warm-up calls), backward = "
+            "difference; FLOPs as FlashAttention-2 counts them (forward 2 b a s^2 d with the causal mask, backward 2.5x)")}
+    runs = []
+    for r in cpu.get("cpu_adam", []):
+        runs.append({"what": r["what"], "processes": r["processes"], "threads_per_process": r["threads_per_process"],
+                     "params_per_s_per_process": sig4(r["params_per_s_per_process"])})
+    if runs:
+        cp = cpu["provenance"]
+        cal["cpu_optimizers"] = {"runs": runs, "source": (
+            f"measured by calibrate/scripts/torch_microbench.py --parts cpu_adam on {cp['host']} {cp['date'][:10]} "
+            f"({cp['cpu_count']} logical CPUs, torch {cp['torch']}): torch.optim.AdamW(fused=True) over 64 M fp32 "
+            "parameters (16 tensors) per process, 1, 2 or 4 processes stepping at once with cores / processes "
+            "threads each; median of 4 steps after one, the slowest process's time per step")}
+    hd = cal.setdefault("host_dispatch", {})
+    host = micro.get("host", {})
+    if host:
+        hd["op_us"] = sig4(med(host["op_autograd_us"]))
+        hd["hook_us"] = sig4(max(0.0, host["hook_us"]))
+    single = stacks.get("single")
+    fwd_share = 1 / 3
+    if single:
+        lo, hi = single["L2"], single["L8"]
+        fwd_share = (med(hi["forward"]) - med(lo["forward"])) / (med(hi["forward_backward"]) - med(lo["forward_backward"]))
+    names = {"single": "pytorch", "ddp": "pytorch-ddp", "fsdp2-zero2": "pytorch-fsdp:zero2",
+             "fsdp2-zero3": "pytorch-fsdp:zero3", "fsdp2-offload": "pytorch-fsdp:offload",
+             "pipe-gpipe": "pytorch-pipelining:gpipe", "pipe-1f1b": "pytorch-pipelining:1f1b"}
+    entries, notes = [], []
+    for key in ["single", "ddp", "fsdp2-zero2", "fsdp2-zero3", "fsdp2-offload", "pipe-gpipe", "pipe-1f1b"]:
+        if key not in stacks:
+            notes.append(f"{names[key]}: not measured")
+            continue
+        if key.startswith("pipe-"):
+            e, clamped = pipe_stack(names[key], stacks[key], fwd_share)
+            split = "layer time split as the single-GPU autocast stack's, micro-batch time half forward, half backward"
+        else:
+            e, split, clamped = dp_stack(names[key], stacks[key], fwd_share)
+        entries.append(e)
+        notes.append(f"{names[key]}: {split}" + (f"; negative (noise) set to 0: {', '.join(clamped)}" if clamped else ""))
+    hd["stacks"] = entries
+    sp = json.load(open(a.stacks[0]))["provenance"]
+    hd["source"] = (hd.get("source", "") + ("; " if hd.get("source") else "") +
+                    f"op_us, hook_us: calibrate/scripts/torch_microbench.py {where} (one eager operator with autograd on a "
+                    "16-element CUDA tensor; a forward pre-hook or forward hook of an nn.Module); stacks: "
+                    f"calibrate/scripts/torch_stack_dispatch.py on {sp['host']} {sp['date'][:10]}: step times of "
+                    "reports/validation/scripts/run_step.py's stacks on a GPT of hidden 64, 2 heads, sequence 64, "
+                    "vocabulary 512, micro-batch 1 (kernels shorter than their launches, so wall time is host time), at "
+                    "2 and 8 layers (pipelines: 1 and 4 layers per stage, 2 and 4 micro-batches, 2 stages); per layer = "
+                    "slope over the depth, per micro-batch and per step = intercepts; " + "; ".join(notes))
+    order = ["kernel_launch_us", "gpu_kernel_us", "op_us", "hook_us", "stacks", "source"]
+    cal["host_dispatch"] = {k: hd[k] for k in order if k in hd}
+    prof.setdefault("provenance", {})["torch_calibration"] = {
+        "scripts": ["calibrate/scripts/torch_microbench.py", "calibrate/scripts/torch_stack_dispatch.py",
+                    "calibrate/scripts/merge_torch_calibration.py"],
+        "raw": "reports/calibration/h200x4/ (torch_microbench.json, torch_cpu_adam.json, torch_stack_dispatch_w*.json)"}
+    with open(a.out, "w") as f:
+        json.dump(prof, f, indent=2)
+        f.write("\n")
+    print("\n".join(notes))
+
+
+if __name__ == "__main__":
+    main()

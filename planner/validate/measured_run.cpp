@@ -1,0 +1,180 @@
+#include "measured_run.hpp"
+
+#include <filesystem>
+
+#include "config_error.hpp"
+#include "enum_names.hpp"
+
+namespace trainsim::planner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// PyTorch's stacks as run_step.py names them, and trainsim's stack for each
+// (workloads/training_stacks.md).
+wl::StackKind stack_kind(const StrictObject& o, const std::string& name) {
+  if (name == "pytorch") return wl::StackKind::PYTORCH;
+  if (name == "pytorch-ddp") return wl::StackKind::PYTORCH_DDP;
+  if (name == "pytorch-fsdp") return wl::StackKind::PYTORCH_FSDP;
+  if (name == "pytorch-pipelining") return wl::StackKind::PYTORCH_PIPELINING;
+  if (name == "megatron") return wl::StackKind::MEGATRON;
+  if (name == "deepspeed") return wl::StackKind::DEEPSPEED;
+  throw ConfigError(o.source(), o.path_of("name"),
+                    "one of pytorch, pytorch-ddp, pytorch-fsdp, pytorch-pipelining, megatron, deepspeed", "\"" + name + "\"");
+}
+
+std::string beside(const std::string& directory, const std::string& file, const StrictObject& o, const char* key) {
+  if (file.empty() || file.find('/') != std::string::npos) {
+    throw ConfigError(o.source(), o.path_of(key), "the name of a file beside the measured run (no directories)", "\"" + file + "\"");
+  }
+  return (fs::path(directory) / file).string();
+}
+
+const NumberRange SECONDS{0.0, 1e6, false, "a number of seconds in (0, 1e6]"};
+const NumberRange BYTES{0.0, 1e15, false, "a number of bytes in (0, 1e15]"};
+
+}  // namespace
+
+MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& directory) {
+  StrictObject root(doc.json, doc.source, "");
+  const auto version = root.integer("schema_version", 1, 1000);
+  if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
+  const std::string kind = root.string("kind");
+  if (kind != "trainsim.measured_run") {
+    throw ConfigError(doc.source, "kind", "\"trainsim.measured_run\"", "\"" + kind + "\"");
+  }
+  MeasuredRun r;
+  r.path = doc.source;
+  r.name = root.string("name");
+  {
+    StrictObject p = root.object("provenance");
+    r.gpu = p.optional_string("gpu").value_or("");
+    r.gpus = static_cast<int>(p.optional_integer("gpus", 1, 1 << 20).value_or(1));
+    // The rest of the provenance is kept as it is (who ran it, where, with which versions).
+    for (const auto& [key, value] : p.json().items()) {
+      if (key != "gpu" && key != "gpus") p.raw(key);
+    }
+    p.finish();
+  }
+  r.model_path = beside(directory, root.string("model"), root, "model");
+  // The strategy object is trainsim's strategy schema, read by its own strict reader.
+  const nlohmann::json& strategy = root.raw("strategy");
+  if (!strategy.is_object()) throw ConfigError(doc.source, "strategy", "an object (a trainsim strategy)", describe_json(strategy));
+  r.strategy = wl::strategy_from_json(JsonDocument{strategy, doc.source + " (key strategy)"});
+  {
+    StrictObject st = root.object("stack");
+    r.stack = st.string("name");
+    wl::TrainingStack stack;
+    stack.kind = stack_kind(st, r.stack);
+    if (auto d = st.optional_object("details")) {
+      // The details record the exact policies; those the model reads are read here, the rest kept.
+      for (const auto& [key, value] : d->json().items()) {
+        if (key == "gradient_as_bucket_view") {
+          stack.gradient_as_bucket_view = d->boolean(key);
+        } else if (key == "layers_per_stage") {
+          for (std::int64_t n : d->integers(key, 0, 1 << 20)) r.layers_per_stage.push_back(static_cast<int>(n));
+        } else {
+          d->raw(key);
+        }
+      }
+      d->finish();
+    }
+    st.finish();
+    r.strategy.stack.set(stack, doc.source + ": stack");
+  }
+  {
+    StrictObject m = root.object("measured");
+    r.step_time_s = m.number("step_time_s", SECONDS);
+    if (auto spread = m.optional_number("step_time_spread", {0.0, 1e3, true, "a number in [0, 1000]"})) r.step_time_spread = *spread;
+    r.peak_allocated_bytes = m.numbers("peak_allocated_bytes", BYTES);
+    r.peak_reserved_bytes = m.numbers("peak_reserved_bytes", BYTES);
+    if (r.peak_reserved_bytes.size() != r.peak_allocated_bytes.size()) {
+      throw ConfigError(doc.source, "measured.peak_reserved_bytes",
+                        "one peak per rank, as many as measured.peak_allocated_bytes (" +
+                            std::to_string(r.peak_allocated_bytes.size()) + ")",
+                        std::to_string(r.peak_reserved_bytes.size()) + " values");
+    }
+    if (auto busy = m.optional_object("busy")) {
+      const NumberRange busy_s{0.0, 1e6, true, "seconds in [0, 1e6]"};
+      r.compute_busy_s = busy->optional_number("compute_s", busy_s);
+      r.communication_busy_s = busy->optional_number("communication_s", busy_s);
+      r.exposed_communication_s = busy->optional_number("exposed_communication_s", busy_s);
+      r.offload_io_busy_s = busy->optional_number("offload_io_s", busy_s);
+      r.optimizer_busy_s = busy->optional_number("optimizer_s", busy_s);
+      r.host_busy_s = busy->optional_number("host_s", busy_s);
+      r.bubble_fraction = busy->optional_number("bubble_fraction", {0.0, 1.0, true, "a fraction in [0, 1]"});
+      busy->finish();
+    }
+    if (auto bytes = m.optional_object("bytes")) {
+      const NumberRange moved{0.0, 1e18, true, "a number of bytes in [0, 1e18]"};
+      for (const char* key : {"collective", "p2p", "host_to_device", "device_to_host", "nvme_read", "nvme_write"}) {
+        if (auto v = bytes->optional_number(key, moved)) r.bytes_moved.emplace_back(key, *v);
+      }
+      bytes->finish();
+    }
+    if (m.has("trace") && !m.json().at("trace").is_null()) r.trace_path = beside(directory, m.string("trace"), m, "trace");
+    else if (m.has("trace")) m.raw("trace");
+    m.finish({"warmup_steps", "warmup_step_times_s", "step_times_s", "step_times_s_per_rank", "params_per_rank",
+              "tokens_per_s", "build_s"});
+  }
+  root.finish();
+  return r;
+}
+
+MeasuredRun measured_run_from_trace(const std::string& trace_path, const std::string& sidecar, const std::string& model_flag) {
+  MeasuredRun r;
+  r.from_trace = true;
+  r.trace_path = trace_path;
+  r.path = trace_path;
+  r.name = fs::path(trace_path).filename().string();
+  for (const char* suffix : {".gz", ".json", ".trace"}) {
+    if (r.name.ends_with(suffix)) r.name.erase(r.name.size() - std::string(suffix).size());
+  }
+  if (sidecar.empty()) {
+    if (model_flag.empty()) {
+      throw ConfigError("--measured", "--measured",
+                        "with a profiler trace, --sidecar FILE or --model (and the strategy flags) saying what it ran",
+                        "\"" + trace_path + "\" alone");
+    }
+    return r;
+  }
+  const JsonDocument doc = parse_json_file(sidecar);
+  StrictObject root(doc.json, doc.source, "");
+  const auto version = root.integer("schema_version", 1, 1000);
+  if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
+  const std::string kind = root.string("kind");
+  if (kind != "trainsim.trace_sidecar") throw ConfigError(doc.source, "kind", "\"trainsim.trace_sidecar\"", "\"" + kind + "\"");
+  const std::string directory = fs::path(sidecar).parent_path().string();
+  if (auto name = root.optional_string("name")) r.name = *name;
+  r.model_path = beside(directory, root.string("model"), root, "model");
+  r.gpu = root.optional_string("gpu").value_or("");
+  r.gpus = static_cast<int>(root.optional_integer("gpus", 1, 1 << 20).value_or(1));
+  const nlohmann::json& strategy = root.raw("strategy");
+  if (!strategy.is_object()) throw ConfigError(doc.source, "strategy", "an object (a trainsim strategy)", describe_json(strategy));
+  r.strategy = wl::strategy_from_json(JsonDocument{strategy, doc.source + " (key strategy)"});
+  if (root.has("stack")) {
+    StrictObject st = root.object("stack");
+    r.stack = st.string("name");
+    wl::TrainingStack stack;
+    stack.kind = stack_kind(st, r.stack);
+    if (auto b = st.optional_boolean("gradient_as_bucket_view")) stack.gradient_as_bucket_view = *b;
+    st.finish();
+    r.strategy.stack.set(stack, doc.source + ": stack");
+  }
+  if (root.has("peak_allocated_bytes")) r.peak_allocated_bytes = root.numbers("peak_allocated_bytes", BYTES);
+  if (root.has("peak_reserved_bytes")) r.peak_reserved_bytes = root.numbers("peak_reserved_bytes", BYTES);
+  root.finish();
+  return r;
+}
+
+bool is_measured_run_file(const std::string& path) {
+  const JsonDocument doc = parse_json_file(path);
+  return doc.json.is_object() && doc.json.contains("kind") && doc.json["kind"] == "trainsim.measured_run";
+}
+
+MeasuredRun load_measured_run(const std::string& path) {
+  const JsonDocument doc = parse_json_file(path);
+  return measured_run_from_json(doc, fs::path(path).parent_path().string());
+}
+
+}  // namespace trainsim::planner

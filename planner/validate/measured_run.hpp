@@ -1,0 +1,53 @@
+#pragma once
+// A measured training step, as reports/validation/README.md documents the schema (kind
+// "trainsim.measured_run", schema_version 1): the model and strategy it ran, the stack with its
+// exact policies, its step times and its peak memory per rank (allocated and reserved), and
+// optionally per-stream busy times and the profiler trace beside it. Read strictly: an unknown or
+// malformed key is a ConfigError naming the file and the key.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strategy_input.hpp"
+#include "strict_json.hpp"
+
+namespace trainsim::planner {
+
+struct MeasuredRun {
+  std::string path;            // the file read
+  std::string name;
+  std::string model_path;      // the trainsim model JSON, resolved beside the file
+  std::string gpu;             // provenance.gpu
+  int gpus = 1;
+  wl::StrategyInput strategy;  // the strategy object, with the stack and its policies
+  std::string stack;           // stack.name as the file says it
+  std::vector<int> layers_per_stage;  // pipelines: the stages' layers as the run split them
+  double step_time_s = 0;      // median of the timed steps
+  double step_time_spread = 0;
+  std::vector<double> peak_allocated_bytes;  // per rank
+  std::vector<double> peak_reserved_bytes;   // per rank
+  // measured.busy (optional; the reference step reports them): per-stream busy seconds of rank 0's
+  // step, the communication no compute hid, and the pipeline bubble.
+  std::optional<double> compute_busy_s, communication_busy_s, exposed_communication_s, offload_io_busy_s,
+      optimizer_busy_s, host_busy_s;
+  std::optional<double> bubble_fraction;
+  // measured.bytes (optional): bytes rank 0 moved per step, by path.
+  std::vector<std::pair<std::string, double>> bytes_moved;
+  std::optional<std::string> trace_path;     // resolved beside the file, when the run has one
+  bool from_trace = false;                   // the step time is the profiled step's (no timed steps)
+};
+
+// `path`: a measured-run JSON. Throws ConfigError for anything malformed.
+MeasuredRun load_measured_run(const std::string& path);
+MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& directory);
+
+// A torch.profiler trace and what ran in it: `sidecar` (kind "trainsim.trace_sidecar": name, model,
+// strategy, stack, optional gpu, gpus and peaks per rank) or, without one, the model and strategy
+// flags alone (`model_flag` must then be given). The step time is the trace's step.
+MeasuredRun measured_run_from_trace(const std::string& trace_path, const std::string& sidecar, const std::string& model_flag);
+
+// Whether a JSON file is a measured run (its "kind"), for picking them out of a directory.
+bool is_measured_run_file(const std::string& path);
+
+}  // namespace trainsim::planner

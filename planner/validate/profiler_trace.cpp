@@ -1,0 +1,131 @@
+#include "profiler_trace.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "config_error.hpp"
+
+namespace trainsim::planner {
+namespace {
+
+// Traces of a whole step are tens of MB; anything beyond 4 GiB is not one.
+constexpr std::size_t MAX_TRACE_BYTES = std::size_t{4} << 30;
+
+std::string read_maybe_gzipped(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files unchanged too
+  if (f == nullptr) throw ConfigError(path, "", "a readable profiler trace (Chrome trace JSON, optionally gzipped)", "cannot open");
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const int n = gzread(f, buf, sizeof(buf));
+    if (n < 0) {
+      int err = 0;
+      const std::string what = gzerror(f, &err);
+      gzclose(f);
+      throw ConfigError(path, "", "a readable profiler trace (Chrome trace JSON, optionally gzipped)", "a read error: " + what);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > MAX_TRACE_BYTES) {
+      gzclose(f);
+      throw ConfigError(path, "", "a profiler trace of at most 4 GiB", "more");
+    }
+  }
+  gzclose(f);
+  return out;
+}
+
+using Interval = std::pair<double, double>;
+
+double union_length(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  double total = 0, start = 0, end = -std::numeric_limits<double>::infinity();
+  for (const auto& [a, b] : v) {
+    if (a > end) {
+      if (end > start) total += end - start;
+      start = a;
+      end = b;
+    } else {
+      end = std::max(end, b);
+    }
+  }
+  if (end > start) total += end - start;
+  return total;
+}
+
+bool is_nccl(std::string_view name) {
+  return name.find("nccl") != std::string_view::npos || name.find("NCCL") != std::string_view::npos;
+}
+
+}  // namespace
+
+TraceSummary read_profiler_trace(const std::string& path) {
+  const std::string text = read_maybe_gzipped(path);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw ConfigError(path, "", "a Chrome trace JSON document", "text that is not JSON");
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
+    throw ConfigError(path, "traceEvents", "an array of trace events (torch.profiler's export_chrome_trace)",
+                      doc.is_object() ? "no such array" : "not an object");
+  }
+  std::vector<Interval> compute, nccl, all;
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  double step_begin = first, step_end = -first;
+  TraceSummary t;
+  double peak = -1;
+  for (const auto& e : doc["traceEvents"]) {
+    if (!e.is_object()) continue;
+    const std::string cat = e.value("cat", "");
+    const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
+    if (name.rfind("ProfilerStep#", 0) == 0 && e.contains("ts") && e.contains("dur")) {
+      step_begin = std::min(step_begin, e["ts"].get<double>());
+      step_end = std::max(step_end, e["ts"].get<double>() + e["dur"].get<double>());
+    }
+    if (name == "[memory]" && e.contains("args") && e["args"].contains("Total Allocated")) {
+      peak = std::max(peak, e["args"]["Total Allocated"].get<double>());
+    }
+    if (!gpu) continue;
+    if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) {
+      throw ConfigError(path, "traceEvents", "GPU events with numeric ts and dur (microseconds)", "an event without them");
+    }
+    const double a = e["ts"].get<double>() * 1e-6, b = a + e["dur"].get<double>() * 1e-6;
+    first = std::min(first, a);
+    last = std::max(last, b);
+    all.emplace_back(a, b);
+    (cat == "kernel" && is_nccl(name) ? nccl : compute).emplace_back(a, b);
+    if (cat == "kernel") ++t.kernels;
+  }
+  if (all.empty()) {
+    throw ConfigError(path, "traceEvents", "GPU activity (kernel, gpu_memcpy or gpu_memset events: a trace with CUDA activities)",
+                      "none");
+  }
+  t.step_from_profiler_step = step_end > step_begin;
+  t.step_s = t.step_from_profiler_step ? (step_end - step_begin) * 1e-6 : last - first;
+  t.compute_busy_s = union_length(compute);
+  t.nccl_busy_s = union_length(nccl);
+  const double busy = union_length(all);
+  t.exposed_communication_s = std::max(0.0, busy - t.compute_busy_s);
+  t.gpu_span_s = last - first;
+  t.idle_fraction = std::clamp(1.0 - busy / t.gpu_span_s, 0.0, 1.0);
+  t.no_compute_fraction = std::clamp(1.0 - t.compute_busy_s / t.gpu_span_s, 0.0, 1.0);
+  if (peak >= 0) t.peak_allocated_bytes = peak;
+  // What ran it, for the default profile when nothing else says (torch.profiler writes both).
+  if (doc.contains("deviceProperties") && doc["deviceProperties"].is_array() && !doc["deviceProperties"].empty() &&
+      doc["deviceProperties"][0].is_object() && doc["deviceProperties"][0].contains("name") &&
+      doc["deviceProperties"][0]["name"].is_string()) {
+    t.gpu = doc["deviceProperties"][0]["name"].get<std::string>();
+  }
+  if (doc.contains("distributedInfo") && doc["distributedInfo"].is_object() && doc["distributedInfo"].contains("world_size") &&
+      doc["distributedInfo"]["world_size"].is_number_integer()) {
+    t.world_size = static_cast<int>(std::clamp<std::int64_t>(doc["distributedInfo"]["world_size"].get<std::int64_t>(), 0, 1 << 20));
+  }
+  return t;
+}
+
+}  // namespace trainsim::planner

@@ -1,0 +1,35 @@
+#pragma once
+// A PyTorch profiler trace (the Chrome trace JSON torch.profiler exports, optionally gzipped) read
+// for what a validation compares: the step as the GPU saw it (first to last GPU activity, or the
+// ProfilerStep span when the trace has one), the time compute kernels and NCCL kernels kept the
+// GPU busy, the communication no compute hid, the GPU's idle share, and the allocator's peak when
+// the trace recorded memory events.
+
+#include <optional>
+#include <string>
+
+namespace trainsim::planner {
+
+struct TraceSummary {
+  double step_s = 0;              // ProfilerStep span, else first GPU start to last GPU end
+  bool step_from_profiler_step = false;
+  double compute_busy_s = 0;      // union of non-NCCL kernels, copies and memsets
+  double nccl_busy_s = 0;         // union of NCCL kernels
+  double exposed_communication_s = 0;  // NCCL busy while nothing else runs
+  double gpu_span_s = 0;          // first GPU start to last GPU end
+  double idle_fraction = 0;       // share of gpu_span_s no GPU activity covers
+  // Share of gpu_span_s without compute (no kernel other than NCCL's, no copy, no memset): idle
+  // time plus NCCL kernels alone. A pipeline stage waiting for its neighbour sits in an NCCL
+  // receive kernel, so this, not idle_fraction, is the stage's bubble as the trace shows it.
+  double no_compute_fraction = 0;
+  std::size_t kernels = 0;
+  std::optional<double> peak_allocated_bytes;  // from [memory] events (profile_memory=True)
+  std::string gpu;     // deviceProperties[0].name, when the trace has it
+  int world_size = 0;  // distributedInfo.world_size (0: not a distributed trace)
+};
+
+// Throws ConfigError naming the file for a trace that cannot be read or is not a Chrome trace
+// with GPU activity.
+TraceSummary read_profiler_trace(const std::string& path);
+
+}  // namespace trainsim::planner

@@ -1,0 +1,271 @@
+#include "validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "config_error.hpp"
+#include "memory_answer.hpp"
+#include "profile_loader.hpp"
+#include "request.hpp"
+#include "simulator.hpp"
+
+namespace trainsim::planner {
+namespace {
+
+ValidationRow row(const MeasuredRun& run, std::string metric, std::string unit, double predicted, double measured,
+                  bool toleranced, double tolerance_pct, std::string note = {}) {
+  ValidationRow r;
+  r.name = run.name;
+  r.metric = std::move(metric);
+  r.unit = std::move(unit);
+  r.predicted = predicted;
+  r.measured = measured;
+  r.error_abs = predicted - measured;
+  r.error_pct = measured != 0 ? 100.0 * (predicted - measured) / measured : 0.0;
+  r.toleranced = toleranced;
+  r.within = !toleranced || std::abs(r.error_pct) <= tolerance_pct;
+  r.note = std::move(note);
+  return r;
+}
+
+double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+
+}  // namespace
+
+std::vector<KnownGap> load_known_gaps(const std::string& path) {
+  const JsonDocument doc = parse_json_file(path);
+  StrictObject root(doc.json, doc.source, "");
+  const auto version = root.integer("schema_version", 1, 1000);
+  if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
+  std::vector<KnownGap> gaps;
+  for (StrictObject g : root.objects("gaps")) {
+    const std::string metric = g.string("metric");
+    if (metric != "step_time" && metric != "peak_allocated" && metric != "bubble_fraction") {
+      throw ConfigError(doc.source, g.path_of("metric"), "a metric with a target: step_time, peak_allocated or bubble_fraction",
+                        "\"" + metric + "\"");
+    }
+    const std::string reason = g.string("reason");
+    if (reason.empty()) throw ConfigError(doc.source, g.path_of("reason"), "the reason the rows are outside their target", "\"\"");
+    const nlohmann::json& names = g.raw("names");
+    if (!names.is_array() || names.empty()) {
+      throw ConfigError(doc.source, g.path_of("names"), "a non-empty array of measured-run names", describe_json(names));
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (!names[i].is_string()) {
+        throw ConfigError(doc.source, g.path_of("names") + "[" + std::to_string(i) + "]", "a measured-run name", describe_json(names[i]));
+      }
+      gaps.push_back({names[i].get<std::string>(), metric, reason});
+    }
+    g.finish();
+  }
+  root.finish({"description"});
+  return gaps;
+}
+
+std::string default_profile(const MeasuredRun& run) {
+  for (const std::string& name : hw::builtin_profile_names()) {
+    const hw::ClusterProfile p = hw::builtin_profile(name);
+    if (p.gpu.model == run.gpu && p.gpus_per_node() >= run.gpus && p.calibration.host_dispatch) return name;
+  }
+  throw ConfigError(run.path, run.from_trace ? "deviceProperties[0].name" : "provenance.gpu",
+                    fmt::format("a GPU that a calibrated built-in profile describes with {} GPUs per node (or give --hw)", run.gpus),
+                    "\"" + run.gpu + "\"");
+}
+
+ValidationInputs read_validation_inputs(const std::string& measured, const std::string& sidecar, const InputFlags& flags) {
+  namespace fs = std::filesystem;
+  ValidationInputs in;
+  std::error_code ec;
+  if (fs::is_directory(measured, ec)) {
+    if (!sidecar.empty()) throw ConfigError("--sidecar", "--sidecar", "no --sidecar with a directory of measured runs", "\"" + sidecar + "\"");
+    std::vector<std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(measured, ec)) {
+      const std::string p = e.path().string();
+      if (e.is_regular_file() && p.ends_with(".json")) files.push_back(p);
+    }
+    if (ec) throw ConfigError(measured, "", "a readable directory of measured runs", ec.message());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      if (!is_measured_run_file(f)) continue;
+      in.runs.push_back(load_measured_run(f));
+      in.paths.push_back(f);
+    }
+    if (in.runs.empty()) {
+      throw ConfigError(measured, "", "a directory holding measured-run JSON files (\"kind\": \"trainsim.measured_run\")", "none");
+    }
+    return in;
+  }
+  if (!fs::is_regular_file(measured, ec)) {
+    throw ConfigError("--measured", "--measured", "a measured-run JSON, a profiler trace or a directory", "\"" + measured + "\" (no such file)");
+  }
+  in.paths.push_back(measured);
+  if (!sidecar.empty()) in.paths.push_back(sidecar);
+  if (measured.ends_with(".gz")) {
+    in.runs.push_back(measured_run_from_trace(measured, sidecar, flags.model));
+    return in;
+  }
+  const JsonDocument doc = parse_json_file(measured);
+  if (doc.json.is_object() && doc.json.contains("traceEvents")) {
+    in.runs.push_back(measured_run_from_trace(measured, sidecar, flags.model));
+  } else {
+    if (!sidecar.empty()) {
+      throw ConfigError("--sidecar", "--sidecar", "a sidecar only with a profiler trace (a measured run names its own model and strategy)",
+                        "\"" + sidecar + "\"");
+    }
+    in.runs.push_back(measured_run_from_json(doc, std::filesystem::path(measured).parent_path().string()));
+  }
+  return in;
+}
+
+RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, bool hw_given, bool read_trace) {
+  RunValidation v;
+  v.run = run_in;
+  MeasuredRun& run = v.run;
+  if ((read_trace || run.from_trace) && run.trace_path) v.trace = read_profiler_trace(*run.trace_path);
+  if (run.from_trace) {
+    run.step_time_s = v.trace->step_s;
+    if (run.gpu.empty()) run.gpu = v.trace->gpu;
+    if (run.gpus <= 1 && v.trace->world_size > 1) run.gpus = v.trace->world_size;
+    if (run.peak_allocated_bytes.empty() && v.trace->peak_allocated_bytes) run.peak_allocated_bytes = {*v.trace->peak_allocated_bytes};
+  }
+  const std::string hw = hw_given ? given.hw : default_profile(run);
+  v.profile = hw;
+
+  InputFlags flags = given;
+  if (flags.model.empty()) flags.model = run.model_path;
+  flags.hw = hw;
+  wl::StrategyInput strategy = run.strategy;
+  // The run's own pipeline partition (a stack splits layers its own way; run_step.py evenly).
+  if (run.layers_per_stage.size() >= 2) {
+    strategy.first_stage_layers.set(run.layers_per_stage.front(), run.path + ": stack.details.layers_per_stage");
+    strategy.last_stage_layers.set(run.layers_per_stage.back(), run.path + ": stack.details.layers_per_stage");
+  }
+  flags.base_strategy = strategy;
+  MemoryAnswer memory = answer_memory(resolve_request(flags));
+  const Request& request = memory.request;
+  v.profile = request.profile.name;
+  v.profile_description = request.profile.description;
+  if (request.infeasible_reason) {
+    v.error = "not simulated: " + *request.infeasible_reason;
+    return v;
+  }
+  // The run is known to have fit: it is simulated whatever the memory model says about fitting,
+  // so its predicted peak can be compared with the measured one.
+  const double ops = sim::estimated_replay_ops(request.inputs.model, request.inputs.strategy, request.profile);
+  if (ops > sim::MAX_REPLAY_OPS) {
+    v.error = fmt::format("not simulated: the replay would hold about {:.3g} million ops, beyond trainsim's limit", ops / 1e6);
+    return v;
+  }
+  const sim::SimResult r = sim::simulate(request.inputs.model, request.inputs.strategy, request.profile, memory.estimate);
+  if (!r.simulated) {
+    v.error = "not simulated: " + r.infeasible_reason.value_or("the simulator gave no result");
+    return v;
+  }
+  std::set<std::string> seen;
+  for (const auto& list : {r.assumptions, r.notes}) {
+    for (const auto& n : list) {
+      if (seen.insert(n).second) v.notes.push_back(n);
+    }
+  }
+  for (const auto& g : r.per_gpu) v.predicted_peaks.push_back(g.peak_memory_bytes);
+
+  v.rows.push_back(row(run, "step_time", "s", r.step_time_s, run.step_time_s, true, STEP_TOLERANCE_PCT,
+                       "measured: median of the timed steps (slowest rank)"));
+  const double predicted_peak = max_of(v.predicted_peaks);
+  if (!run.peak_allocated_bytes.empty()) {
+    v.rows.push_back(row(run, "peak_allocated", "bytes", predicted_peak, max_of(run.peak_allocated_bytes), true, MEMORY_TOLERANCE_PCT,
+                         "the largest GPU: torch.cuda.max_memory_allocated against the replay's timeline peak"));
+  }
+  // The caching allocator reserves whole segments and keeps freed blocks: reserved is at least the
+  // allocated peak. The replay has no reserved timeline yet (segments, fragmentation), so the
+  // allocated peak stands in, as a lower bound, and the row has no target (training_stacks.md).
+  if (!run.peak_reserved_bytes.empty()) {
+    v.rows.push_back(row(run, "peak_reserved", "bytes", predicted_peak, max_of(run.peak_reserved_bytes), false, 0,
+                         "predicted: the allocated peak (a lower bound; segments and fragmentation not modeled)"));
+  }
+  const sim::GpuResult* first = r.per_gpu.empty() ? nullptr : &r.per_gpu.front();
+  const double exposed_measured = run.exposed_communication_s.value_or(v.trace ? v.trace->exposed_communication_s : -1.0);
+  // Not for pipelines: there a stage waiting for its neighbour sits in an NCCL receive kernel,
+  // which the trace counts as communication and the replay as idle; their bubble row covers it.
+  if (first != nullptr && exposed_measured >= 0 && run.gpus > 1 && request.inputs.strategy.pp == 1) {
+    v.rows.push_back(row(run, "exposed_communication", "s", first->exposed_communication_s, exposed_measured, false, 0,
+                         "rank 0: NCCL kernels running while no other GPU work does (profiler trace)"));
+  }
+  // Per-stream busy times a reference step reports (measured.busy), where the replay has the same.
+  if (first != nullptr && run.compute_busy_s) {
+    v.rows.push_back(row(run, "compute_busy", "s", first->compute_s, *run.compute_busy_s, false, 0, "rank 0: compute stream busy"));
+  }
+  if (first != nullptr && run.optimizer_busy_s) {
+    v.rows.push_back(row(run, "optimizer_busy", "s", first->optimizer_s, *run.optimizer_busy_s, false, 0, "rank 0: optimizer step"));
+  }
+  const bool pipeline = request.inputs.strategy.pp > 1;
+  const double bubble_measured = run.bubble_fraction.value_or(v.trace ? v.trace->no_compute_fraction : -1.0);
+  if (pipeline && first != nullptr && bubble_measured >= 0 && r.step_time_s > 0) {
+    // The same definition on both sides: the share of stage 0's step its GPU runs no compute
+    // (idle, or waiting in a transfer), whatever the cause (schedule, host dispatch).
+    const double predicted = std::clamp(1.0 - (first->compute_s + first->optimizer_s) / r.step_time_s, 0.0, 1.0);
+    ValidationRow b = row(run, "bubble_fraction", "fraction", predicted, bubble_measured, true, 0,
+                          "stage 0: share of the step its GPU runs no compute (measured: the profiled step's trace, "
+                          "idle or in NCCL kernels alone)");
+    b.within = std::abs(b.error_abs) <= BUBBLE_TOLERANCE;
+    v.rows.push_back(b);
+  }
+  return v;
+}
+
+void check_known_gaps(const std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps, const std::string& path) {
+  for (std::size_t i = 0; i < gaps.size(); ++i) {
+    bool found = false;
+    for (const auto& v : runs) {
+      for (const auto& r : v.rows) found = found || (r.name == gaps[i].name && r.metric == gaps[i].metric);
+      found = found || (v.run.name == gaps[i].name && !v.error.empty() && gaps[i].metric == "step_time");
+    }
+    if (!found) {
+      throw ConfigError(path, "gaps.names", "names of validated runs that have a row of the gap's metric",
+                        "\"" + gaps[i].name + "\" " + gaps[i].metric);
+    }
+  }
+}
+
+void apply_known_gaps(std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps) {
+  for (auto& v : runs) {
+    for (auto& r : v.rows) {
+      for (const auto& g : gaps) {
+        if (g.name == r.name && g.metric == r.metric) r.gap = g.reason;
+      }
+    }
+  }
+}
+
+MetricStats metric_stats(const std::vector<RunValidation>& runs, const std::string& metric, bool exclude_gaps) {
+  MetricStats s;
+  double sum = 0, sum_abs = 0;
+  // The bubble's target is absolute: its worst row is the largest absolute error.
+  const bool absolute = metric == "bubble_fraction";
+  for (const auto& v : runs) {
+    for (const auto& r : v.rows) {
+      if (r.metric != metric || (exclude_gaps && !r.gap.empty())) continue;
+      ++s.rows;
+      sum += std::abs(r.error_pct);
+      sum_abs += std::abs(r.error_abs);
+      const bool worse = absolute ? std::abs(r.error_abs) > std::abs(s.worst_error_abs) : std::abs(r.error_pct) > std::abs(s.worst_error_pct);
+      if (s.worst_name.empty() || worse) {
+        s.worst_error_pct = r.error_pct;
+        s.worst_error_abs = r.error_abs;
+        s.worst_name = r.name;
+      }
+      if (!r.within) ++s.outside;
+    }
+  }
+  if (s.rows > 0) {
+    s.mean_abs_error_pct = sum / static_cast<double>(s.rows);
+    s.mean_abs_error_abs = sum_abs / static_cast<double>(s.rows);
+  }
+  return s;
+}
+
+}  // namespace trainsim::planner

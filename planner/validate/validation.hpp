@@ -1,0 +1,104 @@
+#pragma once
+// Predicted against measured (issue 10): simulate exactly the configuration a measured run ran
+// (its model, strategy and stack) on a calibrated profile, and compare step time, peak memory
+// per GPU (allocated and reserved), exposed communication and the pipeline bubble, each with its
+// signed error. Rows outside the tolerances stay, with their reason, when a committed list of
+// known gaps names them.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measured_run.hpp"
+#include "profiler_trace.hpp"
+#include "request.hpp"
+
+namespace trainsim::planner {
+
+// The targets of issue 10: every row within 10% on step time and peak memory, the mean absolute
+// error of each within 5%, the bubble within 0.03.
+inline constexpr double STEP_TOLERANCE_PCT = 10.0;
+inline constexpr double MEMORY_TOLERANCE_PCT = 10.0;
+inline constexpr double MEAN_TOLERANCE_PCT = 5.0;
+inline constexpr double BUBBLE_TOLERANCE = 0.03;
+
+// How the committed report is made, from the repository root.
+inline constexpr const char* REGENERATE_COMMAND =
+    "build/trainsim validate --measured reports/validation/measured --known-gaps reports/validation/known_gaps.json "
+    "--report-dir reports/validation";
+
+struct ValidationRow {
+  std::string name;    // the measured run
+  std::string metric;  // step_time, peak_allocated, peak_reserved, exposed_communication, bubble_fraction
+  std::string unit;    // "s", "bytes", "fraction"
+  double predicted = 0;
+  double measured = 0;
+  double error_pct = 0;  // 100 (predicted - measured) / measured
+  double error_abs = 0;  // predicted - measured
+  bool toleranced = false;  // a metric with a target (step_time, peak_allocated, bubble_fraction)
+  bool within = true;       // inside its target (always true when not toleranced)
+  std::string note;         // how it was measured or predicted, when it matters
+  std::string gap;          // the known gap's reason, when the committed list names this row
+};
+
+struct RunValidation {
+  MeasuredRun run;
+  std::string profile;                   // the profile simulated on
+  std::string profile_description;       // its description (who calibrated it, where, when)
+  std::vector<double> predicted_peaks;   // per simulated GPU (pipeline stage)
+  std::optional<TraceSummary> trace;
+  std::vector<ValidationRow> rows;
+  std::vector<std::string> notes;        // the simulation's assumptions and notes, once each
+  std::string error;                     // when nothing could be predicted: why
+};
+
+struct KnownGap {
+  std::string name, metric, reason;
+};
+// reports/validation/known_gaps.json: {"schema_version": 1, "gaps": [{"name", "metric", "reason"}]}.
+std::vector<KnownGap> load_known_gaps(const std::string& path);
+
+// The built-in profile for a run's GPUs when --hw is not given: the calibrated profiles whose GPU
+// is the run's and whose node holds its GPUs (first by name); throws ConfigError naming the run
+// when there is none.
+std::string default_profile(const MeasuredRun& run);
+
+// What `--measured` named: one measured-run JSON, one profiler trace (with `sidecar` or the flags
+// saying what it ran), or a directory (every measured-run JSON under it, in path order; other JSON
+// files there, such as the runs' model files, are skipped). `paths` as given, for provenance.
+struct ValidationInputs {
+  std::vector<MeasuredRun> runs;
+  std::vector<std::string> paths;
+};
+ValidationInputs read_validation_inputs(const std::string& measured, const std::string& sidecar, const InputFlags& flags);
+
+// Simulates the run's model and strategy (flags override them; --hw when `hw_given`, else
+// default_profile) and compares.
+RunValidation validate_run(const MeasuredRun& run, const InputFlags& flags, bool hw_given, bool read_trace);
+void apply_known_gaps(std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps);
+// A gap naming a row that the runs do not have is a ConfigError naming the file.
+void check_known_gaps(const std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps, const std::string& path);
+
+struct MetricStats {
+  std::size_t rows = 0;
+  double mean_abs_error_pct = 0;
+  double mean_abs_error_abs = 0;  // in the metric's unit (the bubble's target is absolute)
+  double worst_error_pct = 0;
+  double worst_error_abs = 0;     // of the same row
+  std::string worst_name;
+  std::size_t outside = 0;  // rows outside the tolerance
+};
+MetricStats metric_stats(const std::vector<RunValidation>& runs, const std::string& metric, bool exclude_gaps);
+
+nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
+                                    const std::string& known_gaps_path);
+std::string validation_table(const std::vector<RunValidation>& runs);
+std::string validation_markdown(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
+                                const std::string& known_gaps_path);
+// The report's charts, in the order validation_charts returns them.
+inline constexpr const char* CHART_FILES[] = {"step_time.svg", "peak_allocated.svg", "errors.svg"};
+// (file name, SVG text) of the report's charts.
+std::vector<std::pair<std::string, std::string>> validation_charts(const std::vector<RunValidation>& runs);
+
+}  // namespace trainsim::planner

@@ -1,0 +1,77 @@
+#include "host_dispatch.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <tuple>
+
+namespace trainsim::sim {
+
+std::string stack_dispatch_key(const wl::Strategy& s) {
+  switch (s.stack.kind) {
+    case wl::StackKind::PYTORCH: return "pytorch";
+    case wl::StackKind::PYTORCH_DDP: return "pytorch-ddp";
+    case wl::StackKind::PYTORCH_FSDP:
+      return s.offload_params != wl::OffloadTarget::NONE ? "pytorch-fsdp:offload"
+             : s.zero_stage >= 3                         ? "pytorch-fsdp:zero3"
+                                                         : "pytorch-fsdp:zero2";
+    case wl::StackKind::PYTORCH_PIPELINING:
+      return s.schedule == wl::Schedule::GPIPE ? "pytorch-pipelining:gpipe" : "pytorch-pipelining:1f1b";
+    default: return std::string(wl::to_string(s.stack.kind));
+  }
+}
+
+const hw::StackDispatch* stack_dispatch(const wl::Strategy& s, const hw::ClusterProfile& profile) {
+  if (s.stack.kind == wl::StackKind::IDEALIZED || !profile.calibration.host_dispatch) return nullptr;
+  const std::string key = stack_dispatch_key(s);
+  for (const auto& d : profile.calibration.host_dispatch->stacks) {
+    if (d.stack == key) return &d;
+  }
+  return nullptr;
+}
+
+void assign_host_dispatch(ProgramSet& programs, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                          int transformer_layers, int micro_batches, std::vector<std::string>& notes) {
+  const hw::StackDispatch* d = stack_dispatch(s, profile);
+  if (d == nullptr) {
+    if (s.stack.kind != wl::StackKind::IDEALIZED) {
+      notes.push_back(fmt::format("host dispatch: {} has no calibrated host time for stack {}: GPU streams are fed at once",
+                                  profile.name, stack_dispatch_key(s)));
+    }
+    return;
+  }
+  const double us = 1e-6;
+  for (Program& prog : programs.stages) {
+    // (step, micro-batch, chunk, pass) already charged its per-micro-batch host time; (step,
+    // micro-batch, chunk, pass, layer) its per-layer time (a unit cut into segments pays once).
+    std::set<std::tuple<int, int, int, int>> micro_batch_paid;
+    std::set<std::tuple<int, int, int, int, int>> layer_paid;
+    for (Instruction& in : prog.instructions) {
+      if (in.kind != InstrKind::COMPUTE) continue;
+      double host = 0;
+      if (in.pass == ComputePass::OPTIMIZER) {
+        host = (d->optimizer_step_us + d->optimizer_layer_us * transformer_layers) * us;
+      } else if (in.pass == ComputePass::FORWARD || in.pass == ComputePass::BACKWARD) {
+        const bool fwd = in.pass == ComputePass::FORWARD;
+        const int p = static_cast<int>(in.pass);
+        if (micro_batch_paid.insert({in.step, in.micro_batch, in.chunk, p}).second) {
+          host += (fwd ? d->micro_batch_forward_us : d->micro_batch_backward_us) * us;
+        }
+        const bool layer = in.layer >= 0 && in.layer < transformer_layers;
+        if (layer && layer_paid.insert({in.step, in.micro_batch, in.chunk, p, in.layer}).second) {
+          host += (fwd ? d->layer_forward_us : d->layer_backward_us) * us;
+          // DDP's reducer hooks run in the micro-batch that synchronizes gradients.
+          if (!fwd && in.micro_batch == micro_batches - 1) host += d->sync_layer_us * us;
+        }
+      }
+      in.host_seconds = host;
+    }
+  }
+  notes.push_back(fmt::format(
+      "host dispatch ({}'s calibration of {}): {:.0f} us per layer forward, {:.0f} us per layer backward, {:.0f} + {:.0f} us "
+      "per micro-batch, {:.0f} us per optimizer step; replayed as a host stream feeding the compute stream",
+      profile.name, d->stack, d->layer_forward_us, d->layer_backward_us, d->micro_batch_forward_us, d->micro_batch_backward_us,
+      d->optimizer_step_us + d->optimizer_layer_us * transformer_layers));
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,178 @@
+// `trainsim validate`: one measured run, a profiler trace with its sidecar, and bad input (a clear
+// error naming the file, the key and what was expected; exit 2; nothing written).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <vector>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace trainsim::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string RUN = "reports/validation/measured/h200x1/h200x1_single_L24-h1024_mb4x2";
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+// A copy of the committed single-GPU run (and its model) in `dir`, with `edit` applied to its JSON.
+std::string copy_run(const ScratchDir& dir, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json run = read_source_json(RUN + ".json");
+  run["measured"]["trace"] = nullptr;
+  edit(run);
+  dir.write("h200x1_single_L24-h1024_mb4x2.model.json", read_file(source_path(RUN + ".model.json")));
+  return dir.write("run.json", run.dump(1));
+}
+
+// The smallest Chrome trace with GPU activity: two kernels, one of them NCCL's.
+const char* const TINY_TRACE =
+    R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_gemm", "ts": 1000, "dur": 80000},)"
+    R"( {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "ts": 60000, "dur": 50000}]})";
+
+TEST(ValidateCli, OneMeasuredRunPrintsSignedErrors) {
+  const CommandResult r = run_trainsim("validate --measured " + q(source_path(RUN + ".json")) + " --no-trace");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("h200x1_single_L24-h1024_mb4x2"), std::string::npos);
+  for (const char* metric : {"step_time", "peak_allocated", "peak_reserved"}) EXPECT_NE(r.out.find(metric), std::string::npos) << metric;
+}
+
+TEST(ValidateCli, JsonHasTheSummarySchema) {
+  const CommandResult r = run_trainsim("validate --measured " + q(source_path(RUN + ".json")) + " --no-trace --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("schema_version"), 1);
+  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-measured"}));
+  ASSERT_FALSE(j.at("rows").empty());
+  for (const auto& row : j.at("rows")) {
+    for (const char* key : {"name", "metric", "predicted", "measured", "error_pct"}) EXPECT_TRUE(row.contains(key)) << key;
+  }
+}
+
+TEST(ValidateCli, TraceWithSidecar) {
+  ScratchDir dir;
+  dir.write("h200x1_single_L24-h1024_mb4x2.model.json", read_file(source_path(RUN + ".model.json")));
+  const nlohmann::json run = read_source_json(RUN + ".json");
+  nlohmann::json sidecar = {{"schema_version", 1},       {"kind", "trainsim.trace_sidecar"},
+                            {"name", "tiny"},            {"model", "h200x1_single_L24-h1024_mb4x2.model.json"},
+                            {"gpu", "NVIDIA H200"},      {"gpus", 1},
+                            {"strategy", run["strategy"]}, {"stack", {{"name", "pytorch"}}}};
+  const std::string side = dir.write("side.json", sidecar.dump());
+  const std::string trace = dir.write("tiny.trace.json", TINY_TRACE);
+  const CommandResult r = run_trainsim("validate --measured " + q(trace) + " --sidecar " + q(side) + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j.at("rows").empty());
+  EXPECT_EQ(j["rows"][0]["name"], "tiny");
+  EXPECT_EQ(j["rows"][0]["metric"], "step_time");
+  EXPECT_NEAR(j["rows"][0]["measured"].get<double>(), 0.109, 1e-9);  // first kernel start to last kernel end
+}
+
+// What the reference step (issue 11) adds to the schema: per-stream busy times and bytes moved.
+TEST(ValidateCli, ReferenceStepBusyTimesAndBytes) {
+  ScratchDir dir;
+  const std::string run = copy_run(dir, [](nlohmann::json& j) {
+    j["measured"]["busy"] = {{"compute_s", 0.12}, {"communication_s", 0.0}, {"exposed_communication_s", 0.0}, {"offload_io_s", 0.0},
+                             {"optimizer_s", 0.003}, {"host_s", 0.1}, {"bubble_fraction", 0.0}};
+    j["measured"]["bytes"] = {{"collective", 0}, {"p2p", 0}, {"host_to_device", 1e6}, {"device_to_host", 1e6}, {"nvme_read", 0}, {"nvme_write", 0}};
+  });
+  const CommandResult r = run_trainsim("validate --measured " + q(run) + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> metrics;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& row : j.at("rows")) metrics.insert(row.at("metric").get<std::string>());
+  EXPECT_TRUE(metrics.count("compute_busy"));
+  EXPECT_TRUE(metrics.count("optimizer_busy"));
+}
+
+// Without a sidecar: the model and strategy from the flags, the GPU and its count from the trace.
+TEST(ValidateCli, TraceWithFlags) {
+  ScratchDir dir;
+  const std::string trace = dir.write(
+      "flags.trace.json",
+      R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H200"}], "distributedInfo": {"rank": 0, "world_size": 2},)"
+      R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_gemm", "ts": 0, "dur": 150000}]})");
+  const CommandResult r = run_trainsim("validate --measured " + q(trace) + " --model " + q(source_path(RUN + ".model.json")) +
+                                       " --gpus 2 --micro-batch 4 --global-batch 16 --stack pytorch-ddp --precision bf16-mixed "
+                                       "--seq 2048 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-measured"}));
+  EXPECT_EQ(j.at("rows").at(0).at("name"), "flags");
+  EXPECT_NEAR(j.at("rows").at(0).at("measured").get<double>(), 0.15, 1e-9);
+}
+
+struct BadCase {
+  const char* what;
+  std::function<std::string(const ScratchDir&)> args;  // the command's arguments
+  std::vector<std::string> message;                     // what the error must say
+};
+
+TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
+  const std::vector<BadCase> cases = {
+      {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured"}},
+      {"unknown key",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["bogus_s"] = 1; })); },
+       {"run.json", "measured.bogus_s"}},
+      {"wrong type",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["step_time_s"] = "fast"; })); },
+       {"run.json", "measured.step_time_s", "seconds"}},
+      {"wrong kind",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["kind"] = "something.else"; })); },
+       {"run.json", "kind", "trainsim.measured_run"}},
+      {"peaks per rank disagree",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["peak_reserved_bytes"].push_back(1e9); }));
+       },
+       {"run.json", "measured.peak_reserved_bytes", "one peak per rank"}},
+      {"unknown busy key",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"gpu_s", 1}}; })); },
+       {"run.json", "measured.busy.gpu_s"}},
+      {"bubble out of range",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"bubble_fraction", 1.5}}; }));
+       },
+       {"run.json", "measured.busy.bubble_fraction", "a fraction in [0, 1]"}},
+      {"model not beside",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["model"] = "../x/model.json"; })); },
+       {"run.json", "model", "beside"}},
+      {"trace alone", [](const ScratchDir& d) { return "--measured " + q(d.write("t.json", TINY_TRACE)); }, {"--measured", "--sidecar"}},
+      {"trace not JSON", [](const ScratchDir& d) { return "--measured " + q(d.write("t.json.gz", "not gzip, not json")) + " --model gpt2-1.5b"; },
+       {"t.json.gz", "Chrome trace"}},
+      {"trace without GPU activity",
+       [](const ScratchDir& d) { return "--measured " + q(d.write("t.json", R"({"traceEvents": []})")) + " --model gpt2-1.5b"; },
+       {"t.json", "traceEvents", "GPU activity"}},
+      {"known gap naming no row",
+       [](const ScratchDir& d) {
+         const std::string gaps = d.write(
+             "gaps.json", R"({"schema_version": 1, "gaps": [{"metric": "step_time", "names": ["nope"], "reason": "r"}]})");
+         return "--measured " + q(copy_run(d, [](nlohmann::json&) {})) + " --known-gaps " + q(gaps) + " --report-dir " + q(d.path().string());
+       },
+       {"gaps.json", "gaps.names", "nope"}},
+      {"known gap without reason",
+       [](const ScratchDir& d) {
+         const std::string gaps =
+             d.write("gaps.json", R"({"schema_version": 1, "gaps": [{"metric": "step_time", "names": ["x"], "reason": ""}]})");
+         return "--measured " + q(copy_run(d, [](nlohmann::json&) {})) + " --known-gaps " + q(gaps) + " --report-dir " + q(d.path().string());
+       },
+       {"gaps.json", "gaps[0].reason"}},
+      {"report dir missing",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json&) {})) + " --report-dir " + q((d.path() / "no").string()); },
+       {"--report-dir", "an existing directory"}},
+  };
+  for (const auto& c : cases) {
+    ScratchDir dir;
+    const CommandResult r = run_trainsim("validate " + c.args(dir) + " --no-trace");
+    EXPECT_EQ(r.exit_code, 2) << c.what << ": " << r.err << r.out;
+    EXPECT_TRUE(r.out.empty()) << c.what << ": printed " << r.out;
+    for (const auto& m : c.message) EXPECT_NE(r.err.find(m), std::string::npos) << c.what << ": no \"" << m << "\" in " << r.err;
+    for (const char* f : {"report.md", "summary.json", "step_time.svg"}) EXPECT_FALSE(fs::exists(dir.path() / f)) << c.what << ": wrote " << f;
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::test

@@ -1,0 +1,184 @@
+#include "stack_layer.hpp"
+
+#include <algorithm>
+
+#include "training_stack.hpp"
+
+namespace trainsim::wl {
+namespace {
+
+struct Dims {
+  double T, h, f, kv, a, s, b, V, up, lp;
+  int N;        // data-parallel ranks
+  double accumulate;  // share of micro-batches that add into an existing gradient: (M - 1) / M
+};
+
+Dims dims(const ModelSpec& m, const Strategy& s) {
+  Dims d{};
+  d.b = static_cast<double>(s.micro_batch);
+  d.s = static_cast<double>(s.seq);
+  d.T = d.b * d.s;
+  d.h = static_cast<double>(m.hidden);
+  d.f = static_cast<double>(m.ffn_hidden);
+  d.kv = static_cast<double>(m.kv_hidden());
+  d.a = static_cast<double>(m.heads);
+  d.V = static_cast<double>(m.vocab);
+  d.up = m.mlp == MlpKind::SWIGLU ? 2 * d.f : d.f;
+  d.lp = linear_params_per_layer(m);
+  d.N = s.dp;
+  const double M = std::max<double>(1.0, static_cast<double>(s.micro_batches()));
+  d.accumulate = (M - 1) / M;
+  return d;
+}
+
+bool fsdp(const Strategy& s) { return s.stack.kind == StackKind::PYTORCH_FSDP; }
+
+// The kernels of the norm, residual and activation path: fp32 under autocast (LayerNorm is on
+// autocast's fp32 list, residual adds promote), bf16 under FSDP2 (training_stacks.md).
+void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, PassCost& fwd, PassCost& bwd) {
+  const bool bf16 = fsdp(s);
+  const bool rms = m.norm == NormKind::RMSNORM;
+  const char* norm_f = bf16 ? (rms ? "torch:rmsnorm_fwd_bf16" : "torch:layernorm_fwd_bf16")
+                            : (rms ? "torch:rmsnorm_fwd_fp32" : "torch:layernorm_fwd_fp32");
+  const char* norm_b = bf16 ? (rms ? "torch:rmsnorm_fwd_bwd_bf16" : "torch:layernorm_fwd_bwd_bf16")
+                            : (rms ? "torch:rmsnorm_fwd_bwd_fp32" : "torch:layernorm_fwd_bwd_fp32");
+  const double re = bf16 ? 2.0 : 4.0;  // residual-stream element bytes
+  const double Th = d.T * d.h;
+  // Forward: two norms (read + write the residual dtype), autocast's casts of their outputs to
+  // bf16, the reshape copy of the attention output (bf16 read + write), two residual adds
+  // (residual + bf16 branch -> residual dtype), the MLP activation.
+  fwd.kernels.push_back({norm_f, 2 * 2 * re * Th});
+  if (!bf16) fwd.kernels.push_back({"torch:cast_fp32_to_bf16", 2 * 6 * Th});
+  fwd.kernels.push_back({"torch:copy_fp32", 4 * Th});
+  fwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32", 2 * (re + 2 + re) * Th});
+  if (m.mlp == MlpKind::SWIGLU) fwd.kernels.push_back({"torch:swiglu_fwd_bf16", 6 * d.T * d.f});
+  else fwd.kernels.push_back({"torch:gelu_fwd_bf16", 4 * d.T * d.f});
+  if (m.position == PositionKind::ROTARY) fwd.kernels.push_back({"torch:rotary_fwd_bf16", 10 * d.T * (d.h + d.kv)});
+  // Backward: the residual gradient cast to bf16 for each branch (autocast), the two gradient
+  // sums at the residual joins, norm backward (read input and gradient, write gradient), the cast
+  // back of the norm-output gradient, the reshape copy, the activation's backward, bias-gradient
+  // reductions (read each bf16 output gradient once).
+  if (!bf16) bwd.kernels.push_back({"torch:cast_fp32_to_bf16", 2 * 6 * Th});
+  bwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32", 2 * 3 * re * Th});
+  bwd.kernels.push_back({norm_b, 2 * 3 * re * Th});
+  if (!bf16) bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 2 * 6 * Th});
+  bwd.kernels.push_back({"torch:copy_fp32", 4 * Th});
+  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:swiglu_fwd_bwd_bf16", 10 * d.T * d.f});
+  else bwd.kernels.push_back({"torch:gelu_bwd_bf16", 6 * d.T * d.f});
+  if (m.position == PositionKind::ROTARY) bwd.kernels.push_back({"torch:rotary_fwd_bf16", 10 * d.T * (d.h + d.kv)});
+  if (m.biases) bwd.kernels.push_back({"torch:copy_fp32", 2 * d.T * ((d.h + 2 * d.kv) + d.h + d.up + d.h)});
+}
+
+// Per-parameter work of `params` parameters in one micro-batch: autocast casts the fp32 weights
+// to bf16 in the forward and the bf16 weight gradients to fp32 in the backward, AccumulateGrad
+// adds into .grad from the second micro-batch on; FSDP2 casts its fp32 shard to bf16 for each
+// all-gather, converts the unsharded bf16 gradients to reduce_dtype and accumulates the reduced
+// shard (training_stacks.md).
+void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost& fwd, PassCost& bwd) {
+  if (fsdp(s)) {
+    const double gathers = s.zero_stage >= 3 ? 2.0 : 1.0;
+    fwd.kernels.push_back({"torch:cast_fp32_to_bf16", gathers * 6 * params / d.N});
+    if (s.stack.reduce_dtype == TensorDtype::FP32) bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * params});
+    bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params / d.N});
+    return;
+  }
+  fwd.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * params});
+  bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * params});
+  bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params});
+}
+
+}  // namespace
+
+double linear_params_per_layer(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double kv = static_cast<double>(m.kv_hidden());
+  const double bias = m.biases ? 1.0 : 0.0;
+  const double qkv = h * (h + 2 * kv) + bias * (h + 2 * kv);
+  const double proj = h * h + bias * h;
+  const double mlp = m.mlp == MlpKind::SWIGLU ? 3 * h * f + bias * (2 * f + h) : 2 * h * f + bias * (f + h);
+  return qkv + proj + mlp;
+}
+
+LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
+  Strategy plain = s;
+  plain.stack = {};
+  LayerCost c = transformer_layer_cost(m, plain);
+  c.forward.kernels.clear();
+  c.backward.kernels.clear();
+  const Dims d = dims(m, s);
+  add_layer_kernels(m, s, d, c.forward, c.backward);
+  add_param_kernels(s, d, d.lp, c.forward, c.backward);
+  return c;
+}
+
+LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
+  Strategy plain = s;
+  plain.stack = {};
+  LayerCost c = output_layer_cost(m, plain);
+  c.forward.kernels.clear();
+  c.backward.kernels.clear();
+  const Dims d = dims(m, s);
+  const bool bf16 = fsdp(s);
+  const double re = bf16 ? 2.0 : 4.0, Th = d.T * d.h, TV = d.T * d.V;
+  // Final norm (and autocast's cast of its output), the loss's .float() of the bf16 logits, the
+  // cross-entropy (log_softmax + nll_loss; the calibrated kernel counts 20 bytes per logit for
+  // forward and backward together: 8 forward, 12 backward), the logits gradient cast back to
+  // bf16; the head weight handled like a layer's (tied: the embedding's own copy).
+  c.forward.kernels.push_back({bf16 ? "torch:layernorm_fwd_bf16" : "torch:layernorm_fwd_fp32", 2 * re * Th});
+  if (!bf16) c.forward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * Th});
+  c.forward.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * TV});
+  c.forward.kernels.push_back({"torch:cross_entropy_fwd_bwd_fp32", 8 * TV});
+  c.backward.kernels.push_back({"torch:cross_entropy_fwd_bwd_fp32", 12 * TV});
+  c.backward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * TV});
+  c.backward.kernels.push_back({bf16 ? "torch:layernorm_fwd_bwd_bf16" : "torch:layernorm_fwd_bwd_fp32", 3 * re * Th});
+  if (!bf16) c.backward.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * Th});
+  add_param_kernels(s, d, d.V * d.h, c.forward, c.backward);
+  return c;
+}
+
+LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
+  const Dims d = dims(m, s);
+  const double re = fsdp(s) ? 2.0 : 4.0, Th = d.T * d.h;
+  LayerCost c;
+  // Token and position lookups (read + write the residual dtype) and their sum.
+  c.forward.kernels.push_back({"torch:copy_fp32", 2 * re * Th});
+  c.forward.kernels.push_back({fsdp(s) ? "torch:add_bf16" : "torch:add_fp32", 3 * re * Th});
+  // The embedding's backward scatters T rows into a zeroed V x h gradient.
+  c.backward.kernels.push_back({"torch:copy_fp32", 2 * re * Th + re * d.V * d.h});
+  return c;
+}
+
+double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s) {
+  const Dims d = dims(m, s);
+  const bool bf16 = fsdp(s);
+  const double re = bf16 ? 2.0 : 4.0;
+  // Layer input and the sum after attention (residual dtype, saved by the norms), the norm
+  // outputs' bf16 casts (saved by QKV and FC1; under FSDP2 the bf16 norm outputs themselves),
+  // Q, K, V (through flash attention's views of the QKV output), the attention output (saved by
+  // flash attention) and its reshape copy (the projection's input), the MLP's input(s) to the
+  // activation and its output (FC2's input), flash attention's fp32 log-sum-exp
+  // (training_stacks.md, "autocast" and "FSDP2").
+  double bytes = 2 * re * d.T * d.h + 2 * 2 * d.T * d.h + 2 * d.T * (d.h + 2 * d.kv) + 2 * 2 * d.T * d.h +
+                 2 * d.T * d.up + 2 * d.T * d.f + 4 * d.a * d.T;
+  if (m.attention == AttentionImpl::MATERIALIZED) bytes += 2 * d.a * d.s * d.T;  // softmax output
+  // Autocast's bf16 weight copies, saved by each Linear for this micro-batch's backward.
+  if (s.stack.autocast()) bytes += 2 * d.lp;
+  return bytes;
+}
+
+TorchLossBytes torch_loss_bytes(const ModelSpec& m, const Strategy& s) {
+  const Dims d = dims(m, s);
+  const double TV = d.T * d.V;
+  TorchLossBytes l;
+  // log_softmax's saved fp32 output; the single-GPU and DDP scripts keep the bf16 logits in a
+  // Python variable, a pipeline stage keeps its output (the bf16 logits) for the backward.
+  l.kept = 4 * TV;
+  if (s.stack.kind != StackKind::PYTORCH_FSDP) l.kept += 2 * TV;
+  // The backward of log_softmax: the incoming gradient and the result.
+  l.backward_extra = 8 * TV;
+  // Autocast's bf16 copy of the (tied) head weight, saved by F.linear.
+  if (s.stack.autocast()) l.kept += 2 * d.V * d.h;
+  return l;
+}
+
+}  // namespace trainsim::wl

@@ -1,0 +1,33 @@
+#pragma once
+// A transformer layer as a PyTorch stack runs it in eager mode: the memory-bound kernels it
+// launches besides its GEMMs and flash attention (autocast's casts, fp32 LayerNorms and residual
+// adds, the reshape copy, gradient casts and accumulation) and the tensors it saves for backward.
+// Row by row from workloads/training_stacks.md ("autocast", "FSDP2"). Kernel names start with
+// "torch:" and are costed at the bandwidth PyTorch's own kernel reached in calibration
+// (calibration.kernels "torch_<name>", calibrate/scripts/torch_microbench.py).
+
+#include "layer_costs.hpp"
+#include "model.hpp"
+#include "strategy.hpp"
+
+namespace trainsim::wl {
+
+// The layer's GEMMs as transformer_layer_cost has them, with the stack's kernels.
+LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s);
+LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s);
+LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s);
+
+// Bytes one layer keeps from its forward to its backward for one micro-batch, the 16-bit weight
+// copies of autocast included.
+double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s);
+// The loss: bytes kept from the head's forward to its backward (per micro-batch), and the extra
+// alive during the backward of log_softmax.
+struct TorchLossBytes {
+  double kept = 0;
+  double backward_extra = 0;
+};
+TorchLossBytes torch_loss_bytes(const ModelSpec& m, const Strategy& s);
+// Linear-layer parameters of one transformer layer (weights and biases: what autocast casts).
+double linear_params_per_layer(const ModelSpec& m);
+
+}  // namespace trainsim::wl

@@ -1,0 +1,119 @@
+#include "training_stack.hpp"
+
+#include <cmath>
+
+#include "memory_model.hpp"
+
+namespace trainsim::wl {
+
+std::string_view to_string(StackKind k) {
+  switch (k) {
+    case StackKind::IDEALIZED: return "idealized";
+    case StackKind::MEGATRON: return "megatron";
+    case StackKind::DEEPSPEED: return "deepspeed";
+    case StackKind::PYTORCH: return "pytorch";
+    case StackKind::PYTORCH_DDP: return "pytorch-ddp";
+    case StackKind::PYTORCH_FSDP: return "pytorch-fsdp";
+    case StackKind::PYTORCH_PIPELINING: return "pytorch-pipelining";
+  }
+  return "?";
+}
+
+std::string_view to_string(TensorDtype d) {
+  switch (d) {
+    case TensorDtype::BF16: return "bf16";
+    case TensorDtype::FP16: return "fp16";
+    case TensorDtype::FP32: return "fp32";
+  }
+  return "?";
+}
+
+double dtype_bytes(TensorDtype d) { return d == TensorDtype::FP32 ? 4.0 : 2.0; }
+
+StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t grad_accum) {
+  StackStates st;
+  st.shard_params = zero_stage >= 3;
+  st.shard_grads = zero_stage >= 2;
+  st.shard_optimizer = zero_stage >= 1;
+  const StateBytes seed = state_bytes(n);
+  const bool mixed = n == Numerics::BF16_MIXED || n == Numerics::FP16_MIXED;
+  switch (s.kind) {
+    case StackKind::IDEALIZED:
+      // ZeRO Sec. 3.1: 2 + 2 + K bytes; gradients travel in the 16-bit dtype.
+      st.params = seed.params;
+      st.grads = seed.grads;
+      st.optimizer = seed.optimizer;
+      st.wire_grad = seed.grads;
+      st.row = "idealized";
+      break;
+    case StackKind::PYTORCH:
+    case StackKind::PYTORCH_PIPELINING:
+    case StackKind::PYTORCH_DDP:
+      // Autocast: fp32 parameters, fp32 .grad, fp32 Adam moments; a 16-bit cast of every weight
+      // inside each forward, saved for that layer's backward (training_stacks.md, "autocast").
+      st.params = 4;
+      st.grads = 4;
+      st.optimizer = 8;
+      st.grads_per_step = true;
+      st.compute_copy = mixed ? 2 : 0;
+      st.wire_grad = 4;
+      st.row = "autocast";
+      if (s.kind == StackKind::PYTORCH_DDP) {
+        // DDP's flat buckets (one fp32 copy of every gradient) always exist; .grad are views into
+        // them only with gradient_as_bucket_view and only for gradients made while the reducer runs:
+        // under no_sync (gradient accumulation) .grad is a tensor of its own (training_stacks.md, "DDP").
+        st.bucket_copy = s.gradient_as_bucket_view && grad_accum <= 1 ? 0 : 4;
+        st.row = "DDP";
+      }
+      break;
+    case StackKind::PYTORCH_FSDP:
+      // FSDP2: fp32 sharded parameters, gradients and Adam moments on every rank whatever
+      // reshard_after_forward says (it decides only when the gathered 16-bit copy is freed);
+      // gradients reduced in reduce_dtype (training_stacks.md, "FSDP2").
+      st.params = 4;
+      st.grads = 4;
+      st.optimizer = 8;
+      st.grads_per_step = true;
+      st.wire_grad = dtype_bytes(s.reduce_dtype);
+      st.shard_params = st.shard_grads = st.shard_optimizer = true;
+      st.row = "FSDP2";
+      break;
+    case StackKind::MEGATRON:
+      // 16-bit parameters the GEMMs read directly, a persistent fp32 main-gradient buffer that
+      // accumulates and is reduced in fp32, fp32 master weights and Adam moments (sharded by the
+      // distributed optimizer, zero_stage 1) (training_stacks.md, "Megatron-LM").
+      st.params = seed.params;
+      st.grads = mixed ? 4 : seed.grads;
+      st.optimizer = seed.optimizer;
+      st.wire_grad = mixed ? 4 : seed.grads;
+      st.shard_grads = false;
+      st.row = "Megatron-LM";
+      break;
+    case StackKind::DEEPSPEED:
+      // 16-bit parameters; the optimizer's fp32 gradient partition (accumulated there) and fp32
+      // master weights and moments, partitioned by stage; gradients reduced in the 16-bit dtype
+      // (training_stacks.md, "DeepSpeed").
+      st.params = seed.params;
+      st.grads = mixed ? 4 : seed.grads;
+      st.optimizer = seed.optimizer;
+      st.wire_grad = seed.grads;
+      st.row = "DeepSpeed";
+      break;
+  }
+  return st;
+}
+
+double allocator_rounded_bytes(double request_bytes) {
+  if (request_bytes <= 0) return 0;
+  return std::ceil(request_bytes / 512.0) * 512.0;
+}
+
+double allocator_segment_bytes(double request_bytes) {
+  constexpr double MiB = 1048576.0;
+  if (request_bytes <= 0) return 0;
+  if (request_bytes <= 1 * MiB) return 2 * MiB;
+  if (request_bytes < 10 * MiB) return 20 * MiB;
+  return std::ceil(request_bytes / (2 * MiB)) * 2 * MiB;
+}
+
+}  // namespace trainsim::wl

@@ -1,0 +1,77 @@
+#pragma once
+// The training stack as an input: which copies of which tensors a framework keeps, in which dtype,
+// what it sends over the wire, and how its caching allocator rounds. The behaviours, with where
+// each framework documents or implements them, are in workloads/training_stacks.md; every number
+// below cites its row there.
+//
+// IDEALIZED is the default and keeps the seeds' accounting (ZeRO's 2 + 2 + K bytes per parameter,
+// Korthikanti et al.'s activations): a stack is opt-in (`--stack`, or `stack` in the strategy).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "model.hpp"
+
+namespace trainsim::wl {
+
+enum class StackKind {
+  IDEALIZED,           // the papers' accounting (no framework)
+  MEGATRON,            // Megatron-LM: bf16/fp16 parameters, fp32 main gradients, distributed optimizer
+  DEEPSPEED,           // DeepSpeed ZeRO: 16-bit parameters, fp32 gradient partitions and optimizer
+  PYTORCH,             // one GPU, torch.autocast: fp32 parameters and gradients
+  PYTORCH_DDP,         // DistributedDataParallel under torch.autocast
+  PYTORCH_FSDP,        // FSDP2 (fully_shard) with a MixedPrecisionPolicy
+  PYTORCH_PIPELINING,  // torch.distributed.pipelining stages under torch.autocast
+};
+enum class TensorDtype { BF16, FP16, FP32 };
+
+std::string_view to_string(StackKind k);
+std::string_view to_string(TensorDtype d);
+double dtype_bytes(TensorDtype d);
+
+struct TrainingStack {
+  StackKind kind = StackKind::IDEALIZED;
+  // PyTorch DDP: .grad are views into the communication buckets (training_stacks.md, DDP).
+  bool gradient_as_bucket_view = false;
+  // FSDP2 MixedPrecisionPolicy: the dtype parameters are gathered in and gradients reduced in.
+  TensorDtype param_dtype = TensorDtype::BF16;
+  TensorDtype reduce_dtype = TensorDtype::FP32;
+
+  bool operator==(const TrainingStack&) const = default;
+
+  bool is_pytorch() const {
+    return kind == StackKind::PYTORCH || kind == StackKind::PYTORCH_DDP || kind == StackKind::PYTORCH_FSDP ||
+           kind == StackKind::PYTORCH_PIPELINING;
+  }
+  // torch.autocast around the forward: fp32 parameters cast to 16 bits inside every forward.
+  bool autocast() const {
+    return kind == StackKind::PYTORCH || kind == StackKind::PYTORCH_DDP || kind == StackKind::PYTORCH_PIPELINING;
+  }
+};
+
+// Bytes per parameter (of this rank's share) that a stack keeps, and when.
+struct StackStates {
+  double params = 0;      // the parameters the optimizer updates (per shard where sharded)
+  double grads = 0;       // the gradients the optimizer reads
+  double optimizer = 0;   // Adam moments and any master copy
+  bool grads_per_step = false;  // allocated by the first backward, freed by the optimizer step (set_to_none)
+  double compute_copy = 0;      // per parameter, the 16-bit copy the GEMMs read when params are fp32 (autocast):
+                                // made by every forward, kept until that micro-batch's backward of its layer
+  double bucket_copy = 0;       // per parameter, gradient buckets beside .grad (DDP)
+  double wire_grad = 0;         // per parameter, bytes a gradient travels in
+  bool shard_params = false, shard_grads = false, shard_optimizer = false;  // over the data-parallel ranks
+  const char* row = "";         // the row of training_stacks.md these come from
+};
+
+// `grad_accum`: micro-batches per step on one data-parallel rank; `zero_stage` as the strategy says.
+StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t grad_accum);
+
+// The PyTorch caching allocator's rounding (training_stacks.md, "Allocator"): every request is
+// rounded up to a multiple of 512 bytes (what max_memory_allocated counts); it reserves segments
+// of 2 MiB for requests up to 1 MiB, of 20 MiB for requests below 10 MiB, and the request rounded
+// up to 2 MiB above that (what max_memory_reserved counts, before fragmentation).
+double allocator_rounded_bytes(double request_bytes);
+double allocator_segment_bytes(double request_bytes);
+
+}  // namespace trainsim::wl
