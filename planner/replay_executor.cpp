@@ -77,6 +77,13 @@ std::unique_ptr<ReplayExecutor> make_local_executor(int threads, const ResultCac
     const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
     threads = online > 0 ? static_cast<int>(online) : 1;
   }
+#if defined(__SANITIZE_ADDRESS__)
+  // Each replay forks (sim/isolation.cpp). GCC 12's AddressSanitizer does not take its
+  // allocator's lock around fork(), so a child forked while another worker allocates waits on
+  // that lock forever (seen in the sanitizer build's sweep test). glibc's malloc is fork-safe,
+  // so only sanitizer builds replay from one thread.
+  threads = 1;
+#endif
   return std::make_unique<LocalExecutor>(threads, cache, options, progress);
 }
 
