@@ -97,22 +97,38 @@ struct Measurement {
   int simulated_gpus = 0, gpus = 0, layers = 0, micro_batches = 0;
 };
 
+// The same command `repeat` times: the median, least and largest wall, the largest peak RSS, and
+// the last run's answer.
+struct Repeated {
+  double wall_s = 0, wall_min_s = 0, wall_max_s = 0, max_rss_MiB = 0;
+  Run last;
+};
+
+Repeated run_repeated(const std::string& trainsim, const std::string& command, int repeat) {
+  Repeated r;
+  std::vector<double> walls;
+  for (int i = 0; i < repeat; ++i) {
+    r.last = run_once(trainsim, split(command));
+    walls.push_back(r.last.wall_s);
+    r.max_rss_MiB = std::max(r.max_rss_MiB, r.last.max_rss_MiB);
+  }
+  std::sort(walls.begin(), walls.end());
+  r.wall_s = walls[walls.size() / 2];
+  r.wall_min_s = walls.front();
+  r.wall_max_s = walls.back();
+  return r;
+}
+
 Measurement measure(const std::string& trainsim, const std::string& name, const std::string& args, int repeat) {
   Measurement m;
   m.name = name;
   m.args = args;
-  std::vector<double> walls;
-  Run last;
-  for (int i = 0; i < repeat; ++i) {
-    last = run_once(trainsim, split("simulate " + args + " --format json"));
-    walls.push_back(last.wall_s);
-    m.max_rss_MiB = std::max(m.max_rss_MiB, last.max_rss_MiB);
-  }
-  std::sort(walls.begin(), walls.end());
-  m.wall_s = walls[walls.size() / 2];
-  m.wall_min_s = walls.front();
-  m.wall_max_s = walls.back();
-  const auto& a = last.answer;
+  const Repeated r = run_repeated(trainsim, "simulate " + args + " --format json", repeat);
+  m.wall_s = r.wall_s;
+  m.wall_min_s = r.wall_min_s;
+  m.wall_max_s = r.wall_max_s;
+  m.max_rss_MiB = r.max_rss_MiB;
+  const auto& a = r.last.answer;
   if (a["step_time_s"].is_null()) throw std::runtime_error(name + ": not simulated: " + a["infeasible_reason"].dump());
   m.step_time_s = a["step_time_s"].get<double>();
   m.ops = a["simulation"]["ops"].get<std::size_t>();
@@ -156,17 +172,12 @@ PlanMeasurement measure_plan(const std::string& trainsim, const std::string& nam
   m.name = name;
   m.args = args;
   m.target_s = target_s;
-  std::vector<double> walls;
-  Run last;
-  for (int i = 0; i < repeat; ++i) {
-    last = run_once(trainsim, split("plan " + args + " --format json --quiet"));
-    walls.push_back(last.wall_s);
-    m.max_rss_MiB = std::max(m.max_rss_MiB, last.max_rss_MiB);
-  }
-  std::sort(walls.begin(), walls.end());
-  m.wall_s = walls[walls.size() / 2];
-  m.wall_min_s = walls.front();
-  m.wall_max_s = walls.back();
+  const Repeated r = run_repeated(trainsim, "plan " + args + " --format json --quiet", repeat);
+  m.wall_s = r.wall_s;
+  m.wall_min_s = r.wall_min_s;
+  m.wall_max_s = r.wall_max_s;
+  m.max_rss_MiB = r.max_rss_MiB;
+  const Run& last = r.last;
   const auto& search = last.answer["search"];
   m.enumerated = search["enumerated"].get<long>();
   m.fit = search["fit_memory_model"].get<long>();
