@@ -100,7 +100,9 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
     return in;
   }
   if (!fs::is_regular_file(measured, ec)) {
-    throw ConfigError("--measured", "--measured", "a measured-run JSON, a profiler trace or a directory", "\"" + measured + "\" (no such file)");
+    const bool exists = fs::exists(measured, ec);
+    throw ConfigError("--measured", "--measured", "a measured-run JSON, a profiler trace or a directory",
+                      "\"" + measured + "\" (" + (exists ? "not a regular file" : "no such file") + ")");
   }
   in.paths.push_back(measured);
   if (!sidecar.empty()) in.paths.push_back(sidecar);

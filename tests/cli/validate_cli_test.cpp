@@ -114,7 +114,8 @@ struct BadCase {
 
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
   const std::vector<BadCase> cases = {
-      {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured"}},
+      {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured", "no such file"}},
+      {"a device", [](const ScratchDir&) { return std::string("--measured /dev/zero"); }, {"/dev/zero", "not a regular file"}},
       {"unknown key",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["bogus_s"] = 1; })); },
        {"run.json", "measured.bogus_s"}},
