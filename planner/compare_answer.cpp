@@ -47,11 +47,7 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
   CompareAnswer a;
   a.question = std::move(q);
   const PlanQuestion& pq = a.question;
-  SweepInputs in = base;
-  in.model = &pq.model;
-  in.profile = &pq.profile;
-  in.global_batch = pq.global_batch;
-  in.seq = pq.seq;
+  SweepInputs in = sweep_inputs_for(pq, base);
   progress.set_label(fmt::format("compare on {} x {}", pq.nodes.front(), pq.profile.name));
   if (strategy_files.empty()) {
     std::vector<SweepGroup> groups;

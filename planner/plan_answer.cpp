@@ -74,15 +74,20 @@ std::vector<std::pair<std::size_t, EntryMetrics>> PlanAnswer::overall() const {
   return out;
 }
 
+SweepInputs sweep_inputs_for(const PlanQuestion& q, const SweepInputs& base) {
+  SweepInputs in = base;
+  in.model = &q.model;
+  in.profile = &q.profile;
+  in.global_batch = q.global_batch;
+  in.seq = q.seq;
+  return in;
+}
+
 PlanAnswer answer_plan(PlanQuestion q, const SweepInputs& base, ReplayExecutor& executor, Progress& progress) {
   PlanAnswer a;
   a.question = std::move(q);
   const PlanQuestion& pq = a.question;
-  SweepInputs in = base;
-  in.model = &pq.model;
-  in.profile = &pq.profile;
-  in.global_batch = pq.global_batch;
-  in.seq = pq.seq;
+  const SweepInputs in = sweep_inputs_for(pq, base);
   std::vector<SweepGroup> groups;
   for (int n : pq.nodes) groups.push_back({fmt::format("{} nodes", n), n, pq.gpus.value_or(0), pq.families, pq.top_k});
   progress.set_label(fmt::format("plan {} on {} {}", pq.model.name, pq.range() ? fmt::format("{}..{}", pq.nodes.front(), pq.nodes.back())

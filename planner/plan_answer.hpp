@@ -45,6 +45,10 @@ struct PlanAnswer {
 // Runs the sweep (and, when nothing fits, the search for the smallest node count that does).
 PlanAnswer answer_plan(PlanQuestion q, const SweepInputs& base, ReplayExecutor& executor, Progress& progress);
 
+// `base` (the replay options) with the question's model, cluster, batch and sequence: what both
+// plan and compare sweep over. The question must outlive the result (it points into it).
+SweepInputs sweep_inputs_for(const PlanQuestion& q, const SweepInputs& base);
+
 // "tp 4 x dp 4, ZeRO-3 (params nvme, optimizer nvme), recompute full, micro-batch 4 x 1".
 std::string describe(const wl::Strategy& s);
 // The strategy as a strategy file (`--strategy`, `compare --strategies`) reads it.
