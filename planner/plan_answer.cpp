@@ -139,6 +139,11 @@ nlohmann::ordered_json strategy_json(const wl::Strategy& s) {
   j["tp"] = s.tp;
   j["pp"] = s.pp;
   j["vpp"] = s.vpp;
+  // Settings the search leaves at their defaults, written only when a strategy file set them, so
+  // that `simulate --strategy` replays exactly what was ranked.
+  if (s.first_stage_layers > 0) j["first_stage_layers"] = s.first_stage_layers;
+  if (s.last_stage_layers > 0) j["last_stage_layers"] = s.last_stage_layers;
+  if (s.shards > 0) j["shards"] = s.shards;
   j["sp"] = s.sp;
   j["schedule"] = wl::to_string(s.schedule);
   j["zero"] = s.zero_stage;
@@ -148,6 +153,7 @@ nlohmann::ordered_json strategy_json(const wl::Strategy& s) {
   j["recompute"] = wl::to_string(s.recompute);
   j["l2l"] = s.l2l;
   j["delayed_update"] = s.delayed_update;
+  if (s.stack.kind != wl::StackKind::IDEALIZED) j["stack"] = stack_json(s.stack);
   j["micro_batch"] = s.micro_batch;
   j["global_batch"] = s.global_batch;
   j["seq"] = s.seq;

@@ -138,6 +138,16 @@ std::string human_count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
+nlohmann::ordered_json stack_json(const wl::TrainingStack& stack) {
+  nlohmann::ordered_json j = {{"name", wl::to_string(stack.kind)}};
+  if (stack.kind == wl::StackKind::PYTORCH_DDP) j["gradient_as_bucket_view"] = stack.gradient_as_bucket_view;
+  if (stack.kind == wl::StackKind::PYTORCH_FSDP) {
+    j["param_dtype"] = wl::to_string(stack.param_dtype);
+    j["reduce_dtype"] = wl::to_string(stack.reduce_dtype);
+  }
+  return j;
+}
+
 nlohmann::ordered_json inputs_json(const Request& r) {
   const wl::ModelSpec& m = r.inputs.model;
   const wl::Strategy& s = r.inputs.strategy;
@@ -182,15 +192,7 @@ nlohmann::ordered_json inputs_json(const Request& r) {
   strategy["l2l"] = s.l2l;
   strategy["delayed_update"] = s.delayed_update;
   // Only an explicit stack is echoed, so results without one are unchanged.
-  if (s.stack.kind != wl::StackKind::IDEALIZED) {
-    nlohmann::ordered_json stack = {{"name", wl::to_string(s.stack.kind)}};
-    if (s.stack.kind == wl::StackKind::PYTORCH_DDP) stack["gradient_as_bucket_view"] = s.stack.gradient_as_bucket_view;
-    if (s.stack.kind == wl::StackKind::PYTORCH_FSDP) {
-      stack["param_dtype"] = wl::to_string(s.stack.param_dtype);
-      stack["reduce_dtype"] = wl::to_string(s.stack.reduce_dtype);
-    }
-    strategy["stack"] = stack;
-  }
+  if (s.stack.kind != wl::StackKind::IDEALIZED) strategy["stack"] = stack_json(s.stack);
   strategy["micro_batch"] = s.micro_batch;
   strategy["global_batch"] = s.global_batch;
   strategy["micro_batches"] = s.micro_batches();

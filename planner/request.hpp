@@ -40,6 +40,9 @@ struct Request {
 Request resolve_request(const InputFlags& flags);
 
 nlohmann::ordered_json inputs_json(const Request& r);
+// A training stack as the strategy file's "stack" object writes it (its name and the options that
+// stack has).
+nlohmann::ordered_json stack_json(const wl::TrainingStack& stack);
 nlohmann::ordered_json provenance_json(const Request& r, std::string_view command);
 // What every result file starts with: schema_version, kind ("trainsim.<command>"), provenance
 // and the resolved inputs.

@@ -215,5 +215,23 @@ TEST(CompareCli, StrategyFilesAndTheirErrors) {
   EXPECT_NE(range.err.find("--nodes: expected one node count for compare"), std::string::npos) << range.err;
 }
 
+// A ranked strategy is written as a strategy file that replays it: settings the search never
+// varies (an uneven stage split, Hydra's shards, the training stack) come back when a file set
+// them.
+TEST(CompareCli, RankedStrategyKeepsWhatItsFileSet) {
+  test::ScratchDir dir;
+  const std::string pipe = dir.write("pipe.json", R"({"schema_version": 1, "pp": 2, "first_stage_layers": 20, "micro_batch": 1})");
+  const std::string hydra = dir.write("hydra.json", R"({"schema_version": 1, "schedule": "hydra", "shards": 6, "recompute": "full"})");
+  const auto r = test::run_trainsim("compare --model gpt2-1.5b --hw dgx2 --gpus 2 --global-batch 8 --strategies " + pipe + "," +
+                                    hydra + " --format json --quiet --no-cache");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& first = j.at("rows").at(0).at("best").at("strategy");
+  EXPECT_EQ(first.at("first_stage_layers"), 20) << first.dump();
+  const auto& second = j.at("rows").at(1).at("best").at("strategy");
+  EXPECT_EQ(second.at("shards"), 6) << second.dump();
+  EXPECT_EQ(second.at("schedule"), "hydra");
+}
+
 }  // namespace
 }  // namespace trainsim
