@@ -21,9 +21,10 @@ std::string metrics_lines(const RankedEntry& e, const PlanQuestion& q, bool expl
   if (explain) {
     const Breakdown b = average_breakdown(e.result);
     out += fmt::format("     per step: compute {:.4g} s, exposed communication {:.4g} s, exposed offload I/O {:.4g} s, optimizer "
-                       "{:.4g} s, idle {:.4g} s; lower bound {:.4g} s ({})\n",
+                       "{:.4g} s, idle {:.4g} s; lower bound {:.4g} s ({}){}\n",
                        b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, e.candidate.bound_s,
-                       e.candidate.bound_dominant);
+                       e.candidate.bound_dominant,
+                       e.candidate.walk_bound_s > 0 ? fmt::format(", walked without contention {:.4g} s", e.candidate.walk_bound_s) : "");
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "critical_path.hpp"
 #include "search_space.hpp"
 #include "strategy_identity.hpp"
 
@@ -14,6 +15,7 @@ struct GroupState {
   GroupResult out;
   std::vector<Candidate> candidates;  // ascending bound, then canonical text
   std::size_t next = 0;               // the first candidate not yet replayed
+  std::vector<std::size_t> walked_out;  // before `next`: pruned by their walk bound
 
   double threshold() const {
     if (out.group.top_k <= 0) return -std::numeric_limits<double>::infinity();  // enumerate only
@@ -84,6 +86,15 @@ void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std:
   }
 }
 
+// The walk bound of a candidate (sim/critical_path.hpp), less room for the replay's folded
+// micro-batches, which extrapolate a line the fold checked to 1e-9 (simulator.cpp); -1 where the
+// walk does not apply.
+double walk_bound(const SweepInputs& in, const Candidate& c) {
+  const wl::MemoryEstimate memory = wl::estimate_memory(*in.model, c.strategy, in.profile->gpus_per_node());
+  const std::optional<double> walk = sim::contention_free_step_s(*in.model, c.strategy, *in.profile, memory);
+  return walk ? *walk * (1 - 1e-6) : -1;
+}
+
 void insert_ranked(std::vector<RankedEntry>& ranked, RankedEntry e) {
   const auto at = std::upper_bound(ranked.begin(), ranked.end(), e, ranks_before);
   ranked.insert(at, std::move(e));
@@ -140,8 +151,14 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     std::vector<std::pair<GroupState*, std::size_t>> assigned;
     for (GroupState& s : states) {
       const double t = s.threshold();
-      for (int taken = 0; taken < in.wave && s.next < s.candidates.size() && s.candidates[s.next].bound_s <= t; ++taken) {
-        const Candidate& c = s.candidates[s.next];
+      for (int taken = 0; taken < in.wave && s.next < s.candidates.size() && s.candidates[s.next].bound_s <= t;) {
+        Candidate& c = s.candidates[s.next];
+        if (c.walk_bound_s == 0) c.walk_bound_s = walk_bound(in, c);
+        if (c.best_bound_s() > t) {
+          s.walked_out.push_back(s.next++);
+          continue;
+        }
+        ++taken;
         assigned.emplace_back(&s, s.next);
         ++s.next;
         if (memo.count(c.text) || std::find(job_texts.begin(), job_texts.end(), c.text) != job_texts.end()) continue;
@@ -173,7 +190,8 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     const auto k = static_cast<std::size_t>(std::max(0, s.out.group.top_k));
     const auto& all = s.out.replayed_entries;
     s.out.ranked.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(k, all.size())));
-    s.out.pruned.assign(s.candidates.begin() + static_cast<std::ptrdiff_t>(s.next), s.candidates.end());
+    for (std::size_t i : s.walked_out) s.out.pruned.push_back(s.candidates[i]);
+    s.out.pruned.insert(s.out.pruned.end(), s.candidates.begin() + static_cast<std::ptrdiff_t>(s.next), s.candidates.end());
     results.push_back(std::move(s.out));
   }
   return results;

@@ -64,6 +64,9 @@ class Builder {
     program_.step_ends.assign(static_cast<std::size_t>(out.steps), {});
     allocate_model_states();
     const std::vector<ScheduleItem>& plan = schedule();
+    // A schedule item lowers to a few instructions (a pass to its segments and tensor-parallel
+    // collectives): reserving once spares the copies of a growing vector.
+    program_.instructions.reserve(plan.size() * static_cast<std::size_t>(out.steps) * 4 + 16);
     std::vector<int> ends;
     for (int step = 0; step < out.steps; ++step) {
       // Without the delayed update a step starts from the parameters the previous step updated;
