@@ -235,7 +235,7 @@ nlohmann::ordered_json entry_json(const RankedEntry& e, const PlanQuestion& q) {
                       {"optimizer", b.optimizer_s},
                       {"idle", b.idle_s}};
   j["step_time_lower_bound_s"] = e.candidate.bound_s;
-  // The contention-free walk of its program (data-parallel family; null where not walked).
+  // The contention-free walk of its programs (null where not walked).
   j["step_time_walk_bound_s"] = e.candidate.walk_bound_s > 0 ? nlohmann::ordered_json(e.candidate.walk_bound_s) : nlohmann::ordered_json();
   j["result"] = result_json(e.result);
   return j;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <tuple>
 
 #include "critical_path.hpp"
 #include "search_space.hpp"
@@ -11,11 +13,19 @@
 namespace trainsim::planner {
 namespace {
 
+// The walk bound of a candidate (sim/critical_path.hpp); -1 where the walk does not apply.
+double walk_bound(const SweepInputs& in, const Candidate& c) {
+  const wl::MemoryEstimate memory = wl::estimate_memory(*in.model, c.strategy, in.profile->gpus_per_node());
+  const std::optional<sim::StepWalk> walk = sim::contention_free_step(*in.model, c.strategy, *in.profile, memory);
+  return walk ? sim::walk_bound_s(*walk) : -1;
+}
+
 struct GroupState {
   GroupResult out;
-  std::vector<Candidate> candidates;  // ascending bound, then canonical text
-  std::size_t next = 0;               // the first candidate not yet replayed
-  std::vector<std::size_t> walked_out;  // before `next`: pruned by their walk bound
+  std::vector<Candidate> candidates;  // ascending closed-form bound, then canonical text
+  std::size_t next = 0;               // the first candidate not yet walked
+  // Walked, not yet replayed: by their best bound, then canonical text.
+  std::set<std::tuple<double, std::string, std::size_t>> walked;
 
   double threshold() const {
     if (out.group.top_k <= 0) return -std::numeric_limits<double>::infinity();  // enumerate only
@@ -24,12 +34,30 @@ struct GroupState {
     // Up to the nanosecond the ranking compares: a tie there may still rank first.
     return (ranking_step_ns(out.replayed_entries[k - 1].result.step_time_s) + 1) / 1e9;
   }
-  // Ties with the K-th best are replayed too: a tie may rank before it.
-  bool open() const { return next < candidates.size() && candidates[next].bound_s <= threshold(); }
+  // The candidate with the least bound still open, walked first if it was not (the walk only
+  // raises a bound, so it may go back behind others): the next to replay, or none once every
+  // bound left exceeds the threshold `t` (ties with the K-th best are replayed: a tie may rank
+  // before it).
+  std::optional<std::size_t> pick(const SweepInputs& in, double t) {
+    for (;;) {
+      const bool unwalked = next < candidates.size();
+      if (!walked.empty() && (!unwalked || std::get<0>(*walked.begin()) <= candidates[next].bound_s)) {
+        if (std::get<0>(*walked.begin()) > t) return std::nullopt;
+        const std::size_t i = std::get<2>(*walked.begin());
+        walked.erase(walked.begin());
+        return i;
+      }
+      if (!unwalked || candidates[next].bound_s > t) return std::nullopt;
+      Candidate& c = candidates[next];
+      c.walk_bound_s = walk_bound(in, c);
+      walked.emplace(c.best_bound_s(), c.text, next++);
+    }
+  }
   long remaining() const {
     long n = 0;
     const double t = threshold();
     for (std::size_t i = next; i < candidates.size() && candidates[i].bound_s <= t; ++i) ++n;
+    for (const auto& w : walked) n += std::get<0>(w) <= t ? 1 : 0;
     return n;
   }
   void count(const Issue& issue) {
@@ -84,15 +112,6 @@ void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std:
       return a.bound_s != b.bound_s ? a.bound_s < b.bound_s : a.text < b.text;
     });
   }
-}
-
-// The walk bound of a candidate (sim/critical_path.hpp), less room for the replay's folded
-// micro-batches, which extrapolate a line the fold checked to 1e-9 (simulator.cpp); -1 where the
-// walk does not apply.
-double walk_bound(const SweepInputs& in, const Candidate& c) {
-  const wl::MemoryEstimate memory = wl::estimate_memory(*in.model, c.strategy, in.profile->gpus_per_node());
-  const std::optional<double> walk = sim::contention_free_step_s(*in.model, c.strategy, *in.profile, memory);
-  return walk ? *walk * (1 - 1e-6) : -1;
 }
 
 void insert_ranked(std::vector<RankedEntry>& ranked, RankedEntry e) {
@@ -151,16 +170,11 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     std::vector<std::pair<GroupState*, std::size_t>> assigned;
     for (GroupState& s : states) {
       const double t = s.threshold();
-      for (int taken = 0; taken < in.wave && s.next < s.candidates.size() && s.candidates[s.next].bound_s <= t;) {
-        Candidate& c = s.candidates[s.next];
-        if (c.walk_bound_s == 0) c.walk_bound_s = walk_bound(in, c);
-        if (c.best_bound_s() > t) {
-          s.walked_out.push_back(s.next++);
-          continue;
-        }
-        ++taken;
-        assigned.emplace_back(&s, s.next);
-        ++s.next;
+      for (int taken = 0; taken < in.wave; ++taken) {
+        const std::optional<std::size_t> i = s.pick(in, t);
+        if (!i) break;
+        const Candidate& c = s.candidates[*i];
+        assigned.emplace_back(&s, *i);
         if (memo.count(c.text) || std::find(job_texts.begin(), job_texts.end(), c.text) != job_texts.end()) continue;
         const Config config{in.model, in.profile, c.strategy};
         jobs.push_back({config, ResultCache::key_text(config, in.options)});
@@ -190,7 +204,8 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     const auto k = static_cast<std::size_t>(std::max(0, s.out.group.top_k));
     const auto& all = s.out.replayed_entries;
     s.out.ranked.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(k, all.size())));
-    for (std::size_t i : s.walked_out) s.out.pruned.push_back(s.candidates[i]);
+    // Never replayed, closest to the cut first: the walked ones by their walk, then the rest.
+    for (const auto& w : s.walked) s.out.pruned.push_back(s.candidates[std::get<2>(w)]);
     s.out.pruned.insert(s.out.pruned.end(), s.candidates.begin() + static_cast<std::ptrdiff_t>(s.next), s.candidates.end());
     results.push_back(std::move(s.out));
   }

@@ -3,7 +3,7 @@
 // search space, keep what is legal and fits the memory model (counting each reason for what does
 // not), order the rest by their step-time lower bound, and replay in that order until the next
 // bound exceeds the K-th best replayed step time (branch and bound: what is never replayed could
-// not have entered the top K). Before a data-parallel candidate is replayed, its program is walked
+// not have entered the top K). Before a candidate is replayed, its program is walked
 // without contention (sim/critical_path.hpp, milliseconds): a tighter bound that prunes it too
 // when above the K-th best. Replays run in waves of a fixed size per group, whoever executes
 // them, so the replayed set (and every number reported) is the same on one core, on many, or
@@ -49,7 +49,7 @@ struct Candidate {
   std::string text;    // canonical_text
   double bound_s = 0;  // step-time lower bound (closed forms, sim/step_bound.hpp)
   std::string bound_dominant;
-  // The contention-free walk of its program (sim/critical_path.hpp), once the sweep reached it;
+  // The contention-free walk of its programs (sim/critical_path.hpp), once the sweep reached it;
   // 0 where not computed, negative where the walk does not apply.
   double walk_bound_s = 0;
   double best_bound_s() const { return walk_bound_s > bound_s ? walk_bound_s : bound_s; }
