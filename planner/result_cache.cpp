@@ -87,30 +87,30 @@ std::string ResultCache::file_name(const std::string& key_text) {
   return wl::hex64(wl::fnv1a64(key_text)) + wl::hex64(wl::fnv1a64(key_text, 0x84222325cbf29ce4ULL)) + ".json";
 }
 
-std::optional<sim::SimResult> ResultCache::load(const std::string& key_text) const {
+std::optional<nlohmann::json> ResultCache::load_entry(const std::string& key_text) const {
   if (!enabled()) return std::nullopt;
   std::ifstream in(dir_ + "/" + file_name(key_text), std::ios::binary);
   if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
   try {
-    const nlohmann::json j = nlohmann::json::parse(text.str());
+    nlohmann::json j = nlohmann::json::parse(text.str());
     if (j.at("schema_version").get<int>() != CACHE_SCHEMA_VERSION || j.at("key").get<std::string>() != key_text) {
       return std::nullopt;
     }
-    return result_from_json(j.at("result"));
+    return j;
   } catch (const std::exception&) {
-    return std::nullopt;  // not ours, or damaged: replay again
+    return std::nullopt;  // not ours, or damaged: work it out again
   }
 }
 
-void ResultCache::store(const std::string& key_text, const sim::SimResult& r) const {
+void ResultCache::store_entry(const std::string& key_text, const char* kind, const char* field, nlohmann::ordered_json value) const {
   if (!enabled()) return;
   nlohmann::ordered_json j;
   j["schema_version"] = CACHE_SCHEMA_VERSION;
-  j["kind"] = "trainsim.cache";
+  j["kind"] = kind;
   j["key"] = key_text;
-  j["result"] = result_json(r);
+  j[field] = std::move(value);
   try {
     OutputSet out;
     out.add(flag_, dir_ + "/" + file_name(key_text), j.dump() + "\n");
@@ -119,6 +119,49 @@ void ResultCache::store(const std::string& key_text, const sim::SimResult& r) co
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) std::cerr << "trainsim: warning: results cache not written: " << e.what() << "\n";
   }
+}
+
+std::optional<sim::SimResult> ResultCache::load(const std::string& key_text) const {
+  const std::optional<nlohmann::json> j = load_entry(key_text);
+  if (!j) return std::nullopt;
+  try {
+    return result_from_json(j->at("result"));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void ResultCache::store(const std::string& key_text, const sim::SimResult& r) const {
+  store_entry(key_text, "trainsim.cache", "result", result_json(r));
+}
+
+std::string ResultCache::walks_key_text(const wl::ModelSpec& m, const hw::ClusterProfile& p, int gpus, std::int64_t global_batch,
+                                        std::int64_t seq, const std::string& scope) {
+  std::ostringstream k;
+  k << "trainsim walks cache " << CACHE_SCHEMA_VERSION << "\n"
+    << tool_build_id() << "\n"
+    << "model " << wl::canonical_text(m) << "\n"
+    << "gpus " << gpus << " global_batch " << global_batch << " seq " << seq << " scope " << scope << "\n"
+    << "profile " << hw::profile_to_json(p).dump() << "\n";
+  return k.str();
+}
+
+std::map<std::string, double> ResultCache::load_walks(const std::string& key_text) const {
+  std::map<std::string, double> out;
+  const std::optional<nlohmann::json> j = load_entry(key_text);
+  if (!j) return out;
+  try {
+    for (const auto& [text, bound] : j->at("walks").items()) out.emplace(text, bound.get<double>());
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  return out;
+}
+
+void ResultCache::store_walks(const std::string& key_text, const std::map<std::string, double>& walks) const {
+  nlohmann::ordered_json w = nlohmann::ordered_json::object();
+  for (const auto& [text, bound] : walks) w[text] = bound;
+  store_entry(key_text, "trainsim.walks", "walks", std::move(w));
 }
 
 std::string ResultCache::default_dir() {

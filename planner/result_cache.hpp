@@ -9,8 +9,12 @@
 // The key text is stored in the file and compared on load: a hash collision or a foreign file
 // is a miss, never a wrong answer.
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "estimator.hpp"
 
@@ -37,10 +41,20 @@ class ResultCache {
   // Best effort: a cache that cannot be written costs time, not the answer (a warning once).
   void store(const std::string& key_text, const sim::SimResult& r) const;
 
+  // The walk bounds of one group's candidates (planner/sweep.cpp), one file per group: `key_text`
+  // says what decides them (walks_key_text), the map is canonical strategy text -> bound.
+  static std::string walks_key_text(const wl::ModelSpec& m, const hw::ClusterProfile& p, int gpus, std::int64_t global_batch,
+                                    std::int64_t seq, const std::string& scope);
+  std::map<std::string, double> load_walks(const std::string& key_text) const;
+  void store_walks(const std::string& key_text, const std::map<std::string, double>& walks) const;
+
   // $XDG_CACHE_HOME/trainsim, else $HOME/.cache/trainsim (the XDG base directory spec).
   static std::string default_dir();
 
  private:
+  std::optional<nlohmann::json> load_entry(const std::string& key_text) const;
+  void store_entry(const std::string& key_text, const char* kind, const char* field, nlohmann::ordered_json value) const;
+
   std::string dir_;
   std::string flag_;
 };

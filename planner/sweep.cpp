@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <thread>
 #include <set>
 #include <tuple>
 
@@ -20,8 +24,40 @@ double walk_bound(const SweepInputs& in, const Candidate& c) {
   return walk ? sim::walk_bound_s(*walk) : -1;
 }
 
+// Candidates walked together, whatever the threads: the walks a sweep does never depend on cores.
+constexpr std::size_t WALK_BATCH = 4;
+
+// Walks `todo` in up to `threads` threads (each walk is pure: no SimGrid, no shared state).
+void walk_all(const SweepInputs& in, const std::vector<Candidate*>& todo) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_lock;
+  auto work = [&] {
+    for (std::size_t i = next++; i < todo.size(); i = next++) {
+      try {
+        todo[i]->walk_bound_s = walk_bound(in, *todo[i]);
+      } catch (...) {
+        const std::lock_guard<std::mutex> hold(failure_lock);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  const std::size_t n = std::min(todo.size(), static_cast<std::size_t>(std::max(1, in.walk_threads)));
+  if (n <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < n; ++t) pool.emplace_back(work);
+    for (auto& t : pool) t.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
 struct GroupState {
   GroupResult out;
+  std::string walks_key;                 // its walks' entry in the cache ("" when none)
+  std::map<std::string, double> walks;   // canonical text -> walk bound: loaded, then computed
+  bool walks_changed = false;
   std::vector<Candidate> candidates;  // ascending closed-form bound, then canonical text
   std::size_t next = 0;               // the first candidate not yet walked
   // Walked, not yet replayed: by their best bound, then canonical text.
@@ -48,10 +84,32 @@ struct GroupState {
         return i;
       }
       if (!unwalked || candidates[next].bound_s > t) return std::nullopt;
+      if (candidates[next].walk_bound_s == 0) walk_batch(in, t);
       Candidate& c = candidates[next];
-      c.walk_bound_s = walk_bound(in, c);
       walked.emplace(c.best_bound_s(), c.text, next++);
     }
+  }
+  // The next candidates not yet walked, up to a batch, within the threshold: from the cache, or
+  // walked in parallel.
+  void walk_batch(const SweepInputs& in, double t) {
+    std::vector<Candidate*> todo;
+    for (std::size_t i = next; i < candidates.size() && todo.size() < WALK_BATCH && candidates[i].bound_s <= t; ++i) {
+      Candidate& c = candidates[i];
+      if (c.walk_bound_s != 0) continue;
+      const auto hit = walks.find(c.text);
+      if (hit != walks.end()) {
+        c.walk_bound_s = hit->second;
+      } else {
+        todo.push_back(&c);
+      }
+    }
+    walk_all(in, todo);
+    for (const Candidate* c : todo) walks[c->text] = c->walk_bound_s;
+    walks_changed = walks_changed || !todo.empty();
+  }
+  void store_walks(const SweepInputs& in) {
+    if (walks_changed && in.walk_cache != nullptr && !walks_key.empty()) in.walk_cache->store_walks(walks_key, walks);
+    walks_changed = false;
   }
   long remaining() const {
     long n = 0;
@@ -157,6 +215,18 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     }
     enumerate_groups(in, g, sharing);
   }
+  if (in.walk_cache != nullptr && in.walk_cache->enabled()) {
+    for (GroupState& s : states) {
+      if (s.out.group.top_k <= 0 || s.candidates.empty()) continue;
+      std::string scope = "all";
+      if (!s.out.group.families.empty()) {
+        scope.clear();
+        for (const Family* f : s.out.group.families) scope += std::string(f->name) + ",";
+      }
+      s.walks_key = ResultCache::walks_key_text(*in.model, *in.profile, group_gpus(in, s.out.group), s.out.global_batch, in.seq, scope);
+      s.walks = in.walk_cache->load_walks(s.walks_key);
+    }
+  }
 
   // Waves: each open group offers its next `wave` candidates; a strategy two groups share is
   // replayed once.
@@ -172,7 +242,10 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
       const double t = s.threshold();
       for (int taken = 0; taken < in.wave; ++taken) {
         const std::optional<std::size_t> i = s.pick(in, t);
-        if (!i) break;
+        if (!i) {
+          s.store_walks(in);  // the group is done: what an interrupt would lose is kept
+          break;
+        }
         const Candidate& c = s.candidates[*i];
         assigned.emplace_back(&s, *i);
         if (memo.count(c.text) || std::find(job_texts.begin(), job_texts.end(), c.text) != job_texts.end()) continue;

@@ -24,6 +24,7 @@
 #include "families.hpp"
 #include "progress.hpp"
 #include "replay_executor.hpp"
+#include "result_cache.hpp"
 
 namespace trainsim::planner {
 
@@ -42,6 +43,10 @@ struct SweepInputs {
   std::int64_t seq = 0;
   sim::SimOptions options;
   int wave = 2;  // replays per open group per wave (fixed: the replayed set must not depend on cores)
+  // Walks (sim/critical_path.hpp) run in this many threads, a fixed batch at a time, and are kept
+  // in this cache (one file per group) when it is enabled.
+  int walk_threads = 1;
+  const ResultCache* walk_cache = nullptr;
 };
 
 struct Candidate {

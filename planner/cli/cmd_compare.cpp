@@ -76,6 +76,8 @@ void register_compare(CLI::App& app, Commands& commands) {
       SweepRuntime runtime(state->run);
       planner::SweepInputs in;
       in.options = runtime.options();
+      in.walk_threads = runtime.jobs();
+      in.walk_cache = &runtime.cache();
       const planner::CompareAnswer answer = planner::answer_compare(std::move(q), files, in, runtime.executor(), runtime.progress());
       runtime.progress().finish();
       if (!runtime.writes_output()) return 0;

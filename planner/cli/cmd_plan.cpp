@@ -49,6 +49,8 @@ void register_plan(CLI::App& app, Commands& commands) {
       SweepRuntime runtime(state->run);
       planner::SweepInputs in;
       in.options = runtime.options();
+      in.walk_threads = runtime.jobs();
+      in.walk_cache = &runtime.cache();
       const planner::PlanAnswer answer = planner::answer_plan(std::move(q), in, runtime.executor(), runtime.progress());
       runtime.progress().finish();
       if (!runtime.writes_output()) return 0;

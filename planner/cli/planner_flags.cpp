@@ -1,5 +1,7 @@
 #include "planner_flags.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <iostream>
@@ -44,6 +46,8 @@ SweepRuntime::SweepRuntime(const RunFlags& r) : quiet_(r.quiet) {
   const std::string dir = r.no_cache ? std::string() : r.cache.empty() ? planner::ResultCache::default_dir() : r.cache;
   cache_ = std::make_unique<planner::ResultCache>(dir, r.cache.empty() ? "--cache (default)" : "--cache");
   progress_ = std::make_unique<planner::Progress>(!r.quiet && writes_output() && planner::Progress::stderr_is_terminal());
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  jobs_ = r.jobs > 0 ? r.jobs : online > 0 ? static_cast<int>(online) : 1;
   local_ = planner::make_local_executor(r.jobs, *cache_, options_, *progress_);
   executor_ = mpi_.size() > 1 ? planner::make_mpi_executor(mpi_, *local_, *cache_, *progress_) : nullptr;
 }

@@ -31,6 +31,8 @@ class SweepRuntime {
   planner::ReplayExecutor& executor() { return executor_ ? *executor_ : *local_; }
   planner::Progress& progress() { return *progress_; }
   const sim::SimOptions& options() const { return options_; }
+  const planner::ResultCache& cache() const { return *cache_; }
+  int jobs() const { return jobs_; }  // workers per process (--jobs; 0 became one per core)
   // This process writes the answer (MPI rank 0, or the only process).
   bool writes_output() const { return mpi_.rank() == 0; }
   // Progress summary on standard error after the sweep (replays run, cache hits).
@@ -43,6 +45,7 @@ class SweepRuntime {
   std::unique_ptr<planner::Progress> progress_;
   std::unique_ptr<planner::ReplayExecutor> local_, executor_;
   bool quiet_ = false;
+  int jobs_ = 1;
 };
 
 }  // namespace trainsim::cli
