@@ -66,9 +66,10 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   j["model"] = model_file;
   nlohmann::ordered_json details;
   details["implementation"] =
-      "trainsim-calibrate reference, not DeepSpeed: our own CUDA kernels and cuBLASLt GEMMs; named deepspeed "
-      "because its copies and dtypes are DeepSpeed's bf16 ZeRO (16-bit parameters, fp32 gradients, fp32 master "
-      "weights and Adam moments)";
+      "trainsim-calibrate reference: our own CUDA kernels and cuBLASLt GEMMs; stack trainsim-reference "
+      "(workloads/training_stacks.md): bf16 parameters (not kept under ZeRO-3: cast from the fp32 master per "
+      "gather), fp32 gradients accumulated over micro-batches and reduce-scattered in fp32, fp32 master weights and "
+      "Adam moments, one static arena per GPU";
   details["mixed_precision"] = "bf16 GEMM inputs and saved activations, fp32 accumulate and GEMM outputs, fp32 "
                                "residual stream and LayerNorm statistics";
   const bool pipe = is_pipeline(o.mode);
@@ -140,7 +141,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                        {"collective_bytes_sent", r.collective_bytes}});
   }
   details["streams_per_rank"] = streams;
-  j["stack"] = {{"name", "deepspeed"}, {"details", details}};
+  j["stack"] = {{"name", "trainsim-reference"}, {"details", details}};
   j["strategy"] = {{"schema_version", 1},
                    {"gpus", n},
                    {"dp", pipe ? 1 : n},
@@ -154,7 +155,13 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                    {"recompute", o.recompute == Recompute::LAYER ? "full" : "none"},
                    {"precision", "bf16-mixed"},
                    {"seq", o.model.seq}};
-  if (pipe) j["strategy"]["schedule"] = o.mode == RefMode::GPIPE ? "gpipe" : "1f1b";
+  if (pipe) {
+    j["strategy"]["schedule"] = o.mode == RefMode::GPIPE ? "gpipe" : "1f1b";
+    // The split that ran (split_layers), so the simulator replays it instead of balancing by cost.
+    const std::vector<int> per = split_layers(o.model.layers, n);
+    j["strategy"]["first_stage_layers"] = per.front();
+    j["strategy"]["last_stage_layers"] = per.back();
+  }
   nlohmann::ordered_json m;
   m["warmup_steps"] = o.warmup;
   m["warmup_step_times_s"] = run.ranks[0].warmup_step_times_s;
