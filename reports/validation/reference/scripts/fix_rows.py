@@ -7,7 +7,14 @@ stack and before it wrote the pipeline's stage split into the strategy:
   implementation text the tool now writes;
 - pipeline rows: strategy first_stage_layers / last_stage_layers from the split that ran
   (stack.details.layers_per_stage, written by the tool from the same split_layers()).
-Every measured number is left as it is. Run from the repository root; idempotent.
+- ZeRO-3 rows: grad_sync said "after its backward of the last micro-batch"; the code
+  (ref_param_store.cpp grads_done) reduce-scatters after every micro-batch's backward;
+- pipeline rows: bubble_fraction re-derived from the row's own measurements as the tool now
+  writes it: per stage 1 - compute_busy_s / step_time_s (the share of the whole step its compute
+  stream is not running forward, backward or optimizer work: GPipe's and the simulator's
+  definition), averaged over stages; the stage-span share recorded at the time is kept beside it as
+  schedule_bubble_fraction.
+No measurement is changed. Run from the repository root; idempotent.
 """
 import glob
 import json
@@ -23,13 +30,24 @@ IMPLEMENTATION = (
 def fix(row):
     row["stack"]["name"] = "trainsim-reference"
     row["stack"]["details"]["implementation"] = IMPLEMENTATION
-    per = row["stack"]["details"].get("layers_per_stage")
+    details = row["stack"]["details"]
+    if "grad_sync" in details:
+        details["grad_sync"] = ("fp32 reduce-scatter per unit after its backward in every micro-batch, added into the "
+                                "fp32 gradient shard, on the collective stream")
+    per = details.get("layers_per_stage")
     if per:
         middle = per[1:-1]
         if len(set(middle)) > 1:
             sys.exit(f"{row['name']}: middle stages {middle} are not equal: the strategy cannot state this split")
         row["strategy"]["first_stage_layers"] = per[0]
         row["strategy"]["last_stage_layers"] = per[-1]
+        step = row["measured"]["step_time_s"]
+        stages = details["streams_per_rank"]
+        for st in stages:
+            if "schedule_bubble_fraction" not in st:
+                st["schedule_bubble_fraction"] = st["bubble_fraction"]
+            st["bubble_fraction"] = max(0.0, 1.0 - st["compute_busy_s"] / step)
+        row["measured"]["busy"]["bubble_fraction"] = sum(st["bubble_fraction"] for st in stages) / len(stages)
     return row
 
 
