@@ -164,9 +164,10 @@ void GptGpu::layer_backward(int slot, int l, const bf16* pu, float* gu, Acts& a,
   gemm.run(linear_dgrad(da_, w(pu, l, W_O), scratch_, T, h, h), s);
   tick("gemm_proj_dgrad", s);
   split_heads(scratch_, db_, hs, s);  // dO per head
+  tick("split_heads", s);
   // dP = dO V^T; dV = P^T dO; dS = softmax'(dP); dQ = scale dS K; dK = scale dS^T Q.
   gemm.run(batched(false, true, S, S, d, db_, d, 1LL * S * d, a.v, d, 1LL * S * d, scores_, S, 1LL * S * S, bh, 1), s);
-  tick("split_heads", s);
+  tick("gemm_dp_bwd", s);
   float* dq = scratch_;
   float* dk = scratch_ + th;
   float* dv = scratch_ + 2 * th;
