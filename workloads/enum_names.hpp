@@ -34,13 +34,14 @@ inline constexpr Table<OffloadTarget, 3> OFFLOAD{
     {{OffloadTarget::NONE, "none"}, {OffloadTarget::CPU, "cpu"}, {OffloadTarget::NVME, "nvme"}}};
 inline constexpr Table<ActivationOffload, 2> ACTIVATION_OFFLOAD{
     {{ActivationOffload::NONE, "none"}, {ActivationOffload::CPU, "cpu"}}};
-inline constexpr Table<StackKind, 7> STACK{{{StackKind::IDEALIZED, "idealized"},
+inline constexpr Table<StackKind, 8> STACK{{{StackKind::IDEALIZED, "idealized"},
                                            {StackKind::MEGATRON, "megatron"},
                                            {StackKind::DEEPSPEED, "deepspeed"},
                                            {StackKind::PYTORCH, "pytorch"},
                                            {StackKind::PYTORCH_DDP, "pytorch-ddp"},
                                            {StackKind::PYTORCH_FSDP, "pytorch-fsdp"},
-                                           {StackKind::PYTORCH_PIPELINING, "pytorch-pipelining"}}};
+                                           {StackKind::PYTORCH_PIPELINING, "pytorch-pipelining"},
+                                           {StackKind::TRAINSIM_REFERENCE, "trainsim-reference"}}};
 inline constexpr Table<TensorDtype, 3> TENSOR_DTYPE{
     {{TensorDtype::BF16, "bf16"}, {TensorDtype::FP16, "fp16"}, {TensorDtype::FP32, "fp32"}}};
 inline constexpr Table<Recompute, 3> RECOMPUTE{

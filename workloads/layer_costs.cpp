@@ -1,6 +1,7 @@
 #include "layer_costs.hpp"
 
 #include "activation_memory.hpp"
+#include "reference_stack.hpp"
 #include "stack_layer.hpp"
 
 namespace trainsim::wl {
@@ -43,6 +44,7 @@ PassCost backward_of(const PassCost& fwd) {
 
 LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
   if (s.stack.is_pytorch()) return torch_layer_cost(m, s);
+  if (s.stack.is_reference()) return reference_layer_cost(m, s);
   const double b = static_cast<double>(s.micro_batch), sq = static_cast<double>(s.seq);
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
@@ -84,6 +86,7 @@ LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
 
 LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
   if (s.stack.is_pytorch()) return torch_output_cost(m, s);
+  if (s.stack.is_reference()) return reference_output_cost(m, s);
   const double tokens = static_cast<double>(s.micro_batch * s.seq);
   const double h = static_cast<double>(m.hidden), v = static_cast<double>(m.vocab);
   const double e = activation_element_bytes(m.numerics);
@@ -97,6 +100,7 @@ LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
 
 LayerCost embedding_cost(const ModelSpec& m, const Strategy& s) {
   if (s.stack.is_pytorch()) return torch_embedding_cost(m, s);
+  if (s.stack.is_reference()) return reference_embedding_cost(m, s);
   const double tokens = static_cast<double>(s.micro_batch * s.seq);
   const double e = activation_element_bytes(m.numerics);
   PassCost fwd;

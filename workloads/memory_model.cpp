@@ -5,6 +5,7 @@
 
 #include "activation_memory.hpp"
 #include "model_params.hpp"
+#include "reference_stack.hpp"
 #include "stack_layer.hpp"
 #include "stage_partition.hpp"
 #include "training_stack.hpp"
@@ -115,6 +116,8 @@ void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gp
     st.optimizer_at = place(st.optimizer_bytes, OffloadTarget::CPU);
     return;
   }
+  // A stack that casts each unit's shard from the master per gather keeps no 16-bit shard on the GPU.
+  if (!ss.keeps_param_shard && s.offload_params == OffloadTarget::NONE) st.params_bytes = 0;
   st.params_at = place(st.params_bytes, s.offload_params);
   st.optimizer_at = place(st.optimizer_bytes, s.offload_optimizer);
   // ZeRO-Offload (Ren et al. 2021, Sec. 4.1) moves the gradient partition to the host with the
@@ -128,6 +131,8 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   LayerActivations layer = layer_activation_bytes(m, shape);
   // A stack's own saved tensors (workloads/training_stacks.md; recompute is refused with them).
   if (s.stack.is_pytorch()) layer.stored = layer.full = torch_layer_saved_bytes(m, s);
+  const ReferenceActivations ref = reference_activations(m, s);
+  if (s.stack.is_reference()) layer = {ref.stored, ref.full};
   a.layers = stage_layers;
   a.in_flight_microbatches = in_flight_microbatches(s, st.stage);
   a.per_layer_stored_bytes = layer.stored;
@@ -141,10 +146,13 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     // Selective recompute re-materializes one layer's attention matrix during its backward.
     if (s.recompute == Recompute::SELECTIVE) a.working_bytes = layer.full - layer.stored;
   }
-  if (st.stage == 0) a.stored_bytes += embedding_activation_bytes(m, shape) * a.in_flight_microbatches;
+  const double embedding = s.stack.is_reference() ? ref.embedding : embedding_activation_bytes(m, shape);
+  const double output = s.stack.is_reference() ? ref.output : output_norm_activation_bytes(m, shape);
+  if (st.stage == 0) a.stored_bytes += embedding * a.in_flight_microbatches;
   if (st.stage == s.pp - 1) {
-    a.stored_bytes += output_norm_activation_bytes(m, shape) * a.in_flight_microbatches;
-    a.head_bytes = output_norm_activation_bytes(m, shape);
+    // The reference's final LayerNorm buffers exist once (its head runs forward and backward at once).
+    a.stored_bytes += output * (s.stack.is_reference() ? 1.0 : a.in_flight_microbatches);
+    a.head_bytes = s.stack.is_reference() ? 0.0 : output;
   }
   a.at.gpu = a.stored_bytes + a.checkpoint_bytes;
   if (s.schedule == Schedule::HYDRA) {
@@ -177,6 +185,8 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     const TorchLossBytes loss = torch_loss_bytes(m, s);
     st.buffers.logits_loss_bytes = loss.kept * std::min(a.in_flight_microbatches, 1.0 * s.micro_batches()) + loss.backward_extra;
   }
+  if (s.stack.is_reference()) st.buffers.logits_loss_bytes = 0;  // in its resident buffers
+
 }
 
 void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modeled) {
@@ -249,6 +259,12 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
       buf.gathered_params_bytes = (s.zero_stage >= 3 ? 2.0 * r.per_layer + root : psi) * e;
       buf.comm_bucket_bytes = r.per_layer * (2.0 + dtype_bytes(s.stack.reduce_dtype));
     }
+  }
+  if (s.stack.is_reference() && modeled) {
+    // The reference's static arena (training_stacks.md, "trainsim-reference"): its work buffers,
+    // the head's logits and ZeRO-3's full-unit gradient buffers exist for the whole step.
+    buf.comm_bucket_bytes = reference_resident_bytes(m, s, st.stage == s.pp - 1);
+    buf.staging_bytes = 0;
   }
   const double versions = weight_versions(s, st.stage);
   buf.weight_stash_bytes = (versions - 1) * st.params_at.gpu;

@@ -16,4 +16,5 @@ set(TRAINSIM_WORKLOADS_SOURCES
   layer_costs.cpp
   stage_partition.cpp
   training_stack.cpp
-  stack_layer.cpp)
+  stack_layer.cpp
+  reference_stack.cpp)

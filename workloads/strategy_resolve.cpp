@@ -167,6 +167,13 @@ static void check_stack(const Strategy& s, const StrategyInput& in, bool raw, co
       need(s.offload_params == OffloadTarget::NONE && s.offload_optimizer == OffloadTarget::NONE && s.zero_stage <= 1,
            "no offload and ZeRO stage 0 or 1 (the distributed optimizer)", "another setting");
       break;
+    case StackKind::TRAINSIM_REFERENCE:
+      need(s.tp == 1 && !s.l2l && s.schedule != Schedule::HYDRA, "tp = 1, no L2L or Hydra (what the reference runs)",
+           fmt::format("tp {}", s.tp));
+      need(s.recompute != Recompute::SELECTIVE, "recompute none or full (--recompute layer)", "selective");
+      need(!raw && model.numerics == Numerics::BF16_MIXED, "a model architecture trained in bf16-mixed",
+           raw ? std::string("--params") : std::string(to_string(model.numerics)));
+      break;
     case StackKind::IDEALIZED:
     case StackKind::DEEPSPEED: break;
   }

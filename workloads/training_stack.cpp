@@ -15,6 +15,7 @@ std::string_view to_string(StackKind k) {
     case StackKind::PYTORCH_DDP: return "pytorch-ddp";
     case StackKind::PYTORCH_FSDP: return "pytorch-fsdp";
     case StackKind::PYTORCH_PIPELINING: return "pytorch-pipelining";
+    case StackKind::TRAINSIM_REFERENCE: return "trainsim-reference";
   }
   return "?";
 }
@@ -98,6 +99,18 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       st.optimizer = seed.optimizer;
       st.wire_grad = seed.grads;
       st.row = "DeepSpeed";
+      break;
+    case StackKind::TRAINSIM_REFERENCE:
+      // bf16 parameters the GEMMs read (with one rank and on pipeline stages; under ZeRO-3 each
+      // unit's shard is cast from the fp32 master per gather and not kept), fp32 gradients that
+      // accumulate over micro-batches and are reduce-scattered in fp32, fp32 master weights and
+      // Adam moments (training_stacks.md, "trainsim-reference").
+      st.params = 2;
+      st.grads = 4;
+      st.optimizer = 12;
+      st.wire_grad = 4;
+      st.keeps_param_shard = zero_stage < 3;
+      st.row = "trainsim-reference";
       break;
   }
   return st;

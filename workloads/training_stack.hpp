@@ -23,6 +23,7 @@ enum class StackKind {
   PYTORCH_DDP,         // DistributedDataParallel under torch.autocast
   PYTORCH_FSDP,        // FSDP2 (fully_shard) with a MixedPrecisionPolicy
   PYTORCH_PIPELINING,  // torch.distributed.pipelining stages under torch.autocast
+  TRAINSIM_REFERENCE,  // trainsim-calibrate reference (calibrate/cuda/ref_*): our own step, static arena
 };
 enum class TensorDtype { BF16, FP16, FP32 };
 
@@ -44,6 +45,7 @@ struct TrainingStack {
     return kind == StackKind::PYTORCH || kind == StackKind::PYTORCH_DDP || kind == StackKind::PYTORCH_FSDP ||
            kind == StackKind::PYTORCH_PIPELINING;
   }
+  bool is_reference() const { return kind == StackKind::TRAINSIM_REFERENCE; }
   // torch.autocast around the forward: fp32 parameters cast to 16 bits inside every forward.
   bool autocast() const {
     return kind == StackKind::PYTORCH || kind == StackKind::PYTORCH_DDP || kind == StackKind::PYTORCH_PIPELINING;
@@ -61,6 +63,9 @@ struct StackStates {
   double bucket_copy = 0;       // per parameter, gradient buckets beside .grad (DDP)
   double wire_grad = 0;         // per parameter, bytes a gradient travels in
   bool shard_params = false, shard_grads = false, shard_optimizer = false;  // over the data-parallel ranks
+  // Sharded 16-bit parameters kept on the GPU beside the master shard; false: each unit's shard is
+  // cast from the fp32 master right before its all-gather (the trainsim reference).
+  bool keeps_param_shard = true;
   const char* row = "";         // the row of training_stacks.md these come from
 };
 

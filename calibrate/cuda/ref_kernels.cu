@@ -2,48 +2,14 @@
 
 #include "../reference/init_hash.hpp"
 #include "cuda_check.hpp"
+#include "ref_block_reduce.cuh"
 
 namespace trainsim::calibrate::ref {
 namespace {
 
-constexpr int BLOCK = 256;
+using namespace reduce;
 
 unsigned blocks_for(long n) { return static_cast<unsigned>((n + BLOCK - 1) / BLOCK); }
-
-// Sum over a block of BLOCK threads; every thread gets the result.
-__device__ float block_sum(float v) {
-  __shared__ float warp_sums[BLOCK / 32];
-  __shared__ float total;
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float w = threadIdx.x < BLOCK / 32 ? warp_sums[threadIdx.x] : 0.0f;
-    for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
-    if (threadIdx.x == 0) total = w;
-  }
-  __syncthreads();
-  const float r = total;
-  __syncthreads();
-  return r;
-}
-
-__device__ float block_max(float v) {
-  __shared__ float warp_max[BLOCK / 32];
-  __shared__ float total;
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = v;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float w = threadIdx.x < BLOCK / 32 ? warp_max[threadIdx.x] : -INFINITY;
-    for (int o = 16; o > 0; o >>= 1) w = fmaxf(w, __shfl_xor_sync(0xffffffffu, w, o));
-    if (threadIdx.x == 0) total = w;
-  }
-  __syncthreads();
-  const float r = total;
-  __syncthreads();
-  return r;
-}
 
 __device__ float gelu_f(float x) {
   const float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
@@ -142,81 +108,6 @@ __global__ void colsum_k(const T* in, float* out, int rows, int cols) {
   atomicAdd(&out[c], s);
 }
 
-// Index helpers: token t = b * seq + s; head-major index ((b * heads + hd) * seq + s) * d + e.
-__global__ void split_qkv_k(const float* qkv, const bf16* bias, bf16* q, bf16* k, bf16* v, HeadShape hs) {
-  const int h = (hs.heads * hs.head_dim);
-  const long n = static_cast<long>(hs.batch) * hs.seq * 3 * h;
-  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const long t = i / (3 * h);
-  const int col = static_cast<int>(i % (3 * h));
-  const int which = col / h, hd = (col % h) / hs.head_dim, e = col % hs.head_dim;
-  const long b = t / hs.seq, s = t % hs.seq;
-  const long dst = ((b * hs.heads + hd) * hs.seq + s) * hs.head_dim + e;
-  const bf16 val = __float2bfloat16(qkv[i] + __bfloat162float(bias[col]));
-  (which == 0 ? q : which == 1 ? k : v)[dst] = val;
-}
-
-__global__ void merge_heads_k(const float* in, bf16* out, HeadShape hs) {
-  const int h = (hs.heads * hs.head_dim);
-  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
-  if (i >= static_cast<long>(hs.batch) * hs.seq * h) return;
-  const long t = i / h;
-  const int col = static_cast<int>(i % h), hd = col / hs.head_dim, e = col % hs.head_dim;
-  const long b = t / hs.seq, s = t % hs.seq;
-  out[i] = __float2bfloat16(in[((b * hs.heads + hd) * hs.seq + s) * hs.head_dim + e]);
-}
-
-__global__ void split_heads_k(const float* in, bf16* out, HeadShape hs) {
-  const int h = (hs.heads * hs.head_dim);
-  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
-  if (i >= static_cast<long>(hs.batch) * hs.seq * h) return;
-  const long t = i / h;
-  const int col = static_cast<int>(i % h), hd = col / hs.head_dim, e = col % hs.head_dim;
-  const long b = t / hs.seq, s = t % hs.seq;
-  out[((b * hs.heads + hd) * hs.seq + s) * hs.head_dim + e] = __float2bfloat16(in[i]);
-}
-
-__global__ void merge_qkv_grad_k(const float* dq, const float* dk, const float* dv, bf16* dqkv, HeadShape hs) {
-  const int h = (hs.heads * hs.head_dim);
-  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
-  if (i >= static_cast<long>(hs.batch) * hs.seq * 3 * h) return;
-  const long t = i / (3 * h);
-  const int col = static_cast<int>(i % (3 * h));
-  const int which = col / h, hd = (col % h) / hs.head_dim, e = col % hs.head_dim;
-  const long b = t / hs.seq, s = t % hs.seq;
-  const long src = ((b * hs.heads + hd) * hs.seq + s) * hs.head_dim + e;
-  dqkv[i] = __float2bfloat16((which == 0 ? dq : which == 1 ? dk : dv)[src]);
-}
-
-__global__ void softmax_fwd_k(const float* scores, bf16* p, int seq) {
-  const long row = blockIdx.x;
-  const int i = static_cast<int>(row % seq);  // query position: keys 0..i are visible
-  const float* sr = scores + row * seq;
-  bf16* pr = p + row * seq;
-  float mx = -INFINITY;
-  for (int j = threadIdx.x; j <= i; j += BLOCK) mx = fmaxf(mx, sr[j]);
-  mx = block_max(mx);
-  float z = 0;
-  for (int j = threadIdx.x; j <= i; j += BLOCK) z += __expf(sr[j] - mx);
-  const float inv = 1.0f / block_sum(z);
-  for (int j = threadIdx.x; j < seq; j += BLOCK) pr[j] = __float2bfloat16(j <= i ? __expf(sr[j] - mx) * inv : 0.0f);
-}
-
-__global__ void softmax_bwd_k(const bf16* p, const float* dp, bf16* ds, int seq) {
-  const long row = blockIdx.x;
-  const int i = static_cast<int>(row % seq);
-  const bf16* pr = p + row * seq;
-  const float* dr = dp + row * seq;
-  float dot = 0;
-  for (int j = threadIdx.x; j <= i; j += BLOCK) dot += __bfloat162float(pr[j]) * dr[j];
-  dot = block_sum(dot);
-  bf16* o = ds + row * seq;
-  for (int j = threadIdx.x; j < seq; j += BLOCK) {
-    o[j] = __float2bfloat16(j <= i ? __bfloat162float(pr[j]) * (dr[j] - dot) : 0.0f);
-  }
-}
-
 __global__ void bias_residual_k(const float* in, const float* g, const bf16* bias, float* out, long n, int cols) {
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = in[i] + g[i] + __bfloat162float(bias[i % cols]);
@@ -309,30 +200,6 @@ void layernorm_backward_params(const float* dy, const float* x, const float* mea
                                float* db, int rows, int h, cudaStream_t s) {
   const dim3 grid((h + BLOCK - 1) / BLOCK, (rows + COL_ROWS - 1) / COL_ROWS);
   ln_bwd_params_k<<<grid, BLOCK, 0, s>>>(dy, x, mean, rstd, dg, db, rows, h);
-  CUDA_CHECK_LAUNCH();
-}
-void split_qkv(const float* qkv, const bf16* bias, bf16* q, bf16* k, bf16* v, HeadShape hs, cudaStream_t s) {
-  split_qkv_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * 3 * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(qkv, bias, q, k, v, hs);
-  CUDA_CHECK_LAUNCH();
-}
-void merge_heads(const float* in, bf16* out, HeadShape hs, cudaStream_t s) {
-  merge_heads_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(in, out, hs);
-  CUDA_CHECK_LAUNCH();
-}
-void split_heads(const float* in, bf16* out, HeadShape hs, cudaStream_t s) {
-  split_heads_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(in, out, hs);
-  CUDA_CHECK_LAUNCH();
-}
-void merge_qkv_grad(const float* dq, const float* dk, const float* dv, bf16* dqkv, HeadShape hs, cudaStream_t s) {
-  merge_qkv_grad_k<<<blocks_for(static_cast<long>(hs.batch) * hs.seq * 3 * (hs.heads * hs.head_dim)), BLOCK, 0, s>>>(dq, dk, dv, dqkv, hs);
-  CUDA_CHECK_LAUNCH();
-}
-void causal_softmax_forward(const float* scores, bf16* p, long rows, int seq, cudaStream_t s) {
-  softmax_fwd_k<<<static_cast<unsigned>(rows), BLOCK, 0, s>>>(scores, p, seq);
-  CUDA_CHECK_LAUNCH();
-}
-void causal_softmax_backward(const bf16* p, const float* dp, bf16* ds, long rows, int seq, cudaStream_t s) {
-  softmax_bwd_k<<<static_cast<unsigned>(rows), BLOCK, 0, s>>>(p, dp, ds, seq);
   CUDA_CHECK_LAUNCH();
 }
 void bias_residual(const float* in, const float* g, const bf16* bias, float* out, int rows, int cols, cudaStream_t s) {

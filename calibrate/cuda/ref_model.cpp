@@ -96,21 +96,35 @@ void GptGpu::layer_forward(int slot, int l, const bf16* pu, Acts& a, bool recomp
   const HeadShape hs{c_.micro_batch, S, c_.heads, d};
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   layernorm_forward(x(slot, l), w(pu, l, LN1_G), w(pu, l, LN1_B), a.ln1, a.ln1_mean, a.ln1_rstd, T, h, s);
+  tick("ln1_fwd", s);
   gemm.run(linear_fwd(a.ln1, w(pu, l, W_QKV), scratch_, T, h, 3 * h), s);
+  tick("gemm_qkv_fwd", s);
   split_qkv(scratch_, w(pu, l, B_QKV), a.q, a.k, a.v, hs, s);
+  tick("split_qkv", s);
   // scores = scale Q K^T, per (sequence, head) (Vaswani et al. 2017, eq. 1).
   gemm.run(batched(false, true, S, S, d, a.q, d, 1LL * S * d, a.k, d, 1LL * S * d, scores_, S, 1LL * S * S, bh, scale), s);
+  tick("gemm_scores_fwd", s);
   causal_softmax_forward(scores_, a.p, 1L * bh * S, S, s);
+  tick("softmax_fwd", s);
   gemm.run(batched(false, false, S, d, S, a.p, S, 1LL * S * S, a.v, d, 1LL * S * d, scratch_, d, 1LL * S * d, bh, 1), s);
+  tick("gemm_pv_fwd", s);
   merge_heads(scratch_, a.attn, hs, s);
+  tick("merge_heads", s);
   gemm.run(linear_fwd(a.attn, w(pu, l, W_O), scratch_, T, h, h), s);
+  tick("gemm_proj_fwd", s);
   bias_residual(x(slot, l), scratch_, w(pu, l, B_O), a.x_mid, T, h, s);
+  tick("bias_residual", s);
   layernorm_forward(a.x_mid, w(pu, l, LN2_G), w(pu, l, LN2_B), a.ln2, a.ln2_mean, a.ln2_rstd, T, h, s);
+  tick("ln2_fwd", s);
   gemm.run(linear_fwd(a.ln2, w(pu, l, W_FC1), scratch_, T, h, 4 * h), s);
+  tick("gemm_fc1_fwd", s);
   bias_gelu_forward(scratch_, w(pu, l, B_FC1), a.pre, a.act, T, 4 * h, s);
+  tick("bias_gelu_fwd", s);
   if (recomputing) return;  // the layer's output is already stored; backward needs only the saved tensors
   gemm.run(linear_fwd(a.act, w(pu, l, W_FC2), scratch_, T, 4 * h, h), s);
+  tick("gemm_fc2_fwd", s);
   bias_residual(a.x_mid, scratch_, w(pu, l, B_FC2), x(slot, l + 1), T, h, s);
+  tick("bias_residual", s);
 }
 
 void GptGpu::layer_backward(int slot, int l, const bf16* pu, float* gu, Acts& a, GemmRunner& gemm, cudaStream_t s) {
@@ -121,36 +135,62 @@ void GptGpu::layer_backward(int slot, int l, const bf16* pu, float* gu, Acts& a,
   const long th = 1L * T * h;
   // MLP: x_out = x_mid + fc2(gelu(fc1(ln2(x_mid)))); dx_ holds d loss / d x_out.
   column_sum(dx_, g(gu, l, B_FC2), T, h, s);
+  tick("column_sum", s);
   to_bf16(dx_, da_, th, s);
+  tick("to_bf16", s);
   gemm.run(linear_wgrad(da_, a.act, g(gu, l, W_FC2), T, 4 * h, h), s);
+  tick("gemm_fc2_wgrad", s);
   gemm.run(linear_dgrad(da_, w(pu, l, W_FC2), scratch_, T, 4 * h, h), s);
+  tick("gemm_fc2_dgrad", s);
   gelu_backward(scratch_, a.pre, db_, 4 * th, s);
+  tick("gelu_bwd", s);
   column_sum(db_, g(gu, l, B_FC1), T, 4 * h, s);
+  tick("column_sum", s);
   gemm.run(linear_wgrad(db_, a.ln2, g(gu, l, W_FC1), T, h, 4 * h), s);
+  tick("gemm_fc1_wgrad", s);
   gemm.run(linear_dgrad(db_, w(pu, l, W_FC1), scratch_, T, h, 4 * h), s);
+  tick("gemm_fc1_dgrad", s);
   layernorm_backward_params(scratch_, a.x_mid, a.ln2_mean, a.ln2_rstd, g(gu, l, LN2_G), g(gu, l, LN2_B), T, h, s);
+  tick("ln_bwd_params", s);
   layernorm_backward_input(scratch_, a.x_mid, a.ln2_mean, a.ln2_rstd, w(pu, l, LN2_G), dx_, true, T, h, s);
+  tick("ln_bwd_input", s);
   // Attention: x_mid = x_in + proj(attn(qkv(ln1(x_in)))).
   column_sum(dx_, g(gu, l, B_O), T, h, s);
+  tick("column_sum", s);
   to_bf16(dx_, da_, th, s);
+  tick("to_bf16", s);
   gemm.run(linear_wgrad(da_, a.attn, g(gu, l, W_O), T, h, h), s);
+  tick("gemm_proj_wgrad", s);
   gemm.run(linear_dgrad(da_, w(pu, l, W_O), scratch_, T, h, h), s);
+  tick("gemm_proj_dgrad", s);
   split_heads(scratch_, db_, hs, s);  // dO per head
+  tick("split_heads", s);
   // dP = dO V^T; dV = P^T dO; dS = softmax'(dP); dQ = scale dS K; dK = scale dS^T Q.
   gemm.run(batched(false, true, S, S, d, db_, d, 1LL * S * d, a.v, d, 1LL * S * d, scores_, S, 1LL * S * S, bh, 1), s);
+  tick("gemm_dp_bwd", s);
   float* dq = scratch_;
   float* dk = scratch_ + th;
   float* dv = scratch_ + 2 * th;
   gemm.run(batched(true, false, S, d, S, a.p, S, 1LL * S * S, db_, d, 1LL * S * d, dv, d, 1LL * S * d, bh, 1), s);
+  tick("gemm_dv_bwd", s);
   causal_softmax_backward(a.p, scores_, ds_, 1L * bh * S, S, s);
+  tick("softmax_bwd", s);
   gemm.run(batched(false, false, S, d, S, ds_, S, 1LL * S * S, a.k, d, 1LL * S * d, dq, d, 1LL * S * d, bh, scale), s);
+  tick("gemm_dq_bwd", s);
   gemm.run(batched(true, false, S, d, S, ds_, S, 1LL * S * S, a.q, d, 1LL * S * d, dk, d, 1LL * S * d, bh, scale), s);
+  tick("gemm_dk_bwd", s);
   merge_qkv_grad(dq, dk, dv, da_, hs, s);
+  tick("merge_qkv_grad", s);
   column_sum(da_, g(gu, l, B_QKV), T, 3 * h, s);
+  tick("column_sum", s);
   gemm.run(linear_wgrad(da_, a.ln1, g(gu, l, W_QKV), T, h, 3 * h), s);
+  tick("gemm_qkv_wgrad", s);
   gemm.run(linear_dgrad(da_, w(pu, l, W_QKV), scratch_, T, h, 3 * h), s);
+  tick("gemm_qkv_dgrad", s);
   layernorm_backward_params(scratch_, x(slot, l), a.ln1_mean, a.ln1_rstd, g(gu, l, LN1_G), g(gu, l, LN1_B), T, h, s);
+  tick("ln_bwd_params", s);
   layernorm_backward_input(scratch_, x(slot, l), a.ln1_mean, a.ln1_rstd, w(pu, l, LN1_G), dx_, true, T, h, s);
+  tick("ln_bwd_input", s);
 }
 
 void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* targets, float* loss_sum,
@@ -162,6 +202,7 @@ void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* ta
   const bf16* pe = store.acquire(0);
   const bf16* wte = pe + (layout_.embed(WTE).offset - e0);
   embed_forward(tokens, wte, pe + (layout_.embed(WPE).offset - e0), x(0, 0), T, c_.seq, h, s);
+  tick("embedding", s);
   for (int l = 0; l < L; ++l) {
     const bf16* pu = store.acquire(1 + l);
     layer_forward(0, l, pu, acts(0, l), false, gemm, s);
@@ -170,18 +211,25 @@ void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* ta
   const bf16* pf = store.acquire(last);
   const bf16* lnf_g = pf + (layout_.final_ln(LNF_G).offset - f0);
   layernorm_forward(x(0, L), lnf_g, pf + (layout_.final_ln(LNF_B).offset - f0), lnf_, lnf_mean_, lnf_rstd_, T, h, s);
+  tick("lnf", s);
   // Tied head: logits = lnf wte^T.
   gemm.run(linear_fwd(lnf_, wte, logits_, T, h, V), s);
+  tick("gemm_head_fwd", s);
   cross_entropy(logits_, targets, dlogits_, loss_sum, grad_scale, loss_scale, T, V, s);
+  tick("cross_entropy", s);
 
   store.begin_pass(true);
   float* ge = store.grads(0);
   float* gf = store.grads(last);
   gemm.run(linear_wgrad(dlogits_, lnf_, ge + (layout_.embed(WTE).offset - e0), T, h, V), s);
+  tick("gemm_head_wgrad", s);
   gemm.run(linear_dgrad(dlogits_, wte, scratch_, T, h, V), s);
+  tick("gemm_head_dgrad", s);
   layernorm_backward_params(scratch_, x(0, L), lnf_mean_, lnf_rstd_, gf + (layout_.final_ln(LNF_G).offset - f0),
                             gf + (layout_.final_ln(LNF_B).offset - f0), T, h, s);
+  tick("lnf", s);
   layernorm_backward_input(scratch_, x(0, L), lnf_mean_, lnf_rstd_, lnf_g, dx_, false, T, h, s);
+  tick("lnf", s);
   store.grads_done(last);
   for (int l = L - 1; l >= 0; --l) {
     const bf16* pu = store.acquire(1 + l);
@@ -193,6 +241,7 @@ void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* ta
   }
   embed_backward(tokens, dx_, ge + (layout_.embed(WTE).offset - e0), ge + (layout_.embed(WPE).offset - e0), T, c_.seq, h,
                  s);
+  tick("embedding", s);
   store.grads_done(0);
 }
 
@@ -207,13 +256,20 @@ void GptGpu::head(int slot, const std::int32_t* targets, float* loss_sum, float 
   float* ge = store.grads(0);
   float* gf = store.grads(last);
   layernorm_forward(x(slot, L), lnf_g, pf + (layout_.final_ln(LNF_B).offset - f0), lnf_, lnf_mean_, lnf_rstd_, T, h, s);
+  tick("lnf", s);
   gemm.run(linear_fwd(lnf_, wte, logits_, T, h, V), s);
+  tick("gemm_head_fwd", s);
   cross_entropy(logits_, targets, dlogits_, loss_sum, grad_scale, loss_scale, T, V, s);
+  tick("cross_entropy", s);
   gemm.run(linear_wgrad(dlogits_, lnf_, ge + (layout_.embed(WTE).offset - e0), T, h, V), s);
+  tick("gemm_head_wgrad", s);
   gemm.run(linear_dgrad(dlogits_, wte, scratch_, T, h, V), s);
+  tick("gemm_head_dgrad", s);
   layernorm_backward_params(scratch_, x(slot, L), lnf_mean_, lnf_rstd_, gf + (layout_.final_ln(LNF_G).offset - f0),
                             gf + (layout_.final_ln(LNF_B).offset - f0), T, h, s);
+  tick("lnf", s);
   layernorm_backward_input(scratch_, x(slot, L), lnf_mean_, lnf_rstd_, lnf_g, dx_top, false, T, h, s);
+  tick("lnf", s);
 }
 
 void GptGpu::stage_forward(int slot, const std::int32_t* tokens, const std::int32_t* targets, float* loss_sum,
@@ -224,6 +280,7 @@ void GptGpu::stage_forward(int slot, const std::int32_t* tokens, const std::int3
     const bf16* pe = store.acquire(0);
     embed_forward(tokens, pe + (layout_.embed(WTE).offset - e0), pe + (layout_.embed(WPE).offset - e0),
                   x(slot, st_.first_layer), T, c_.seq, h, s);
+    tick("embedding", s);
   }
   for (int l = st_.first_layer; l < st_.end_layer; ++l) {
     layer_forward(slot, l, store.acquire(1 + l), acts(slot, l), false, gemm, s);
@@ -246,6 +303,7 @@ void GptGpu::stage_backward(int slot, const std::int32_t* tokens, ParamStore& st
     float* ge = store.grads(0);
     embed_backward(tokens, dx_, ge + (layout_.embed(WTE).offset - e0), ge + (layout_.embed(WPE).offset - e0), T, c_.seq,
                    h, s);
+    tick("embedding", s);
   }
 }
 

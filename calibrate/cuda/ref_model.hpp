@@ -9,6 +9,7 @@
 
 #include "../reference/gpt_layout.hpp"
 #include "ref_arena.hpp"
+#include "ref_op_profile.hpp"
 #include "ref_gemm.hpp"
 #include "ref_kernels.hpp"
 #include "ref_param_store.hpp"
@@ -43,6 +44,8 @@ class GptGpu {
   float* input(int slot) { return x_[slot].front(); }
   float* output(int slot) { return x_[slot].back(); }
   float* grad_input() { return dx_; }
+  // Charge every following operation of the compute stream to `p` (nullptr: off).
+  void set_profile(OpProfile* p) { prof_ = p; }
 
  private:
   struct Acts {
@@ -61,6 +64,11 @@ class GptGpu {
   void head(int slot, const std::int32_t* targets, float* loss_sum, float grad_scale, float loss_scale,
             ParamStore& store, GemmRunner& gemm, cudaStream_t s, float* dx_top);
 
+  void tick(const char* op, cudaStream_t s) {
+    if (prof_ != nullptr) prof_->mark(op, s);
+  }
+
+  OpProfile* prof_ = nullptr;
   GptConfig c_;
   const ParamLayout& layout_;
   bool recompute_;

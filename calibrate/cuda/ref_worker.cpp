@@ -2,6 +2,7 @@
 
 #include <barrier>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -136,6 +137,27 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     m.bytes_d2h = store.bytes_d2h;
     m.bytes_storage_read = store.bytes_storage_read;
     m.bytes_storage_written = store.bytes_storage_written;
+  }
+  if (rank == 0 && std::getenv("TRAINSIM_REF_OP_PROFILE") != nullptr) {
+    // One more step, its operations timed one by one (ref_op_profile.hpp); not a measured step.
+    OpProfile prof;
+    model.set_profile(&prof);
+    const auto t0 = std::chrono::steady_clock::now();
+    prof.mark("start", st.compute);
+    store.zero_grads();
+    for (int mb = 0; mb < job.grad_accum; ++mb) {
+      const std::size_t b = static_cast<std::size_t>(mb) % batches.size();
+      store.set_last_micro_batch(mb + 1 == job.grad_accum);
+      model.forward_backward(tok[b], tgt[b], loss, grad_scale, loss_scale, store, gemm, st.compute);
+    }
+    store.finish_backward();
+    prof.mark("finish_backward", st.compute);
+    store.adam(static_cast<float>(job.lr), job.warmup + job.steps + 1);
+    prof.mark("adam", st.compute);
+    CUDA_CHECK(cudaStreamSynchronize(st.compute));
+    CUDA_CHECK(cudaStreamSynchronize(st.collective));
+    prof.print(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    model.set_profile(nullptr);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

@@ -13,6 +13,16 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Each timed step's time on its slowest rank (the ranks start every step together).
+std::vector<double> slowest_steps(const ReferenceRun& run) {
+  const std::size_t steps = run.ranks[0].step_times_s.size();
+  std::vector<double> slowest(steps, 0.0);
+  for (const RankMeasurement& r : run.ranks) {
+    for (std::size_t i = 0; i < steps && i < r.step_times_s.size(); ++i) slowest[i] = std::max(slowest[i], r.step_times_s[i]);
+  }
+  return slowest;
+}
+
 }  // namespace
 
 double step_flops(const ReferenceOptions& o) {
@@ -47,7 +57,6 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   const ReferenceOptions& o = run.options;
   if (run.ranks.empty()) throw std::invalid_argument("measured_run_json: no ranks");
   const int n = static_cast<int>(run.ranks.size());
-  const std::size_t steps = run.ranks[0].step_times_s.size();
   nlohmann::ordered_json j;
   j["schema_version"] = 1;
   j["kind"] = "trainsim.measured_run";
@@ -66,9 +75,10 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   j["model"] = model_file;
   nlohmann::ordered_json details;
   details["implementation"] =
-      "trainsim-calibrate reference, not DeepSpeed: our own CUDA kernels and cuBLASLt GEMMs; named deepspeed "
-      "because its copies and dtypes are DeepSpeed's bf16 ZeRO (16-bit parameters, fp32 gradients, fp32 master "
-      "weights and Adam moments)";
+      "trainsim-calibrate reference: our own CUDA kernels and cuBLASLt GEMMs; stack trainsim-reference "
+      "(workloads/training_stacks.md): bf16 parameters (not kept under ZeRO-3: cast from the fp32 master per "
+      "gather), fp32 gradients accumulated over micro-batches and reduce-scattered in fp32, fp32 master weights and "
+      "Adam moments, one static arena per GPU";
   details["mixed_precision"] = "bf16 GEMM inputs and saved activations, fp32 accumulate and GEMM outputs, fp32 "
                                "residual stream and LayerNorm statistics";
   const bool pipe = is_pipeline(o.mode);
@@ -102,7 +112,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   if (zero3) {
     details["param_gather"] = "fp32 master shard cast to bf16, bf16 all-gather per unit (embedding, each layer, final LayerNorm) on a collective stream, "
                               "prefetching the next unit; re-gathered in backward";
-    details["grad_sync"] = "fp32 reduce-scatter per unit after its backward of the last micro-batch, on the collective stream";
+    details["grad_sync"] = "fp32 reduce-scatter per unit after its backward in every micro-batch, added into the fp32 gradient shard, on the collective stream";
   }
   details["recompute"] = to_string(o.recompute);
   details["optimizer"] = std::string(offload ? "CPU-Adam on the host" : "Adam on the GPU") + " (fp32 master, moments; betas 0.9, 0.95; eps 1e-8; lr " + std::to_string(o.lr) +
@@ -116,6 +126,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   details["params_total"] = gpt_param_count(o.model);
   // Per-stream busy time and bytes moved, per rank (medians over the timed steps).
   nlohmann::ordered_json streams = nlohmann::ordered_json::array();
+  const double step_median = median(slowest_steps(run));
   for (const RankMeasurement& r : run.ranks) {
     auto med = [&](auto field) {
       std::vector<double> v;
@@ -132,7 +143,12 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                        {"cpu_optimizer_s", med(&StreamBusy::cpu_optimizer_s)},
                        {"compute_idle_s", std::max(0.0, step - compute)},
                        {"exposed_collective_s", med(&StreamBusy::exposed_collective_s)},
-                       {"bubble_fraction", med(&StreamBusy::bubble_fraction)},
+                       // The bubble as GPipe's closed form and the simulator define it: the share of
+                       // the whole step (the slowest rank's) this stage's compute stream is not
+                       // running forward, backward or optimizer work; the stage's idle share between
+                       // its own first and last pipeline operation beside it.
+                       {"bubble_fraction", step_median > 0 ? std::max(0.0, 1.0 - compute / step_median) : 0.0},
+                       {"schedule_bubble_fraction", med(&StreamBusy::bubble_fraction)},
                        {"bytes_to_host", r.bytes_d2h},
                        {"bytes_from_host", r.bytes_h2d},
                        {"bytes_storage_read", r.bytes_storage_read},
@@ -140,7 +156,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                        {"collective_bytes_sent", r.collective_bytes}});
   }
   details["streams_per_rank"] = streams;
-  j["stack"] = {{"name", "deepspeed"}, {"details", details}};
+  j["stack"] = {{"name", "trainsim-reference"}, {"details", details}};
   j["strategy"] = {{"schema_version", 1},
                    {"gpus", n},
                    {"dp", pipe ? 1 : n},
@@ -154,14 +170,17 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                    {"recompute", o.recompute == Recompute::LAYER ? "full" : "none"},
                    {"precision", "bf16-mixed"},
                    {"seq", o.model.seq}};
-  if (pipe) j["strategy"]["schedule"] = o.mode == RefMode::GPIPE ? "gpipe" : "1f1b";
+  if (pipe) {
+    j["strategy"]["schedule"] = o.mode == RefMode::GPIPE ? "gpipe" : "1f1b";
+    // The split that ran (split_layers), so the simulator replays it instead of balancing by cost.
+    const std::vector<int> per = split_layers(o.model.layers, n);
+    j["strategy"]["first_stage_layers"] = per.front();
+    j["strategy"]["last_stage_layers"] = per.back();
+  }
   nlohmann::ordered_json m;
   m["warmup_steps"] = o.warmup;
   m["warmup_step_times_s"] = run.ranks[0].warmup_step_times_s;
-  std::vector<double> slowest(steps, 0.0);
-  for (const RankMeasurement& r : run.ranks) {
-    for (std::size_t i = 0; i < steps && i < r.step_times_s.size(); ++i) slowest[i] = std::max(slowest[i], r.step_times_s[i]);
-  }
+  const std::vector<double> slowest = slowest_steps(run);
   const double med = median(slowest);
   m["step_times_s"] = slowest;
   m["step_time_s"] = med;
@@ -187,11 +206,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   if (zero3) m["busy"] = {{"exposed_communication_s", exposed}};
   if (pipe) {
     double bubble = 0;
-    for (const RankMeasurement& r : run.ranks) {
-      std::vector<double> b;
-      for (const StreamBusy& s : r.busy) b.push_back(s.bubble_fraction);
-      bubble += median(b) / n;
-    }
+    for (const auto& st : streams) bubble += st["bubble_fraction"].get<double>() / n;
     m["busy"] = {{"bubble_fraction", bubble}};
   }
   j["measured"] = m;

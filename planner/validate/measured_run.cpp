@@ -19,8 +19,10 @@ wl::StackKind stack_kind(const StrictObject& o, const std::string& name) {
   if (name == "pytorch-pipelining") return wl::StackKind::PYTORCH_PIPELINING;
   if (name == "megatron") return wl::StackKind::MEGATRON;
   if (name == "deepspeed") return wl::StackKind::DEEPSPEED;
+  if (name == "trainsim-reference") return wl::StackKind::TRAINSIM_REFERENCE;  // trainsim-calibrate reference
   throw ConfigError(o.source(), o.path_of("name"),
-                    "one of pytorch, pytorch-ddp, pytorch-fsdp, pytorch-pipelining, megatron, deepspeed", "\"" + name + "\"");
+                    "one of pytorch, pytorch-ddp, pytorch-fsdp, pytorch-pipelining, megatron, deepspeed, trainsim-reference",
+                    "\"" + name + "\"");
 }
 
 std::string beside(const std::string& directory, const std::string& file, const StrictObject& o, const char* key) {

@@ -137,6 +137,8 @@ class Builder {
       }
     }
     const Tier params_at = s_.l2l ? Tier::HOST : tier_of(s_.offload_params);
+    // A stack that casts each unit's shard from the fp32 master per gather keeps no 16-bit shard.
+    if (!stack_.keeps_param_shard && params_at == Tier::GPU) params = 0;
     // ZeRO-Offload moves the gradient partition with the optimizer states (Ren et al. 2021 Sec. 4.1).
     const Tier states_at = s_.l2l ? Tier::HOST : tier_of(s_.offload_optimizer);
     auto add = [&](Tier t, MemClass c, double bytes) {

@@ -1,6 +1,7 @@
 #include "unit_work.hpp"
 
 #include "activation_memory.hpp"
+#include "reference_stack.hpp"
 #include "stack_layer.hpp"
 
 namespace trainsim::sim {
@@ -84,6 +85,16 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
     const wl::TorchLossBytes loss = wl::torch_loss_bytes(m, s);
     a.logits = loss.kept;
     a.logits_backward = loss.backward_extra;
+  }
+  if (s.stack.is_reference()) {
+    // The reference's arena (workloads/reference_stack.hpp): per-slot layer buffers here, the
+    // head's logits among the resident buffers of the memory estimate.
+    const wl::ReferenceActivations r = wl::reference_activations(m, s);
+    a.stored = r.stored;
+    a.full = r.full;
+    a.embedding = r.embedding;
+    a.output = r.output;
+    a.logits = 0;
   }
   return a;
 }

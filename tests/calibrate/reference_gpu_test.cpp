@@ -36,6 +36,30 @@ TEST(ReferenceGpu, SmallMeasuredRunWritesTheMeasuredRunJson) {
   EXPECT_GT(j["stack"]["details"]["streams_per_rank"][0]["compute_busy_s"].get<double>(), 0);
   const auto losses = j["stack"]["details"]["losses"];
   EXPECT_LT(losses.back().get<double>(), losses.front().get<double>());
+  EXPECT_EQ(j["stack"]["name"], "trainsim-reference");
+}
+
+// A pipeline row states the split that ran and its bubble as the simulator defines it: per stage
+// the share of the whole step its compute stream is idle, averaged.
+TEST(ReferenceGpu, PipelineRunStatesItsSplitAndWholeStepBubble) {
+  test::TempDir dir;
+  const std::string out = (dir.path() / "out").string();
+  const auto r = test::run_calibrate("reference --mode gpipe --gpus 2 --layers 5 --hidden 256 --heads 4 --vocab 1024 "
+                                     "--seq 256 --micro-batch 1 --grad-accum 4 --steps 3 --warmup 1 --name pipe --out " + out,
+                                     "NCCL_NVLS_ENABLE=0");
+  if (r.exit_code == 3) GTEST_SKIP() << "no GPU here: " << r.err;
+  if (r.exit_code == 2 && r.err.find("--gpus") != std::string::npos) GTEST_SKIP() << "fewer than 2 GPUs: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(test::slurp(out + "/pipe.json"));
+  EXPECT_EQ(j["strategy"]["first_stage_layers"], 3);
+  EXPECT_EQ(j["strategy"]["last_stage_layers"], 2);
+  const double step = j["measured"]["step_time_s"].get<double>();
+  double bubble = 0;
+  for (const auto& st : j["stack"]["details"]["streams_per_rank"]) {
+    EXPECT_NEAR(st["bubble_fraction"].get<double>(), 1.0 - st["compute_busy_s"].get<double>() / step, 1e-12);
+    bubble += st["bubble_fraction"].get<double>() / 2;
+  }
+  EXPECT_NEAR(j["measured"]["busy"]["bubble_fraction"].get<double>(), bubble, 1e-12);
 }
 
 }  // namespace
