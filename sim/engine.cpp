@@ -186,19 +186,21 @@ class Replayer {
     if (pending_[id] == 0) finish(id);
   }
 
-  // The model (calibrate/cuda/interference_bench.cpp measured it; hwprofiles/h200x4-measured.json
-  // holds the table): a collective launched while its GPU runs a GEMM first waits for SMs, which
-  // the GEMM's blocks hold until they retire, and then shares HBM with it. Its time beside GEMMs
-  // minus its time alone is nearly independent of its size at 1-64 MiB and scales with the
-  // GEMM's length (about 60-130 us beside a 0.1 ms GEMM, 400-930 us beside a 0.77 ms one), so the
-  // replay adds the measured difference as a wait rather than multiplying the collective's time
-  // (the ratio runs from 1.1 at 512 MiB to 55 at 1 MiB: one factor cannot describe it; the old
-  // single factor, 4.46 for 64 MiB, over-predicted the validation's FSDP2 steps by 35-98%).
-  // While the collective runs (its wait included: its blocks are queued, and the bench's compute
-  // slowdown was measured with collectives back to back), compute on its GPUs runs the measured
-  // compute_slowdown times longer. Both are read at the collective's kind and size and the run's
-  // GEMM size (hw::interference_effect). Broadcast has no measured points; it reads all-gather's
-  // (both move each byte once around the ring).
+  // The model, chosen from the measurements (calibrate/cuda/interference_bench.cpp; the tables
+  // in hwprofiles/h200x4-measured.json and h200x2-measured.json, raw results in
+  // reports/calibration/interference/): a collective launched while its GPU runs a GEMM first
+  // waits for SMs, which the GEMM's blocks hold until they retire, and then shares HBM with it.
+  // Its time beside back-to-back GEMMs minus its time alone hardly depends on its size from 1 to
+  // 64 MiB and follows the GEMM's length (on 4 H200: 49-97 us beside a 97 us GEMM, 632-881 us
+  // beside a 757 us one), growing at 512 MiB-2 GiB where the two share HBM; the ratio of the two
+  // runs from 1.1 to 59. So the replay adds the measured difference as a wait instead of
+  // multiplying the collective's time: the single factor it replaces (4.46, measured at 64 MiB
+  // beside an 8192x16384x4096 GEMM) over-predicted the validation's FSDP2 steps by 35-98%.
+  // While the collective runs, its wait included (the bench's compute slowdown was measured with
+  // collectives queued back to back), compute on its GPUs runs the measured compute_slowdown
+  // (1.01-1.50) times longer. Both are read at the collective's kind and size and the run's GEMM
+  // (hw::interference_effect). Broadcast has no measured points: it reads all-gather's (both
+  // move each byte once around the ring).
   hw::InterferenceEffect effect(const Op& op) {
     if (!caps_.interference) return {};
     const auto key = std::make_pair(static_cast<int>(op.collective), op.bytes);
