@@ -141,15 +141,41 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
   if (const auto* m = r.find("cpu_adam", "bf16", [&](const auto& p) { return is(p, "params", params) && is(p, "threads", threads); })) {
     cal.cpu_adam_params_per_s = sig4(m->stats.median);
   }
-  const auto gemm_ar = r.select("interference", "gemm_under_all_reduce");
-  const auto ar_gemm = r.select("interference", "all_reduce_beside_gemm");
-  if (!gemm_ar.empty() && !ar_gemm.empty()) {
-    // A measured ratio below 1 is noise (nothing runs faster beside other work): kept at 1.
-    cal.interference = hw::Interference{
-        std::max(1.0, sig4(gemm_ar.front()->stats.median)), std::max(1.0, sig4(ar_gemm.front()->stats.median)),
-        "measured by trainsim-calibrate (interference part): a bf16 GEMM (m, n, k in the raw results) on every GPU "
-        "alone and while an fp32 all-reduce runs on all of them on a second stream, and the all-reduce alone and "
-        "beside back-to-back GEMMs; the median ratio of the slowest GPU's time per op"};
+  // Interference: one point per measured cell, both directions (calibrate/cuda/interference_bench.cpp).
+  const auto beside = r.select("interference", "collective_beside_gemm");
+  const auto gemm_beside = r.select("interference", "gemm_beside_collective");
+  if (!beside.empty()) {
+    hw::Interference inter;
+    for (const auto* m : beside) {
+      const auto& p = m->params;
+      const auto same = [&](const nlohmann::ordered_json& q) {
+        for (const char* key : {"collective", "bytes", "gemm_m", "gemm_n", "gemm_k"}) {
+          if (q.value(key, nlohmann::ordered_json()) != p.value(key, nlohmann::ordered_json())) return false;
+        }
+        return true;
+      };
+      const auto g = std::find_if(gemm_beside.begin(), gemm_beside.end(), [&](const auto* x) { return same(x->params); });
+      if (g == gemm_beside.end()) continue;
+      hw::InterferencePoint e;
+      e.collective = p.value("collective", "");
+      e.bytes = param_number(p, "bytes");
+      e.gemm_m = param_number(p, "gemm_m");
+      e.gemm_n = param_number(p, "gemm_n");
+      e.gemm_k = param_number(p, "gemm_k");
+      e.gemm_alone_us = sig4(param_number(p, "gemm_alone_s_median") * 1e6);
+      e.collective_alone_us = sig4(param_number(p, "alone_s_median") * 1e6);
+      // A median beside below alone is noise (nothing runs faster beside other work): kept at alone.
+      e.collective_beside_us = std::max(e.collective_alone_us, sig4(m->stats.median * 1e6));
+      e.compute_slowdown = std::max(1.0, sig4((*g)->stats.median));
+      inter.points.push_back(e);
+    }
+    inter.source =
+        "measured by trainsim-calibrate (interference part, calibrate/cuda/interference_bench.cpp): bf16 GEMMs "
+        "(gemm_m x gemm_n x gemm_k) and NCCL collectives (all_reduce fp32, all_gather bf16, reduce_scatter fp32; bytes "
+        "as nccl-tests' size) on all GPUs, the GEMMs on one stream and the collectives on another; "
+        "collective_beside_us = a collective's time back to back while back-to-back GEMMs run, compute_slowdown = a "
+        "GEMM's time while back-to-back collectives run over its time alone; the slowest GPU's median";
+    if (!inter.points.empty()) cal.interference = std::move(inter);
   }
   const auto launch = r.select("host_dispatch", "kernel_launch");
   const auto gpu_kernel = r.select("host_dispatch", "gpu_kernel");

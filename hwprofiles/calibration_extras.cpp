@@ -1,5 +1,10 @@
 #include "calibration_extras.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <tuple>
+
 namespace trainsim::hw {
 namespace {
 
@@ -10,10 +15,57 @@ NumberRange micros() { return {0.0, 1e6, true, "a number in [0, 1e6] (microsecon
 NumberRange tflops() { return {0.001, 1e5, true, "a number in [0.001, 1e5] (TFLOP/s)"}; }
 NumberRange count(const char* unit) { return {1.0, 1e12, true, std::string("a number in [1, 1e12] (") + unit + ")"}; }
 
+// The grid form (hwprofiles/README.md, "interference"): one object per measured cell. The older
+// form of two scalars (compute_slowdown, communication_slowdown: one GEMM and one all-reduce)
+// is refused with a message saying how to measure the table: a single ratio applied to every
+// collective over-exposed communication 35-98% on the validation runs (reports/validation).
 Interference read_interference(StrictObject o) {
+  if (o.has("compute_slowdown") || o.has("communication_slowdown")) {
+    throw ConfigError(o.source(), o.path_of(o.has("compute_slowdown") ? "compute_slowdown" : "communication_slowdown"),
+                      "the measured table \"points\" (the scalar form was replaced: run trainsim-calibrate --only "
+                      "interference and take calibration.interference from its profile.json)",
+                      "the scalar form");
+  }
   Interference i;
-  i.compute_slowdown = o.number("compute_slowdown", slowdown());
-  i.communication_slowdown = o.number("communication_slowdown", slowdown());
+  const NumberRange us = {0.0, 1e7, false, "a number in (0, 1e7] (microseconds)"};
+  const NumberRange dim = {1.0, 1e7, true, "a number in [1, 1e7] (matrix size)"};
+  std::vector<StrictObject> points = o.objects("points");
+  for (std::size_t n = 0; n < points.size(); ++n) {
+    StrictObject& p = points[n];
+    InterferencePoint e;
+    e.collective = p.string("collective");
+    if (std::find(std::begin(INTERFERENCE_COLLECTIVES), std::end(INTERFERENCE_COLLECTIVES), e.collective) ==
+        std::end(INTERFERENCE_COLLECTIVES)) {
+      throw ConfigError(o.source(), p.path_of("collective"), "one of all_reduce, all_gather, reduce_scatter",
+                        "\"" + e.collective + "\"");
+    }
+    e.bytes = p.number("bytes", count("bytes"));
+    e.gemm_m = p.number("gemm_m", dim);
+    e.gemm_n = p.number("gemm_n", dim);
+    e.gemm_k = p.number("gemm_k", dim);
+    e.gemm_alone_us = p.number("gemm_alone_us", us);
+    e.collective_alone_us = p.number("collective_alone_us", us);
+    e.collective_beside_us = p.number("collective_beside_us", us);
+    e.compute_slowdown = p.number("compute_slowdown", slowdown());
+    if (e.collective_beside_us < e.collective_alone_us) {
+      throw ConfigError(o.source(), p.path_of("collective_beside_us"),
+                        "at least collective_alone_us (" + describe_json(e.collective_alone_us) + ")",
+                        describe_json(e.collective_beside_us));
+    }
+    p.finish();
+    for (std::size_t q = 0; q < n; ++q) {
+      const InterferencePoint& d = i.points[q];
+      if (d.collective == e.collective && d.bytes == e.bytes && d.gemm_m == e.gemm_m && d.gemm_n == e.gemm_n &&
+          d.gemm_k == e.gemm_k) {
+        throw ConfigError(o.source(), p.path_of("bytes"), "one point per (collective, bytes, gemm_m, gemm_n, gemm_k)",
+                          "a repeat of point " + std::to_string(q));
+      }
+    }
+    i.points.push_back(e);
+  }
+  std::sort(i.points.begin(), i.points.end(), [](const InterferencePoint& a, const InterferencePoint& b) {
+    return std::tuple(a.collective, a.gemm_flops(), a.bytes) < std::tuple(b.collective, b.gemm_flops(), b.bytes);
+  });
   i.source = o.string("source");
   o.finish();
   return i;
@@ -82,9 +134,19 @@ void read_calibration_extras(StrictObject& o, Calibration& cal) {
 
 void calibration_extras_to_json(const Calibration& c, nlohmann::ordered_json& cal) {
   if (c.interference) {
-    cal["interference"] = {{"compute_slowdown", c.interference->compute_slowdown},
-                           {"communication_slowdown", c.interference->communication_slowdown},
-                           {"source", c.interference->source}};
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const InterferencePoint& p : c.interference->points) {
+      points.push_back({{"collective", p.collective},
+                        {"bytes", p.bytes},
+                        {"gemm_m", p.gemm_m},
+                        {"gemm_n", p.gemm_n},
+                        {"gemm_k", p.gemm_k},
+                        {"gemm_alone_us", p.gemm_alone_us},
+                        {"collective_alone_us", p.collective_alone_us},
+                        {"collective_beside_us", p.collective_beside_us},
+                        {"compute_slowdown", p.compute_slowdown}});
+    }
+    cal["interference"] = {{"points", points}, {"source", c.interference->source}};
   }
   if (c.host_dispatch) {
     const HostDispatch& h = *c.host_dispatch;
@@ -131,6 +193,45 @@ void calibration_extras_to_json(const Calibration& c, nlohmann::ordered_json& ca
     }
     cal["cpu_optimizers"] = {{"runs", r}, {"source", c.cpu_optimizers_source}};
   }
+}
+
+namespace {
+
+// Linear interpolation of y over log(x) through points sorted by x, clamped at both ends.
+double log_interp(const std::vector<std::pair<double, double>>& xy, double x) {
+  if (xy.empty()) return 0;
+  if (x <= xy.front().first) return xy.front().second;
+  if (x >= xy.back().first) return xy.back().second;
+  const auto hi = std::upper_bound(xy.begin(), xy.end(), x, [](double v, const auto& p) { return v < p.first; });
+  const auto lo = std::prev(hi);
+  const double t = std::log(x / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+}  // namespace
+
+InterferenceEffect interference_effect(const Interference& table, std::string_view collective, double bytes,
+                                       double gemm_flops) {
+  // Per measured GEMM (points are sorted by collective, GEMM FLOPs, bytes): the effect at `bytes`.
+  std::vector<std::pair<double, double>> extra_by_gemm, slowdown_by_gemm;
+  for (std::size_t i = 0; i < table.points.size();) {
+    const InterferencePoint& first = table.points[i];
+    std::size_t j = i;
+    std::vector<std::pair<double, double>> extra, slow;
+    while (j < table.points.size() && table.points[j].collective == first.collective &&
+           table.points[j].gemm_flops() == first.gemm_flops()) {
+      const InterferencePoint& p = table.points[j++];
+      extra.emplace_back(p.bytes, std::max(0.0, p.collective_beside_us - p.collective_alone_us) * 1e-6);
+      slow.emplace_back(p.bytes, p.compute_slowdown);
+    }
+    if (first.collective == collective) {
+      extra_by_gemm.emplace_back(first.gemm_flops(), log_interp(extra, bytes));
+      slowdown_by_gemm.emplace_back(first.gemm_flops(), log_interp(slow, bytes));
+    }
+    i = j;
+  }
+  if (extra_by_gemm.empty()) return {};
+  return {log_interp(extra_by_gemm, gemm_flops), std::max(1.0, log_interp(slowdown_by_gemm, gemm_flops))};
 }
 
 }  // namespace trainsim::hw

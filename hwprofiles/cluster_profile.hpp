@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainsim::hw {
@@ -106,14 +107,42 @@ struct BandwidthCurve {
   std::vector<CurvePoint> points;  // bytes ascending
 };
 
-// Compute and communication that overlap on one GPU slow each other (NCCL's kernels hold SMs, both
-// share HBM): each runs this many times longer than alone, as measured by trainsim-calibrate's
-// interference part.
+// Compute and communication that overlap on one GPU slow each other, measured by
+// trainsim-calibrate's interference part (calibrate/cuda/interference_bench.cpp) over a grid of
+// GEMM shapes x collectives x sizes. One point per cell, as measured (times in microseconds per
+// op, the slowest GPU's median):
+struct InterferencePoint {
+  std::string collective;  // "all_reduce", "all_gather", "reduce_scatter"
+  double bytes = 0;        // nccl-tests' size: the whole buffer (all-gather's output, reduce-scatter's input)
+  double gemm_m = 0, gemm_n = 0, gemm_k = 0;  // the bf16 GEMM beside it: C[m x n] = A[m x k] B[k x n]
+  double gemm_alone_us = 0;
+  double collective_alone_us = 0;
+  double collective_beside_us = 0;  // back to back while back-to-back GEMMs run (>= alone)
+  double compute_slowdown = 1;      // the GEMM's time while back-to-back collectives run / alone
+  double gemm_flops() const { return 2.0 * gemm_m * gemm_n * gemm_k; }
+};
+
 struct Interference {
-  double compute_slowdown = 1;        // a GEMM while an all-reduce runs on the same GPUs
-  double communication_slowdown = 1;  // an all-reduce while GEMMs run on the same GPUs
+  std::vector<InterferencePoint> points;  // sorted by (collective, GEMM FLOPs, bytes)
   std::string source;
 };
+
+// What the replay applies to one collective beside compute (sim/engine.cpp): it starts
+// `extra_s` later than it would alone (waiting for the SMs a running GEMM holds), and while it
+// runs, compute on its GPUs runs `compute_slowdown` times longer.
+struct InterferenceEffect {
+  double extra_s = 0;
+  double compute_slowdown = 1;
+};
+// The table's collective names, in the order of sim's CollectiveKind where they exist.
+inline constexpr const char* INTERFERENCE_COLLECTIVES[] = {"all_reduce", "all_gather", "reduce_scatter"};
+
+// The effect for `collective` of `bytes` beside GEMMs of `gemm_flops`: linear in log(bytes)
+// between the measured sizes of each measured GEMM, then linear in log(GEMM FLOPs) between the
+// two GEMMs that bracket `gemm_flops`; clamped at the table's ends in both. extra_s is the
+// measured (beside - alone), at least 0. No points for the collective: no effect.
+InterferenceEffect interference_effect(const Interference& table, std::string_view collective, double bytes,
+                                       double gemm_flops);
 
 // Host time a training stack spends per unit of work (its eager dispatch: operators, autograd,
 // module hooks, kernel launches), measured per stack on a model whose kernels are shorter than

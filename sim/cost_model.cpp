@@ -199,6 +199,11 @@ std::vector<std::string> CostModel::assumptions() const {
                                   *cal.cpu_adam_params_per_s)
                     : fmt::format("no calibrated CPU-Adam rate in {}: scaled from ZeRO-Offload's DGX-2 figure by core count",
                                   profile_.name));
+  if (cal.interference) {
+    out.push_back(fmt::format("interference from {}'s measured table ({} points: collective kind x size x GEMM shape): a "
+                              "collective starting beside compute waits its measured extra time, compute beside it is slowed",
+                              profile_.name, cal.interference->points.size()));
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 // or in closed form on a ring no other route shares; transfers likewise; copies and collectives
 // may carry a calibrated rate cap.
 
+#include <optional>
 #include <vector>
 
 #include "platform.hpp"
@@ -26,11 +27,12 @@ struct ReplayResult {
 // Rate caps (bytes/s) by op, 0 = none: applied to each flow of the op, explicitly.
 struct RateCaps {
   std::vector<double> per_op;
-  // Interference measured by calibration (hwprofiles calibration.interference): compute that
-  // overlaps a collective on its GPU runs this many times longer, and a collective that starts
-  // while its GPU computes likewise. 1: none.
-  double compute_slowdown = 1;
-  double communication_slowdown = 1;
+  // Interference measured by calibration (hwprofiles calibration.interference, a table by
+  // collective, size and GEMM), read at `gemm_flops`, the FLOPs of the GEMMs the run's
+  // collectives overlap (simulator.cpp: a layer's MLP product per micro-batch). None: no
+  // interference.
+  std::optional<hw::Interference> interference;
+  double gemm_flops = 0;
 };
 
 // Configures the process's SimGrid engine for exact arithmetic. Call once, before Platform.

@@ -81,6 +81,15 @@ double latest_end(const ReplayResult& replay, const std::vector<OpId>& ops) {
   return t;
 }
 
+// The GEMM whose size the interference table is read at (engine.cpp): a layer's MLP
+// up-projection per micro-batch and tensor-parallel rank, tokens x ffn/tp x hidden, the shape the
+// calibration measured beside collectives (calibrate/cuda/interference_bench.cpp).
+double interference_gemm_flops(const wl::ModelSpec& m, const wl::Strategy& s) {
+  const double ffn = static_cast<double>(m.ffn_hidden > 0 ? m.ffn_hidden : 4 * m.hidden);
+  const double tokens = static_cast<double>(s.micro_batch) * static_cast<double>(m.seq_len);
+  return 2.0 * tokens * ffn / static_cast<double>(std::max<std::int64_t>(1, s.tp)) * static_cast<double>(m.hidden);
+}
+
 class Replays {
  public:
   Replays(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile, const wl::MemoryEstimate& memory,
@@ -97,6 +106,7 @@ class Replays {
   Outcome run(int micro_batches, std::string* trace) {
     const ProgramSet programs = build(micro_batches);
     LoweredPrograms lowered = interpret(programs, placement_, fold_, costs_, profile_);
+    lowered.caps.gemm_flops = interference_gemm_flops(m_, s_);
     gpus_ = lowered.gpus;
     if (!platform_) {
       platform_ = std::make_unique<Platform>(profile_, lowered.platform);

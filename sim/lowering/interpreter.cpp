@@ -51,10 +51,7 @@ class Interpreter {
     }
     caps_.resize(boost::num_vertices(builder_.graph()), 0.0);
     out_.caps.per_op = std::move(caps_);
-    if (const auto& i = profile_.calibration.interference) {
-      out_.caps.compute_slowdown = i->compute_slowdown;
-      out_.caps.communication_slowdown = i->communication_slowdown;
-    }
+    out_.caps.interference = profile_.calibration.interference;
     out_.graph = builder_.take();
     return std::move(out_);
   }

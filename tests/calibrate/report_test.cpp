@@ -202,3 +202,46 @@ TEST(ProfileWriter, AFullSweepProfileStaysSmall) {
 }
 }  // namespace
 }  // namespace trainsim::calibrate
+
+namespace trainsim::calibrate {
+namespace {
+// The interference grid's raw results become one profile point per cell: the collective's
+// median beside GEMMs and alone, the GEMM's slowdown beside collectives (noise below 1 kept at 1).
+TEST(ProfileWriter, InterferenceCellsBecomeTablePoints) {
+  Results r = synthetic_results();
+  const nlohmann::ordered_json cell{{"gpus", 2},       {"collective", "all_gather"}, {"dtype", "bf16"},
+                                    {"bytes", 1 << 26}, {"gemm_m", 2048},             {"gemm_n", 16384},
+                                    {"gemm_k", 4096},   {"gemm_dtype", "bf16"}};
+  nlohmann::ordered_json beside = cell, gemm = cell;
+  beside["alone_s_median"] = 190e-6;
+  beside["gemm_alone_s_median"] = 348e-6;
+  r.add({"interference", "collective_beside_gemm", beside, "s", summarize({409e-6, 410e-6, 420e-6}), "covered"});
+  gemm["alone_s_median"] = 348e-6;
+  r.add({"interference", "gemm_beside_collective", gemm, "slowdown", summarize({1.146, 1.147, 1.15}), "covered"});
+  nlohmann::ordered_json other = cell;
+  other["bytes"] = 1 << 20;
+  other["alone_s_median"] = 15e-6;
+  other["gemm_alone_s_median"] = 348e-6;
+  r.add({"interference", "collective_beside_gemm", other, "s", summarize({250e-6}), "covered"});
+  r.add({"interference", "gemm_beside_collective", other, "slowdown", summarize({0.99}), "covered"});
+  Options o;
+  HostInfo host;
+  GpuInfo gpu;
+  const hw::ClusterProfile base = hw::builtin_profile("dgx-h100");
+  const hw::ClusterProfile p = hw::load_profile(parse_json_text(
+      profile_text(build_profile({o, host, gpu, std::nullopt, r, base, "dgx-h100", {{"kind", "measured"}}})), "test"));
+  ASSERT_TRUE(p.calibration.interference);
+  const auto& pts = p.calibration.interference->points;
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[0].bytes, 1 << 20);  // sorted by size
+  EXPECT_EQ(pts[0].compute_slowdown, 1.0);
+  EXPECT_EQ(pts[1].collective, "all_gather");
+  EXPECT_EQ(pts[1].gemm_k, 4096);
+  EXPECT_EQ(pts[1].gemm_alone_us, 348);
+  EXPECT_EQ(pts[1].collective_alone_us, 190);
+  EXPECT_EQ(pts[1].collective_beside_us, 410);
+  EXPECT_EQ(pts[1].compute_slowdown, 1.147);
+  EXPECT_NE(p.calibration.interference->source.find("interference_bench.cpp"), std::string::npos);
+}
+}  // namespace
+}  // namespace trainsim::calibrate
