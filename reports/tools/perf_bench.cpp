@@ -243,8 +243,8 @@ void plan_section(const std::string& trainsim, const std::string& out_dir, int r
         "Where the table says **no**, the target is not met.\n\n"
         "How a plan spends its time: enumerating and checking the space (about 20 us a strategy, 5 to 25 thousand per node "
         "count); walking each candidate whose closed-form bound lies below the K-th best replay through its real program "
-        "without contention (sim/critical_path.hpp, 10 to 30 ms each: a bound within 0.1% of the replay where one step is "
-        "simulated); and replaying what the walk cannot rule out (0.1 s to 3 s each, on every core). What remains replayed "
+        "without contention (sim/critical_path.hpp, 10 to 30 ms each: a bound equal to the replay where no two flows share a "
+        "link, below it by what sharing costs where they do); and replaying what the walk cannot rule out (0.1 s to 3 s each, on every core). What remains replayed "
         "is mostly exact ties and near-ties: the offload and checkpoint variants of one layout that the replay times alike "
         "(each must be replayed, the ranking breaks ties by simulated memory), and, with the delayed update, the 1% room the "
         "walk leaves over several simulated steps.\n\n";
