@@ -247,7 +247,8 @@ void plan_section(const std::string& trainsim, const std::string& out_dir, int r
         "link, below it by what sharing costs where they do); and replaying what the walk cannot rule out (0.1 s to 3 s each, on every core). What remains replayed "
         "is mostly exact ties and near-ties: the offload and checkpoint variants of one layout that the replay times alike "
         "(each must be replayed, the ranking breaks ties by simulated memory), and, with the delayed update, the 1% room the "
-        "walk leaves over several simulated steps.\n\n";
+        "walk leaves over several simulated steps. A node range pays all of this once per node count (dgx2 lists 96 "
+        "nodes): its warm run, every replay and walk from the cache, is the enumeration alone.\n\n";
   md += "| plan | wall (s), median [min, max] | target (s) | met | peak RSS (MiB) | strategies | fit memory | replayed | pruned by bound |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& m : ms) {
