@@ -1,13 +1,14 @@
 #include "sweep.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <mutex>
-#include <thread>
+#include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "critical_path.hpp"
