@@ -30,8 +30,8 @@ std::string plain_parse_error(const std::string& what) {
 // large free: a plan builds and drops thousands of per-unit cost tables and programs, and on the
 // virtual machines we run on each page faulted back in is expensive (`trainsim plan --model
 // megatron-1t --hw dgx2 --nodes 40..48` from a warm cache: 5.3 s with glibc's defaults, 1.9 s with
-// these, 1.5 s of system time gone). Peak memory is unchanged; the heap only stops shrinking
-// between configurations.
+// these, 1.5 s of system time gone). The price: a process keeps its heap's high-water mark (the
+// cold 1..128 plan's process tree peaked at 2.4 GiB instead of 1.8 GiB, reports/perf/plan.md).
 void keep_freed_heap() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
