@@ -2,11 +2,8 @@
 
 #include <unistd.h>
 
-#include <atomic>
-#include <exception>
-#include <thread>
-
 #include "memory_model.hpp"
+#include "parallel_for.hpp"
 
 namespace trainsim::planner {
 
@@ -37,28 +34,10 @@ class LocalExecutor : public ReplayExecutor {
 
   std::vector<ReplayOutcome> run(const std::vector<ReplayJob>& jobs) override {
     std::vector<ReplayOutcome> out(jobs.size());
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failure;
-    std::atomic<bool> failed{false};
-    auto work = [&] {
-      for (std::size_t i = next++; i < jobs.size() && !failed; i = next++) {
-        try {
-          out[i] = run_job(jobs[i], cache_, options_);
-          progress_.done_one(out[i].cached);
-        } catch (...) {
-          if (!failed.exchange(true)) failure = std::current_exception();
-        }
-      }
-    };
-    const std::size_t n = std::min(jobs.size(), static_cast<std::size_t>(threads_));
-    if (n <= 1) {
-      work();
-    } else {
-      std::vector<std::thread> pool;
-      for (std::size_t t = 0; t < n; ++t) pool.emplace_back(work);
-      for (auto& t : pool) t.join();
-    }
-    if (failure) std::rethrow_exception(failure);
+    parallel_for(jobs.size(), threads_, [&](std::size_t i) {
+      out[i] = run_job(jobs[i], cache_, options_);
+      progress_.done_one(out[i].cached);
+    });
     return out;
   }
 

@@ -1,17 +1,14 @@
 #include "sweep.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <tuple>
 
 #include "critical_path.hpp"
+#include "parallel_for.hpp"
 #include "search_space.hpp"
 #include "strategy_identity.hpp"
 
@@ -28,30 +25,9 @@ double walk_bound(const SweepInputs& in, const Candidate& c) {
 // Candidates walked together, whatever the threads: the walks a sweep does never depend on cores.
 constexpr std::size_t WALK_BATCH = 4;
 
-// Walks `todo` in up to `threads` threads (each walk is pure: no SimGrid, no shared state).
+// Walks `todo` over the walk threads (each walk is pure: no SimGrid, no shared state).
 void walk_all(const SweepInputs& in, const std::vector<Candidate*>& todo) {
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_lock;
-  auto work = [&] {
-    for (std::size_t i = next++; i < todo.size(); i = next++) {
-      try {
-        todo[i]->walk_bound_s = walk_bound(in, *todo[i]);
-      } catch (...) {
-        const std::lock_guard<std::mutex> hold(failure_lock);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  const std::size_t n = std::min(todo.size(), static_cast<std::size_t>(std::max(1, in.walk_threads)));
-  if (n <= 1) {
-    work();
-  } else {
-    std::vector<std::thread> pool;
-    for (std::size_t t = 0; t < n; ++t) pool.emplace_back(work);
-    for (auto& t : pool) t.join();
-  }
-  if (failure) std::rethrow_exception(failure);
+  parallel_for(todo.size(), in.walk_threads, [&](std::size_t i) { todo[i]->walk_bound_s = walk_bound(in, *todo[i]); });
 }
 
 struct GroupState {

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <tuple>
 
 #include "cost_model.hpp"
 #include "engine.hpp"
+#include "micro_batch_fold.hpp"
 #include "placement.hpp"
 #include "platform.hpp"
 #include "program/data_parallel_program.hpp"
@@ -282,24 +282,15 @@ class Walk {
     return out;
   }
 
-  // The simulator's micro-batch fold (simulator.cpp, MicroBatchFold) on the walk: three counts
-  // b, b + k, b + 2k past the warm-up; where the walk grows by the same step from one to the
-  // next (to 1e-9), the line is extended to the strategy's count; otherwise the whole count.
+  // The simulator's micro-batch fold (micro_batch_fold.hpp) on the walk: where the walk grows
+  // evenly over three counts, the line is extended to the strategy's count; otherwise the whole
+  // count is walked.
   std::optional<double> step() {
     const auto m = static_cast<int>(s_.micro_batches());
-    const int period = s_.pp > 1 && s_.schedule == wl::Schedule::INTERLEAVED ? s_.pp : 1;
-    const int base = s_.pp > 1 ? s_.pp + 1 : 2;
-    const int first = (base + period - 1) / period * period;
-    for (int start : {first, 2 * first}) {
-      for (int k : {period, 2 * period, 4 * period}) {
-        const int b = start + ((m - start) % k + k) % k;
-        if (3 * b + 3 * k >= m) continue;
-        const std::optional<double> a = at(b), c = at(b + k), e = at(b + 2 * k);
-        if (!a || !c || !e) return std::nullopt;
-        const double scale = std::max({std::fabs(*a), std::fabs(*c), std::fabs(*e), 1e-300});
-        if (std::fabs((*e - *c) - (*c - *a)) > 1e-9 * scale + 1e-15) continue;
-        return *e + static_cast<double>(m - (b + 2 * k)) / k * (*e - *c);
-      }
+    for (const FoldTry& t : fold_tries(s_, m)) {
+      const std::optional<double> a = at(t.b), c = at(t.b + t.k), e = at(t.b + 2 * t.k);
+      if (!a || !c || !e) return std::nullopt;
+      if (grows_evenly(*a, *c, *e)) return extend(*c, *e, m, t);
     }
     return at(0);
   }

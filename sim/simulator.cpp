@@ -22,6 +22,7 @@
 #include "metrics.hpp"
 #include "pipeline_program.hpp"
 #include "pipeline_schedule.hpp"
+#include "micro_batch_fold.hpp"
 #include "placement.hpp"
 #include "platform.hpp"
 #include "trace_writer.hpp"
@@ -162,15 +163,6 @@ class Replays {
   double ops_replayed() const { return ops_replayed_; }
   double activities_replayed() const { return activities_replayed_; }
 
-  // The smallest micro-batch count from which each further `period` adds the same work: past a
-  // pipeline's warm-up (p + 1), rounded to the interleaved schedule's groups of p.
-  int period() const { return s_.pp > 1 && s_.schedule == wl::Schedule::INTERLEAVED ? s_.pp : 1; }
-  int first_linear() const {
-    const int p = period();
-    const int base = s_.pp > 1 ? s_.pp + 1 : 2;
-    return (base + p - 1) / p * p;
-  }
-
  private:
   ProgramSet build(int micro_batches) {
     ProgramSet p = build_programs(micro_batches);
@@ -209,47 +201,39 @@ class Replays {
   double ops_replayed_ = 0, activities_replayed_ = 0;
 };
 
-// Identical gradient-accumulation micro-batches are folded: the step is replayed at three
-// micro-batch counts b, b + k and b + 2k past the warm-up, with (m - b) a multiple of k; when
-// every measured quantity grows by the same amount from b to b + k as from b + k to b + 2k (the
-// replay has reached its periodic regime), the step at m is extrapolated along that line. The
-// regime's period k may be a multiple of the schedule's own (a 1F1B pipeline of unequal stages
-// alternated between two increments), so k = P, 2P, 4P are tried in turn, and a later start b
-// after them; otherwise everything is replayed. Tests compare folded and full replays on small
-// cases (tests/sim/fold_test.cpp).
+// Identical gradient-accumulation micro-batches are folded (micro_batch_fold.hpp): every measured
+// quantity must grow evenly over the three replays for the step to be extrapolated; otherwise
+// everything is replayed. Tests compare folded and full replays on small cases
+// (tests/sim/fold_test.cpp).
 class MicroBatchFold {
  public:
-  MicroBatchFold(Replays& r, int m) : r_(r), m_(m) {}
+  MicroBatchFold(Replays& r, const wl::Strategy& s) : r_(r), s_(s), m_(static_cast<int>(s.micro_batches())) {}
 
   Outcome run(bool fold, std::string* trace, std::string* how) {
-    const int period = r_.period();
-    for (int start : {r_.first_linear(), 2 * r_.first_linear()}) {
-      for (int k : {period, 2 * period, 4 * period}) {
-        // The first replay at or after `start` from which steps of k reach m.
-        const int b = start + ((m_ - start) % k + k) % k;
-        if (!fold || 3 * b + 3 * k >= m_) continue;  // folding would replay more than the step
-        // Give up once the replays so far and these would hold as many micro-batches as the step.
-        int extra = 0;
-        for (int n : {b, b + k, b + 2 * k}) extra += replayed_.count(n) ? 0 : n;
-        if (replayed_micro_batches_ + extra >= m_) break;
-        attempted_ = true;
-        const std::vector<double> a = flatten(at(b)), c = flatten(at(b + k)), e = flatten(at(b + 2 * k));
-        bool linear = true;
-        for (std::size_t i = 0; i < a.size() && linear; ++i) {
-          const double scale = std::max({std::fabs(a[i]), std::fabs(c[i]), std::fabs(e[i]), 1e-300});
-          linear = std::fabs((e[i] - c[i]) - (c[i] - a[i])) <= 1e-9 * scale + 1e-15;
-        }
-        if (!linear) continue;
-        const double periods = static_cast<double>(m_ - (b + 2 * k)) / k;
-        std::vector<double> v(e.size());
-        for (std::size_t i = 0; i < e.size(); ++i) v[i] = e[i] + periods * (e[i] - c[i]);
-        *how = fmt::format("{} micro-batches folded: replayed {}, {} and {}, each further {} adding the same work "
-                           "(to 1e-9), the step extrapolated to {}",
-                           m_ - (b + 2 * k), b, b + k, b + 2 * k,
-                           k == 1 ? "micro-batch" : fmt::format("{} micro-batches", k), m_);
-        if (trace != nullptr) r_.run(b + 2 * k, trace);
-        return unflatten(v, at(b + 2 * k));
+    int given_up = -1;  // the start whose longer periods would replay too much
+    for (const FoldTry& t : fold ? fold_tries(s_, m_) : std::vector<FoldTry>{}) {
+      const int b = t.b, k = t.k;
+      if (t.start == given_up) continue;
+      // Give up this start once the replays so far and these would hold as many micro-batches as
+      // the step (its longer periods only replay more); a later start may still fold.
+      int extra = 0;
+      for (int n : {b, b + k, b + 2 * k}) extra += replayed_.count(n) ? 0 : n;
+      if (replayed_micro_batches_ + extra >= m_) {
+        given_up = t.start;
+        continue;
       }
+      attempted_ = true;
+      const std::vector<double> a = flatten(at(b)), c = flatten(at(b + k)), e = flatten(at(b + 2 * k));
+      bool linear = true;
+      for (std::size_t i = 0; i < a.size() && linear; ++i) linear = grows_evenly(a[i], c[i], e[i]);
+      if (!linear) continue;
+      std::vector<double> v(e.size());
+      for (std::size_t i = 0; i < e.size(); ++i) v[i] = extend(c[i], e[i], m_, t);
+      *how = fmt::format("{} micro-batches folded: replayed {}, {} and {}, each further {} adding the same work "
+                         "(to 1e-9), the step extrapolated to {}",
+                         m_ - (b + 2 * k), b, b + k, b + 2 * k, k == 1 ? "micro-batch" : fmt::format("{} micro-batches", k), m_);
+      if (trace != nullptr) r_.run(b + 2 * k, trace);
+      return unflatten(v, at(b + 2 * k));
     }
     *how = fold && attempted_ ? fmt::format("all {} micro-batches replayed (no periodic regime found early enough)", m_)
                               : fmt::format("all {} micro-batch{} replayed", m_, m_ == 1 ? "" : "es");
@@ -267,6 +251,7 @@ class MicroBatchFold {
   }
 
   Replays& r_;
+  const wl::Strategy& s_;
   int m_;
   std::map<int, Outcome> replayed_;
   int replayed_micro_batches_ = 0;
@@ -279,7 +264,7 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
   SimResult r;
   Replays replays(m, s, profile, memory, options);
   std::string how;
-  const Outcome o = MicroBatchFold(replays, static_cast<int>(s.micro_batches()))
+  const Outcome o = MicroBatchFold(replays, s)
                         .run(options.fold_micro_batches, options.trace ? &r.trace : nullptr, &how);
   const auto& gpus = replays.gpus();
   r.simulated = true;

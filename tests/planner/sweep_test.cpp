@@ -13,17 +13,19 @@
 namespace trainsim::planner {
 namespace {
 
+SweepInputs inputs_for(const wl::ModelSpec& model, const hw::ClusterProfile& profile, std::int64_t global_batch) {
+  SweepInputs in;
+  in.model = &model;
+  in.profile = &profile;
+  in.seq = model.seq_len;
+  in.global_batch = global_batch;
+  return in;
+}
+
 struct Fixture {
   wl::ModelSpec model = wl::builtin_model("gpt2-1.5b");
   hw::ClusterProfile profile = hw::builtin_profile("dgx2");
-  SweepInputs inputs() const {
-    SweepInputs in;
-    in.model = &model;
-    in.profile = &profile;
-    in.seq = model.seq_len;
-    in.global_batch = 8;
-    return in;
-  }
+  SweepInputs inputs() const { return inputs_for(model, profile, 8); }
 };
 
 std::vector<GroupResult> sweep(const Fixture& f, int threads, const ResultCache& cache, int top_k, Progress* counted = nullptr) {
@@ -40,6 +42,18 @@ std::string summary(const GroupResult& g) {
   return s;
 }
 
+// Replays `candidates` (from the cache where it has them), in order.
+std::vector<ReplayOutcome> replay_all(const std::vector<const Candidate*>& candidates, const wl::ModelSpec& model,
+                                      const hw::ClusterProfile& profile, const ResultCache& cache) {
+  std::vector<ReplayJob> jobs;
+  for (const Candidate* c : candidates) {
+    const Config config{&model, &profile, c->strategy};
+    jobs.push_back({config, ResultCache::key_text(config, {})});
+  }
+  Progress quiet(false);
+  return make_local_executor(2, cache, {}, quiet)->run(jobs);
+}
+
 TEST(Sweep, PrunedConfigurationsNeverBeatTheTopK) {
   Fixture f;
   test::ScratchDir dir;
@@ -51,17 +65,11 @@ TEST(Sweep, PrunedConfigurationsNeverBeatTheTopK) {
   // Every replay respected its bound.
   for (const RankedEntry& e : g.replayed_entries) EXPECT_LE(e.candidate.best_bound_s(), e.result.step_time_s * (1 + 1e-9)) << e.candidate.text;
   // The pruned ones closest to the cut and a spread of the rest, replayed.
-  std::vector<ReplayJob> jobs;
   std::vector<const Candidate*> sample;
   for (std::size_t i = 0; i < g.pruned.size(); ++i) {
     if (i < 4 || i % (g.pruned.size() / 8) == 0) sample.push_back(&g.pruned[i]);
   }
-  for (const Candidate* c : sample) {
-    const Config config{&f.model, &f.profile, c->strategy};
-    jobs.push_back({config, ResultCache::key_text(config, {})});
-  }
-  Progress quiet(false);
-  const auto outcomes = make_local_executor(2, cache, {}, quiet)->run(jobs);
+  const auto outcomes = replay_all(sample, f.model, f.profile, cache);
   const RankedEntry& kth = g.ranked.back();
   for (std::size_t i = 0; i < sample.size(); ++i) {
     ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
@@ -104,11 +112,7 @@ TEST(Sweep, EnumerateOnlyCountsWithoutReplaying) {
 TEST(Sweep, WhatTheWalkPrunesNeverBeatsTheTopK) {
   const wl::ModelSpec model = wl::builtin_model("megatron-8.3b");
   const hw::ClusterProfile profile = hw::builtin_profile("dgx2");
-  SweepInputs in;
-  in.model = &model;
-  in.profile = &profile;
-  in.seq = model.seq_len;
-  in.global_batch = 64;
+  const SweepInputs in = inputs_for(model, profile, 64);
   test::ScratchDir dir;
   const ResultCache cache(dir.path().string(), "--cache");
   Progress quiet(false);
@@ -121,12 +125,7 @@ TEST(Sweep, WhatTheWalkPrunesNeverBeatsTheTopK) {
     if (c.walk_bound_s > c.bound_s) walked_out.push_back(&c);
   }
   ASSERT_GE(walked_out.size(), 3u) << "the walk pruned too little here to test it";
-  std::vector<ReplayJob> jobs;
-  for (const Candidate* c : walked_out) {
-    const Config config{&model, &profile, c->strategy};
-    jobs.push_back({config, ResultCache::key_text(config, {})});
-  }
-  const auto outcomes = make_local_executor(2, cache, {}, quiet)->run(jobs);
+  const auto outcomes = replay_all(walked_out, model, profile, cache);
   for (std::size_t i = 0; i < walked_out.size(); ++i) {
     ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
     EXPECT_LE(walked_out[i]->walk_bound_s, outcomes[i].result.step_time_s * (1 + 1e-9)) << walked_out[i]->text;
@@ -144,11 +143,7 @@ TEST(Sweep, WhatTheWalkPrunesNeverBeatsTheTopK) {
 TEST(Sweep, TheWalkIsNeverAboveTheReplayAcrossTheSearchSpace) {
   const wl::ModelSpec model = wl::builtin_model("gpt2-1.5b");
   const hw::ClusterProfile profile = hw::builtin_profile("dgx2");
-  SweepInputs in;
-  in.model = &model;
-  in.profile = &profile;
-  in.seq = model.seq_len;
-  in.global_batch = 64;
+  const SweepInputs in = inputs_for(model, profile, 64);
   const ResultCache none("", "--cache");
   Progress quiet(false);
   // Enumerate only (top 0): every candidate that fits the memory model, in bound order.
@@ -156,12 +151,7 @@ TEST(Sweep, TheWalkIsNeverAboveTheReplayAcrossTheSearchSpace) {
   ASSERT_GT(g.pruned.size(), 200u);
   std::vector<const Candidate*> sample;
   for (std::size_t i = 0; i < g.pruned.size(); i += 4) sample.push_back(&g.pruned[i]);
-  std::vector<ReplayJob> jobs;
-  for (const Candidate* c : sample) {
-    const Config config{&model, &profile, c->strategy};
-    jobs.push_back({config, ResultCache::key_text(config, {})});
-  }
-  const auto outcomes = make_local_executor(2, none, {}, quiet)->run(jobs);
+  const auto outcomes = replay_all(sample, model, profile, none);
   int one_step = 0, several = 0;
   for (std::size_t i = 0; i < sample.size(); ++i) {
     ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
