@@ -33,6 +33,7 @@
 #include "cluster_profile.hpp"
 #include "memory_model.hpp"
 #include "model.hpp"
+#include "step_bound.hpp"
 #include "strategy.hpp"
 
 namespace trainsim::sim {
@@ -48,12 +49,9 @@ std::optional<StepWalk> contention_free_step(const wl::ModelSpec& m, const wl::S
 
 // What the planner prunes with. One simulated step: the walk, less 1e-6 of it for the folds of
 // micro-batches (the walk's and the replay's each extend a line checked to 1e-9). Several steps:
-// the walk less STEADY_STATE_ROOM of it, since the difference of two step ends is not bounded by
-// the walk: the last simulated step meets no contention from a step after it, the first does.
-// Over every candidate of gpt2-1.5b on two DGX-2 (494 at global batch 64, about a fifth over several
-// steps) the replay came out below its walk by at most 0.17%, at batch 256 by 0.05%; the room
-// is about six times the worst seen, and tests/planner/sweep_test.cpp fails past it on a spread.
-inline constexpr double STEADY_STATE_ROOM = 0.01;
+// the walk less STEADY_STATE_ROOM of it (step_bound.hpp), since the difference of two step ends
+// is not bounded by the walk: the last simulated step meets no contention from a step after it,
+// the first does.
 double walk_bound_s(const StepWalk& w);
 
 }  // namespace trainsim::sim

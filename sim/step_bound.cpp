@@ -240,15 +240,18 @@ StepBound pipeline_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw
     // No flush: the step is measured in the steady state, over two steps between step ends
     // (simulator.cpp). The stage that ends the first of them last spends that window on two
     // steps' work, less the forwards of the next step it ran ahead of its update (at most
-    // min(m, p - s) in flight). Not knowing which stage that is, take the least of them.
-    double least = 0;
+    // min(m, p - s) in flight). Not knowing which stage that is, the least of them is proven;
+    // in the steady state every stage keeps the pace of the busiest (a pipeline runs at the rate
+    // of its slowest stage, Narayanan et al. 2019, PipeDream), less the room (step_bound.hpp).
+    double least = 0, busiest_steady = 0;
     for (int st = 0; st < P; ++st) {
       const auto i = static_cast<std::size_t>(st);
       const double ahead = std::min(mb, static_cast<double>(P - st)) * fwd[i] / 2;
       const double t = std::max(0.0, work[i] + optimizer[i] - ahead);
       least = st == 0 ? t : std::min(least, t);
+      busiest_steady = std::max(busiest_steady, t);
     }
-    out.seconds = least;
+    out.seconds = std::max(least, busiest_steady * (1 - STEADY_STATE_ROOM));
     out.optimizer_s = *std::min_element(optimizer.begin(), optimizer.end());
     return out;
   }

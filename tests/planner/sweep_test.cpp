@@ -139,7 +139,8 @@ TEST(Sweep, WhatTheWalkPrunesNeverBeatsTheTopK) {
 // The walk against the replay on a spread of every family the search proposes (pipelines with
 // their sends and folded micro-batches, the asynchronous ones and the delayed update over
 // several steps, ZeRO with offload): never above it where one step is simulated; within the
-// room sim/critical_path.hpp leaves where several are (the steady state between two step ends).
+// room sim/step_bound.hpp leaves where several are (the steady state between two step ends).
+// The closed forms likewise.
 TEST(Sweep, TheWalkIsNeverAboveTheReplayAcrossTheSearchSpace) {
   const wl::ModelSpec model = wl::builtin_model("gpt2-1.5b");
   const hw::ClusterProfile profile = hw::builtin_profile("dgx2");
@@ -152,13 +153,17 @@ TEST(Sweep, TheWalkIsNeverAboveTheReplayAcrossTheSearchSpace) {
   std::vector<const Candidate*> sample;
   for (std::size_t i = 0; i < g.pruned.size(); i += 4) sample.push_back(&g.pruned[i]);
   const auto outcomes = replay_all(sample, model, profile, none);
-  int one_step = 0, several = 0;
+  int one_step = 0, several = 0, asynchronous = 0;
   for (std::size_t i = 0; i < sample.size(); ++i) {
     ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
     const wl::MemoryEstimate memory = wl::estimate_memory(model, sample[i]->strategy, profile.gpus_per_node());
     const std::optional<sim::StepWalk> walk = sim::contention_free_step(model, sample[i]->strategy, profile, memory);
     if (!walk) continue;
     const double replay = outcomes[i].result.step_time_s;
+    // The closed forms too (sim/step_bound.hpp), steady-state share and room included.
+    EXPECT_LE(sample[i]->bound_s, replay * (1 + 1e-9)) << sample[i]->text << ": closed form " << sample[i]->bound_s << " s, replay " << replay;
+    const wl::Schedule schedule = sample[i]->strategy.schedule;
+    if (sample[i]->strategy.pp > 1 && (schedule == wl::Schedule::PIPEDREAM || schedule == wl::Schedule::TWO_BW)) ++asynchronous;
     if (walk->steps == 1) {
       ++one_step;
       EXPECT_LE(walk->step_s, replay * (1 + 1e-9)) << sample[i]->text;
@@ -169,6 +174,7 @@ TEST(Sweep, TheWalkIsNeverAboveTheReplayAcrossTheSearchSpace) {
   }
   EXPECT_GT(one_step, 50);
   EXPECT_GT(several, 10);
+  EXPECT_GT(asynchronous, 5);
 }
 
 }  // namespace
