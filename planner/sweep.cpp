@@ -208,6 +208,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
   // Waves: each open group offers its next `wave` candidates; a strategy two groups share is
   // replayed once.
   std::map<std::string, ReplayOutcome> memo;
+  const int wave = in.wave > 0 ? in.wave : groups.size() > 1 ? 1 : 2;
   for (;;) {
     long remaining = 0;
     for (const GroupState& s : states) remaining += s.remaining();
@@ -217,7 +218,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     std::vector<std::pair<GroupState*, std::size_t>> assigned;
     for (GroupState& s : states) {
       const double t = s.threshold();
-      for (int taken = 0; taken < in.wave; ++taken) {
+      for (int taken = 0; taken < wave; ++taken) {
         const std::optional<std::size_t> i = s.pick(in, t);
         if (!i) {
           s.store_walks(in);  // the group is done: what an interrupt would lose is kept

@@ -42,7 +42,12 @@ struct SweepInputs {
   std::optional<std::int64_t> global_batch;  // default: one sequence per GPU
   std::int64_t seq = 0;
   sim::SimOptions options;
-  int wave = 2;  // replays per open group per wave (fixed: the replayed set must not depend on cores)
+  // Replays each open group offers per wave; fixed, since the replayed set must not depend on
+  // cores. 0: two where the sweep has one group (both cores of a laptop busy at once), one per
+  // group where it has several (the groups keep the cores busy, and each group's next replay
+  // waits for the one ahead of it to set its bar: on 1T at 72 DGX-2 a second replay offered
+  // beside the first, a 72-stage pipeline the first then outran, cost 30 s).
+  int wave = 0;
   // Walks (sim/critical_path.hpp) run in this many threads, a fixed batch at a time, and are kept
   // in this cache (one file per group) when it is enabled.
   int walk_threads = 1;
