@@ -146,13 +146,21 @@ class Builder {
     };
     add(params_at, MemClass::PARAMS, params * bytes_.params);
     // Gradients a stack frees at every step (set_to_none) appear with each unit's first backward.
+    // The trainsim reference keeps its fp32 gradient copy in pinned host memory when the states
+    // are on storage (training_stacks.md, "trainsim-reference").
     if (stack_.grads_per_step) grads_per_step_bytes_ = grads * bytes_.grads;
-    else add(states_at, MemClass::GRADS, grads * bytes_.grads);
+    else add(states_at == Tier::STORAGE && !grads_on_storage() ? Tier::HOST : states_at, MemClass::GRADS, grads * bytes_.grads);
     add(states_at, MemClass::OPTIMIZER, optimizer * bytes_.optimizer);
     add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
     add(Tier::HOST, MemClass::STAGING, st_.buffers.pinned_host_bytes);
     states_ = writer_.add(std::move(in));
   }
+
+  // ZeRO-Infinity writes each gradient partition to the optimizer's storage tier and reads it back
+  // with the states (Rajbhandari et al. 2021, Sec. 5); the trainsim reference keeps its fp32
+  // gradient copy in pinned host memory and streams only master weights and moments through
+  // storage (training_stacks.md, "trainsim-reference"; calibrate/reference/storage_states.cpp).
+  bool grads_on_storage() const { return !s_.stack.is_reference(); }
 
   Instruction base(InstrKind kind, Stream stream, Category cat, const char* name, const ScheduleItem& from) const {
     Instruction in;
@@ -289,7 +297,7 @@ class Builder {
           Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
           d2h.after = deps;
           out = writer_.add(std::move(d2h));
-          if (s_.offload_optimizer == OffloadTarget::NVME) {
+          if (s_.offload_optimizer == OffloadTarget::NVME && grads_on_storage()) {
             Instruction w = copy(Tier::HOST, Tier::STORAGE, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_write_grads", in);
             w.after = {out};
             out = writer_.add(std::move(w));
@@ -345,7 +353,7 @@ class Builder {
       int read_id = -1, cpu_id = -1, write_id = -1;
       for (double left = params; left > 0; left -= s_.buffers.sub_group_elems) {
         const double n = std::min(left, s_.buffers.sub_group_elems);
-        Instruction read = copy(Tier::STORAGE, Tier::HOST, n * (bytes_.optimizer + bytes_.grads), Stream::NODE,
+        Instruction read = copy(Tier::STORAGE, Tier::HOST, n * (bytes_.optimizer + (grads_on_storage() ? bytes_.grads : 0.0)), Stream::NODE,
                                 Category::OPTIMIZER, "nvme_read_optimizer", in);
         read.after = deps;
         if (read_id >= 0) read.after.push_back(read_id);
