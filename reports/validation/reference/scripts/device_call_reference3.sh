@@ -8,9 +8,11 @@
 set -u
 export NCCL_NVLS_ENABLE=0
 D=$(cd "$(dirname "$0")" && pwd); B=$D/trainsim-calibrate
-mkdir -p "$OUT/pre"
+# (Call 1 ran without the next line: the storage bench and the storage row found no directory and
+# stopped at once; call 2 ran those two with it, README "What ran where".)
+mkdir -p "$OUT/pre" /tmp/st3 /tmp/refstore
 t0=$(date +%s)
-timeout 150 "$B" --quick --only storage --storage-dir /tmp/st3 --out /tmp/cal-storage > "$OUT/pre/storage.txt" 2>&1
+timeout 90 "$B" --quick --only storage --storage-dir /tmp/st3 --out /tmp/cal-storage > "$OUT/pre/storage.txt" 2>&1
 echo "storage rc=$? $(( $(date +%s) - t0 ))s" >> "$OUT/pre/summary.txt"
 cp /tmp/cal-storage/summary.json "$OUT/pre/storage_summary.json" 2>/dev/null
 cp /tmp/cal-storage/raw_results.json "$OUT/pre/storage_raw_results.json" 2>/dev/null
