@@ -2,7 +2,7 @@
 """The README's rows table from the committed measured runs: median step and spread, the step of
 the rows it replaced (git revision given), model TFLOP/s per GPU (Narayanan et al. 2021 eq. 3
 without recomputation: 72 B s L h^2 (1 + s / 6h + V / 12 L h) over the median step and the GPUs),
-peak allocated per rank, whole-step bubble, stage-span bubble and exposed collective time.
+peak allocated per rank, whole-step bubble (stage 0, as measured.busy holds it, and the mean of the stages), stage-span bubble and exposed collective time.
 
 usage (repository root): rows_table.py OLD_REVISION
 """
@@ -16,7 +16,7 @@ DIR = "reports/validation/reference"
 
 def main():
     old_rev = sys.argv[1]
-    print("| row | GPUs | step s (median, spread) | before | model TFLOP/s per GPU | peak allocated GiB per rank | bubble (whole step) | stage-span bubble | exposed collective s |")
+    print("| row | GPUs | step s (median, spread) | before | model TFLOP/s per GPU | peak allocated GiB per rank | bubble (whole step: stage 0, mean of stages) | stage-span bubble | exposed collective s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for path in sorted(glob.glob(f"{DIR}/h200x*/*_mb*.json")):
         if path.endswith(".model.json"):
@@ -32,7 +32,7 @@ def main():
         streams = r["stack"]["details"]["streams_per_rank"]
         bubble = span = exposed = "-"
         if st["pp"] > 1:
-            bubble = f"{sum(x['bubble_fraction'] for x in streams) / len(streams):.3f}"
+            bubble = f"{streams[0]['bubble_fraction']:.3f}, {sum(x['bubble_fraction'] for x in streams) / len(streams):.3f}"
             span = " / ".join(f"{x['schedule_bubble_fraction']:.3f}" for x in streams)
         elif st["gpus"] > 1:
             exposed = f"{meas.get('busy', {}).get('exposed_communication_s', 0):.4f}"
