@@ -29,11 +29,15 @@ class Builder {
     gather_ = (s.zero_stage == 3 || fsdp_) && s.dp > 1 && !s.l2l;
     gather_bytes_ = fsdp_ ? wl::dtype_bytes(s.stack.param_dtype) : bytes_.params;
     keep_gathered_ = fsdp_ && s.zero_stage < 3;
-    units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !fsdp_);
+    // The trainsim reference, as FSDP2, gathers whole layers (one all-gather per unit, the next
+    // one prefetched) and reduce-scatters each unit's fp32 gradients after its backward
+    // (training_stacks.md, "trainsim-reference"; calibrate/cuda/ref_param_store.cpp).
+    const bool whole_units = fsdp_ || s.stack.is_reference();
+    units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !whole_units);
     std::vector<double> grad_bytes;
     for (const auto& u : units_) grad_bytes.push_back(u.params * stack_.wire_grad);
-    // FSDP2 reduce-scatters each unit's gradients on their own.
-    const double bucket = fsdp_                          ? 0.0
+    // FSDP2 and the reference reduce-scatter each unit's gradients on their own.
+    const double bucket = whole_units                    ? 0.0
                           : s.zero_stage == 0 || s.l2l ? s.buffers.ddp_bucket_bytes
                                                        : s.buffers.reduce_bucket_elems * stack_.wire_grad;
     bucket_of_unit_ = assign_buckets(grad_bytes, bucket);
@@ -121,8 +125,13 @@ class Builder {
     for (const auto& unit : units_) {
       UnitCost u = unit;
       // ZeRO-3's head unit gathers the word embedding it is tied to (unit_costs.hpp); the tensor
-      // itself is held once, with the embedding.
-      if (u.holds_head && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) && s_.zero_stage == 3 && !s_.l2l) {
+      // itself is held once, with the embedding. The reference's whole-layer units have a head
+      // without it (unit_costs.cpp, one unit per layer), so nothing is held twice there. (FSDP2's
+      // per-layer head has none either; its accounting is left as the committed PyTorch rows were
+      // validated with it.)
+      const bool head_holds_tied = !s_.stack.is_reference();
+      if (u.holds_head && head_holds_tied && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) &&
+          s_.zero_stage == 3 && !s_.l2l) {
         u.params -= static_cast<double>(m_.vocab * m_.hidden) / s_.tp;
       }
       if (s_.l2l) {
@@ -211,7 +220,10 @@ class Builder {
             read.after = deps;
             deps = {writer_.add(std::move(read))};
           }
-          Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, Stream::H2D, Category::OFFLOAD_IO, "h2d_params", in);
+          // The trainsim reference copies a unit's shard from the host on its collective stream, in
+          // order with the all-gathers and reduce-scatters (calibrate/cuda/ref_param_store.cpp).
+          const Stream fetch_stream = s_.stack.is_reference() ? Stream::COMM : Stream::H2D;
+          Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, fetch_stream, Category::OFFLOAD_IO, "h2d_params", in);
           h2d.memory.push_back({Tier::GPU, MemClass::STAGING, bytes, false});
           h2d.after = deps;
           out = writer_.add(std::move(h2d));
