@@ -1,5 +1,7 @@
 #include "ref_kernels.hpp"
 
+#include <cstdint>
+
 #include "../reference/init_hash.hpp"
 #include "cuda_check.hpp"
 #include "ref_block_reduce.cuh"
@@ -108,6 +110,86 @@ __global__ void colsum_k(const T* in, float* out, int rows, int cols) {
   atomicAdd(&out[c], s);
 }
 
+// The elementwise kernels below move 4 elements per thread (float4 in, 4 x bf16 out as two
+// bf16x2) with 32-bit index math: the scalar versions, with a 64-bit modulo per element for the
+// bias column, ran at 2.0-2.8 TB/s where the calibrated curves of their class give 3.4-4.1 (op profile of call 9,
+// reports/validation/reference/logs/reference2-call2/). The launchers take them where n and cols
+// are multiples of 4, n < 2^31 and every pointer is 16-byte aligned, else the scalar kernels.
+struct Bf16x4 {
+  __nv_bfloat162 lo, hi;
+};
+__device__ Bf16x4 to_bf16x4(float a, float b, float c, float d) {
+  return {__floats2bfloat162_rn(a, b), __floats2bfloat162_rn(c, d)};
+}
+__device__ float4 bias4(const bf16* bias, unsigned c) {
+  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + c));
+  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + c + 2));
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+
+// Two adjacent columns per thread (float2 or bf16x2 loads), COL2_ROWS rows of a block summed in
+// registers (half of COL_ROWS: as many blocks in flight as the one-column kernel), one atomic add
+// per column and block.
+constexpr int COL2_ROWS = 32;
+template <class T>
+__device__ float2 load2(const T* p) {
+  if constexpr (sizeof(T) == 2) return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  else return *reinterpret_cast<const float2*>(p);
+}
+template <class T>
+__global__ void colsum2_k(const T* in, float* out, int rows, int cols) {
+  const int c = 2 * (blockIdx.x * BLOCK + threadIdx.x);
+  if (c >= cols) return;
+  const int r0 = blockIdx.y * COL2_ROWS, r1 = min(rows, r0 + COL2_ROWS);
+  float2 s = make_float2(0, 0);
+#pragma unroll 8
+  for (int r = r0; r < r1; ++r) {
+    const float2 v = load2(in + static_cast<long>(r) * cols + c);
+    s.x += v.x;
+    s.y += v.y;
+  }
+  atomicAdd(&out[c], s.x);
+  atomicAdd(&out[c + 1], s.y);
+}
+
+__global__ void bias_residual4_k(const float4* in, const float4* g, const bf16* bias, float4* out, unsigned n4, unsigned cols) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const float4 a = in[i], b = g[i], c = bias4(bias, (4 * i) % cols);
+  out[i] = make_float4(a.x + b.x + c.x, a.y + b.y + c.y, a.z + b.z + c.z, a.w + b.w + c.w);
+}
+
+__global__ void bias_gelu4_k(const float4* g, const bf16* bias, Bf16x4* pre, Bf16x4* act, unsigned n4, unsigned cols) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const float4 a = g[i], c = bias4(bias, (4 * i) % cols);
+  const float4 x = make_float4(a.x + c.x, a.y + c.y, a.z + c.z, a.w + c.w);
+  pre[i] = to_bf16x4(x.x, x.y, x.z, x.w);
+  act[i] = to_bf16x4(gelu_f(x.x), gelu_f(x.y), gelu_f(x.z), gelu_f(x.w));
+}
+
+__global__ void gelu_bwd4_k(const float4* dact, const Bf16x4* pre, Bf16x4* dpre, unsigned n4) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const float4 d = dact[i];
+  const Bf16x4 p = pre[i];
+  const float2 lo = __bfloat1622float2(p.lo), hi = __bfloat1622float2(p.hi);
+  dpre[i] = to_bf16x4(d.x * gelu_grad_f(lo.x), d.y * gelu_grad_f(lo.y), d.z * gelu_grad_f(hi.x), d.w * gelu_grad_f(hi.y));
+}
+
+__global__ void to_bf16_4_k(const float4* in, Bf16x4* out, unsigned n4) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const float4 x = in[i];
+  out[i] = to_bf16x4(x.x, x.y, x.z, x.w);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+// The bias is read as bf16x2 pairs.
+bool aligned4(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 4 == 0; }
+// n elements, 4 per thread, with 32-bit indices (n < 2^31).
+bool vector4(long n) { return n % 4 == 0 && n < (1L << 31); }
+
 __global__ void bias_residual_k(const float* in, const float* g, const bf16* bias, float* out, long n, int cols) {
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = in[i] + g[i] + __bfloat162float(bias[i % cols]);
@@ -204,20 +286,43 @@ void layernorm_backward_params(const float* dy, const float* x, const float* mea
 }
 void bias_residual(const float* in, const float* g, const bf16* bias, float* out, int rows, int cols, cudaStream_t s) {
   const long n = static_cast<long>(rows) * cols;
-  bias_residual_k<<<blocks_for(n), BLOCK, 0, s>>>(in, g, bias, out, n, cols);
+  if (vector4(n) && cols % 4 == 0 && aligned16(in) && aligned16(g) && aligned16(out) && aligned4(bias)) {
+    const unsigned n4 = static_cast<unsigned>(n / 4);
+    bias_residual4_k<<<blocks_for(n4), BLOCK, 0, s>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<const float4*>(g), bias,
+                                                       reinterpret_cast<float4*>(out), n4, static_cast<unsigned>(cols));
+  } else {
+    bias_residual_k<<<blocks_for(n), BLOCK, 0, s>>>(in, g, bias, out, n, cols);
+  }
   CUDA_CHECK_LAUNCH();
 }
 void bias_gelu_forward(const float* g, const bf16* bias, bf16* pre, bf16* act, int rows, int cols, cudaStream_t s) {
   const long n = static_cast<long>(rows) * cols;
-  bias_gelu_k<<<blocks_for(n), BLOCK, 0, s>>>(g, bias, pre, act, n, cols);
+  if (vector4(n) && cols % 4 == 0 && aligned16(g) && aligned16(pre) && aligned16(act) && aligned4(bias)) {
+    const unsigned n4 = static_cast<unsigned>(n / 4);
+    bias_gelu4_k<<<blocks_for(n4), BLOCK, 0, s>>>(reinterpret_cast<const float4*>(g), bias, reinterpret_cast<Bf16x4*>(pre),
+                                                   reinterpret_cast<Bf16x4*>(act), n4, static_cast<unsigned>(cols));
+  } else {
+    bias_gelu_k<<<blocks_for(n), BLOCK, 0, s>>>(g, bias, pre, act, n, cols);
+  }
   CUDA_CHECK_LAUNCH();
 }
 void gelu_backward(const float* dact, const bf16* pre, bf16* dpre, long n, cudaStream_t s) {
-  gelu_bwd_k<<<blocks_for(n), BLOCK, 0, s>>>(dact, pre, dpre, n);
+  if (vector4(n) && aligned16(dact) && aligned16(pre) && aligned16(dpre)) {
+    const unsigned n4 = static_cast<unsigned>(n / 4);
+    gelu_bwd4_k<<<blocks_for(n4), BLOCK, 0, s>>>(reinterpret_cast<const float4*>(dact), reinterpret_cast<const Bf16x4*>(pre),
+                                                  reinterpret_cast<Bf16x4*>(dpre), n4);
+  } else {
+    gelu_bwd_k<<<blocks_for(n), BLOCK, 0, s>>>(dact, pre, dpre, n);
+  }
   CUDA_CHECK_LAUNCH();
 }
 void to_bf16(const float* in, bf16* out, long n, cudaStream_t s) {
-  to_bf16_k<<<blocks_for(n), BLOCK, 0, s>>>(in, out, n);
+  if (vector4(n) && aligned16(in) && aligned16(out)) {
+    const unsigned n4 = static_cast<unsigned>(n / 4);
+    to_bf16_4_k<<<blocks_for(n4), BLOCK, 0, s>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<Bf16x4*>(out), n4);
+  } else {
+    to_bf16_k<<<blocks_for(n), BLOCK, 0, s>>>(in, out, n);
+  }
   CUDA_CHECK_LAUNCH();
 }
 void init_params(float* out, long n, std::uint64_t first, std::uint64_t tensor_id, int kind, cudaStream_t s) {
@@ -228,16 +333,21 @@ void add_inplace(float* a, const float* b, long n, cudaStream_t s) {
   add_k<<<blocks_for(n), BLOCK, 0, s>>>(a, b, n);
   CUDA_CHECK_LAUNCH();
 }
-void column_sum(const float* in, float* out, int rows, int cols, cudaStream_t s) {
-  const dim3 grid((cols + BLOCK - 1) / BLOCK, (rows + COL_ROWS - 1) / COL_ROWS);
-  colsum_k<float><<<grid, BLOCK, 0, s>>>(in, out, rows, cols);
+namespace {
+template <class T>
+void column_sum_any(const T* in, float* out, int rows, int cols, cudaStream_t s) {
+  if (cols % 2 == 0 && reinterpret_cast<std::uintptr_t>(in) % (2 * sizeof(T)) == 0) {
+    const dim3 grid((cols / 2 + BLOCK - 1) / BLOCK, (rows + COL2_ROWS - 1) / COL2_ROWS);
+    colsum2_k<T><<<grid, BLOCK, 0, s>>>(in, out, rows, cols);
+  } else {
+    const dim3 grid((cols + BLOCK - 1) / BLOCK, (rows + COL_ROWS - 1) / COL_ROWS);
+    colsum_k<T><<<grid, BLOCK, 0, s>>>(in, out, rows, cols);
+  }
   CUDA_CHECK_LAUNCH();
 }
-void column_sum(const bf16* in, float* out, int rows, int cols, cudaStream_t s) {
-  const dim3 grid((cols + BLOCK - 1) / BLOCK, (rows + COL_ROWS - 1) / COL_ROWS);
-  colsum_k<bf16><<<grid, BLOCK, 0, s>>>(in, out, rows, cols);
-  CUDA_CHECK_LAUNCH();
-}
+}  // namespace
+void column_sum(const float* in, float* out, int rows, int cols, cudaStream_t s) { column_sum_any(in, out, rows, cols, s); }
+void column_sum(const bf16* in, float* out, int rows, int cols, cudaStream_t s) { column_sum_any(in, out, rows, cols, s); }
 void cross_entropy(const float* logits, const std::int32_t* targets, bf16* dlogits, float* loss_sum, float grad_scale, float loss_scale,
                    int rows, int vocab, cudaStream_t s) {
   cross_entropy_k<<<rows, BLOCK, 0, s>>>(logits, targets, dlogits, loss_sum, grad_scale, loss_scale, vocab);

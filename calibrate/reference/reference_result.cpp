@@ -204,11 +204,12 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   m["params_per_rank"] = params;
   m["tokens_per_s"] = med > 0 ? static_cast<double>(o.model.tokens()) * o.grad_accum * (pipe ? 1 : n) / med : 0.0;
   if (zero3) m["busy"] = {{"exposed_communication_s", exposed}};
-  if (pipe) {
-    double bubble = 0;
-    for (const auto& st : streams) bubble += st["bubble_fraction"].get<double>() / n;
-    m["busy"] = {{"bubble_fraction", bubble}};
-  }
+  // measured.busy is rank 0's (reports/validation/README.md, the measured-run schema), and
+  // `trainsim validate` sets it beside the replay's stage 0: stage 0's whole-step bubble, not the
+  // mean over stages (which the earlier rows wrote: the last stage idles less, so their bubble
+  // read 0.04 under the simulator's stage 0 on the 2-stage rows). Every stage's is in
+  // stack.details.streams_per_rank.
+  if (pipe) m["busy"] = {{"bubble_fraction", streams.at(0)["bubble_fraction"].get<double>()}};
   j["measured"] = m;
   return j;
 }

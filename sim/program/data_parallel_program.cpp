@@ -29,11 +29,15 @@ class Builder {
     gather_ = (s.zero_stage == 3 || fsdp_) && s.dp > 1 && !s.l2l;
     gather_bytes_ = fsdp_ ? wl::dtype_bytes(s.stack.param_dtype) : bytes_.params;
     keep_gathered_ = fsdp_ && s.zero_stage < 3;
-    units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !fsdp_);
+    // The trainsim reference, as FSDP2, gathers whole layers (one all-gather per unit, the next
+    // one prefetched) and reduce-scatters each unit's fp32 gradients after its backward
+    // (training_stacks.md, "trainsim-reference"; calibrate/cuda/ref_param_store.cpp).
+    const bool whole_units = fsdp_ || s.stack.is_reference();
+    units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !whole_units);
     std::vector<double> grad_bytes;
     for (const auto& u : units_) grad_bytes.push_back(u.params * stack_.wire_grad);
-    // FSDP2 reduce-scatters each unit's gradients on their own.
-    const double bucket = fsdp_                          ? 0.0
+    // FSDP2 and the reference reduce-scatter each unit's gradients on their own.
+    const double bucket = whole_units                    ? 0.0
                           : s.zero_stage == 0 || s.l2l ? s.buffers.ddp_bucket_bytes
                                                        : s.buffers.reduce_bucket_elems * stack_.wire_grad;
     bucket_of_unit_ = assign_buckets(grad_bytes, bucket);
@@ -121,8 +125,13 @@ class Builder {
     for (const auto& unit : units_) {
       UnitCost u = unit;
       // ZeRO-3's head unit gathers the word embedding it is tied to (unit_costs.hpp); the tensor
-      // itself is held once, with the embedding.
-      if (u.holds_head && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) && s_.zero_stage == 3 && !s_.l2l) {
+      // itself is held once, with the embedding. The reference's whole-layer units have a head
+      // without it (unit_costs.cpp, one unit per layer), so nothing is held twice there. (FSDP2's
+      // per-layer head has none either; its accounting is left as the committed PyTorch rows were
+      // validated with it.)
+      const bool head_holds_tied = !s_.stack.is_reference();
+      if (u.holds_head && head_holds_tied && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) &&
+          s_.zero_stage == 3 && !s_.l2l) {
         u.params -= static_cast<double>(m_.vocab * m_.hidden) / s_.tp;
       }
       if (s_.l2l) {
@@ -146,13 +155,21 @@ class Builder {
     };
     add(params_at, MemClass::PARAMS, params * bytes_.params);
     // Gradients a stack frees at every step (set_to_none) appear with each unit's first backward.
+    // The trainsim reference keeps its fp32 gradient copy in pinned host memory when the states
+    // are on storage (training_stacks.md, "trainsim-reference").
     if (stack_.grads_per_step) grads_per_step_bytes_ = grads * bytes_.grads;
-    else add(states_at, MemClass::GRADS, grads * bytes_.grads);
+    else add(states_at == Tier::STORAGE && !grads_on_storage() ? Tier::HOST : states_at, MemClass::GRADS, grads * bytes_.grads);
     add(states_at, MemClass::OPTIMIZER, optimizer * bytes_.optimizer);
     add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
     add(Tier::HOST, MemClass::STAGING, st_.buffers.pinned_host_bytes);
     states_ = writer_.add(std::move(in));
   }
+
+  // ZeRO-Infinity writes each gradient partition to the optimizer's storage tier and reads it back
+  // with the states (Rajbhandari et al. 2021, Sec. 5); the trainsim reference keeps its fp32
+  // gradient copy in pinned host memory and streams only master weights and moments through
+  // storage (training_stacks.md, "trainsim-reference"; calibrate/reference/storage_states.cpp).
+  bool grads_on_storage() const { return !s_.stack.is_reference(); }
 
   Instruction base(InstrKind kind, Stream stream, Category cat, const char* name, const ScheduleItem& from) const {
     Instruction in;
@@ -203,7 +220,10 @@ class Builder {
             read.after = deps;
             deps = {writer_.add(std::move(read))};
           }
-          Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, Stream::H2D, Category::OFFLOAD_IO, "h2d_params", in);
+          // The trainsim reference copies a unit's shard from the host on its collective stream, in
+          // order with the all-gathers and reduce-scatters (calibrate/cuda/ref_param_store.cpp).
+          const Stream fetch_stream = s_.stack.is_reference() ? Stream::COMM : Stream::H2D;
+          Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, fetch_stream, Category::OFFLOAD_IO, "h2d_params", in);
           h2d.memory.push_back({Tier::GPU, MemClass::STAGING, bytes, false});
           h2d.after = deps;
           out = writer_.add(std::move(h2d));
@@ -289,7 +309,7 @@ class Builder {
           Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
           d2h.after = deps;
           out = writer_.add(std::move(d2h));
-          if (s_.offload_optimizer == OffloadTarget::NVME) {
+          if (s_.offload_optimizer == OffloadTarget::NVME && grads_on_storage()) {
             Instruction w = copy(Tier::HOST, Tier::STORAGE, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_write_grads", in);
             w.after = {out};
             out = writer_.add(std::move(w));
@@ -345,7 +365,7 @@ class Builder {
       int read_id = -1, cpu_id = -1, write_id = -1;
       for (double left = params; left > 0; left -= s_.buffers.sub_group_elems) {
         const double n = std::min(left, s_.buffers.sub_group_elems);
-        Instruction read = copy(Tier::STORAGE, Tier::HOST, n * (bytes_.optimizer + bytes_.grads), Stream::NODE,
+        Instruction read = copy(Tier::STORAGE, Tier::HOST, n * (bytes_.optimizer + (grads_on_storage() ? bytes_.grads : 0.0)), Stream::NODE,
                                 Category::OPTIMIZER, "nvme_read_optimizer", in);
         read.after = deps;
         if (read_id >= 0) read.after.push_back(read_id);

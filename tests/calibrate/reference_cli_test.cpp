@@ -76,6 +76,25 @@ TEST(ReferenceJson, MeasuredRunHasTheValidateKeys) {
   EXPECT_DOUBLE_EQ(ref::step_flops(run.options), 3 * per_seq * 16);
 }
 
+// measured.busy is rank 0's (the measured-run schema) and validate sets it beside the replay's
+// stage 0: a pipeline row's bubble is stage 0's whole-step idle share, not the stages' mean.
+TEST(ReferenceJson, PipelineBubbleIsStageZeros) {
+  ref::ReferenceRun run;
+  run.options = ref::parse_reference_options({"--out", "x", "--mode", "gpipe", "--gpus", "2", "--grad-accum", "4"});
+  for (const double compute : {0.20, 0.28}) {
+    ref::RankMeasurement m;
+    m.step_times_s = {0.30, 0.30, 0.30};
+    m.busy.assign(3, ref::StreamBusy{compute, 0, 0, 0, 0, 0, 0, 0.1});
+    m.peak_allocated_bytes = m.peak_reserved_bytes = 1e9;
+    run.ranks.push_back(m);
+  }
+  const auto j = ref::measured_run_json(run, "x.model.json");
+  const auto& streams = j["stack"]["details"]["streams_per_rank"];
+  EXPECT_NEAR(streams[0]["bubble_fraction"].get<double>(), 1 - 0.20 / 0.30, 1e-12);
+  EXPECT_NEAR(streams[1]["bubble_fraction"].get<double>(), 1 - 0.28 / 0.30, 1e-12);
+  EXPECT_NEAR(j["measured"]["busy"]["bubble_fraction"].get<double>(), 1 - 0.20 / 0.30, 1e-12);
+}
+
 TEST(ReferenceJson, InfinityRecordsItsOffloadAndHostBytes) {
   ref::ReferenceRun run;
   run.options = ref::parse_reference_options({"--out", "x", "--mode", "infinity", "--gpus", "2", "--cpu-threads", "8"});

@@ -1,0 +1,92 @@
+// The data-parallel program of the trainsim-reference stack replays what the reference step does
+// (workloads/training_stacks.md, "trainsim-reference"; calibrate/cuda/ref_param_store.cpp,
+// calibrate/reference/storage_states.hpp), where DeepSpeed's ZeRO-3 / ZeRO-Infinity differ: one
+// all-gather per whole layer instead of per submodule, one reduce-scatter per unit instead of
+// buckets, the host fetch on the collective stream, and only master weights and moments through
+// storage (the gradients stay in host memory).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "cost_model.hpp"
+#include "data_parallel_program.hpp"
+#include "memory_model.hpp"
+#include "model_loader.hpp"
+#include "model_params.hpp"
+#include "profile_loader.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+wl::ModelSpec l24() {
+  return wl::load_model_file(std::string(TRAINSIM_SOURCE_DIR) +
+                             "/reports/validation/reference/h200x2/h200x2_ref-zero3_L24-h1024_mb4x2.model.json");
+}
+
+wl::Strategy infinity_on_storage(wl::StackKind stack) {
+  wl::Strategy s;
+  s.gpus = 2;
+  s.dp = 2;
+  s.zero_stage = 3;
+  s.micro_batch = 4;
+  s.global_batch = 16;
+  s.seq = 2048;
+  s.offload_params = wl::OffloadTarget::CPU;
+  s.offload_optimizer = wl::OffloadTarget::NVME;
+  s.stack.kind = stack;
+  return s;
+}
+
+ProgramSet program(const wl::ModelSpec& m, const wl::Strategy& s) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  const CostModel costs(p, m.numerics);
+  return build_data_parallel_program(m, s, costs, wl::estimate_memory(m, s, 4), 4);
+}
+
+struct Seen {
+  int grads_to_storage = 0, gathers = 0, reduce_scatters = 0, fetches_on_collective_stream = 0, fetches = 0;
+  double storage_read_bytes = 0;
+};
+
+Seen look(const ProgramSet& ps) {
+  Seen v;
+  for (const Instruction& in : ps.stages.at(0).instructions) {
+    const std::string_view n = in.name;
+    if (n == "nvme_write_grads") ++v.grads_to_storage;
+    if (n == "nvme_read_optimizer") v.storage_read_bytes += in.bytes;
+    if (n == "gather_params") ++v.gathers;
+    if (n == "reduce_grads") ++v.reduce_scatters;
+    if (n == "h2d_params") {
+      ++v.fetches;
+      if (in.stream == Stream::COMM) ++v.fetches_on_collective_stream;
+    }
+  }
+  return v;
+}
+
+TEST(ReferenceStackProgram, StatesOnlyThroughStorageWholeLayersAndFetchesInOrderWithCollectives) {
+  const wl::ModelSpec m = l24();
+  const Seen ref = look(program(m, infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE)));
+  const Seen ds = look(program(m, infinity_on_storage(wl::StackKind::DEEPSPEED)));
+  // Master weights and both moments (12 bytes per parameter of the rank's shard) are read; no
+  // gradient is written to storage. DeepSpeed writes every gradient partition and reads it back.
+  const double shard = static_cast<double>(wl::total_params(m)) / 2;
+  EXPECT_EQ(ref.grads_to_storage, 0);
+  EXPECT_NEAR(ref.storage_read_bytes / (12 * shard), 1.0, 0.01);
+  EXPECT_GT(ds.grads_to_storage, 0);
+  EXPECT_NEAR(ds.storage_read_bytes / (16 * shard), 1.0, 0.01);
+  // Whole layers: per micro-batch at most one gather per unit and pass (24 layers, embedding and
+  // head, forward and backward, 2 micro-batches); DeepSpeed's four submodules per layer need more.
+  EXPECT_LE(ref.gathers, 2 * 2 * (24 + 2));
+  EXPECT_GT(ds.gathers, 2 * 2 * (24 + 2));
+  // One reduce-scatter per unit, not per bucket of several layers.
+  EXPECT_GE(ref.reduce_scatters, 24 + 2);
+  EXPECT_LT(ds.reduce_scatters, 24);
+  EXPECT_GT(ref.fetches, 0);
+  EXPECT_EQ(ref.fetches_on_collective_stream, ref.fetches);
+  EXPECT_EQ(ds.fetches_on_collective_stream, 0);
+}
+
+}  // namespace
+}  // namespace trainsim::sim
