@@ -21,13 +21,13 @@ namespace {
 
 constexpr int RANKS = 4;
 
-struct Setup {
+struct OffloadRun {
   wl::ModelSpec model;
   wl::Strategy strategy;
   wl::MemoryEstimate memory;
 };
 
-Setup fsdp_offload(const hw::ClusterProfile& p, int grad_accum) {
+OffloadRun fsdp_offload(const hw::ClusterProfile& p, int grad_accum) {
   wl::StrategyInput in;
   in.gpus.set(RANKS, "t");
   in.dp.set(RANKS, "t");
@@ -35,6 +35,7 @@ Setup fsdp_offload(const hw::ClusterProfile& p, int grad_accum) {
   in.offload_params.set(wl::OffloadTarget::CPU, "t");
   in.offload_optimizer.set(wl::OffloadTarget::CPU, "t");
   in.micro_batch.set(1, "t");
+  in.precision.set(wl::Numerics::BF16_MIXED, "t");
   in.grad_accum.set(grad_accum, "t");
   wl::TrainingStack stack;
   stack.kind = wl::StackKind::PYTORCH_FSDP;
@@ -63,7 +64,7 @@ hw::ClusterProfile with_pageable_rate(double GBps) {
 
 TEST(TorchOffloadProgram, AccumulatingMicroBatchesCopyPageableAndBlockTheHost) {
   const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
-  const Setup s = fsdp_offload(p, 3);
+  const OffloadRun s = fsdp_offload(p, 3);
   const CostModel costs(p, s.model.numerics);
   const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
   const Program& prog = set.stages.at(0);
@@ -96,7 +97,7 @@ TEST(TorchOffloadProgram, AccumulatingMicroBatchesCopyPageableAndBlockTheHost) {
 
 TEST(TorchOffloadProgram, OtherStacksKeepOneAsynchronousCopyPerBucket) {
   const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
-  Setup s = fsdp_offload(p, 2);
+  OffloadRun s = fsdp_offload(p, 2);
   s.strategy.stack = {};  // idealized: ZeRO-Offload's copies
   const CostModel costs(p, s.model.numerics);
   const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
@@ -110,14 +111,14 @@ TEST(TorchOffloadProgram, OtherStacksKeepOneAsynchronousCopyPerBucket) {
 // the calibrated rate: halving the rate adds exactly their bytes once more; without accumulation
 // (one micro-batch) the rate changes nothing.
 TEST(TorchOffloadReplay, PageableCopiesRunAtTheCalibratedRate) {
-  const Setup two = fsdp_offload(with_pageable_rate(2), 2);
+  const OffloadRun two = fsdp_offload(with_pageable_rate(2), 2);
   const double bytes = shard_bytes(two.model);
   const double slow = simulate(two.model, two.strategy, with_pageable_rate(1), two.memory).step_time_s;
   const double fast = simulate(two.model, two.strategy, with_pageable_rate(2), two.memory).step_time_s;
   const double expected = bytes / 1e9 - bytes / 2e9;
   EXPECT_NEAR(slow - fast, expected, 0.01 * expected) << "slow " << slow << " fast " << fast;
 
-  const Setup one = fsdp_offload(with_pageable_rate(2), 1);
+  const OffloadRun one = fsdp_offload(with_pageable_rate(2), 1);
   EXPECT_NEAR(simulate(one.model, one.strategy, with_pageable_rate(1), one.memory).step_time_s,
               simulate(one.model, one.strategy, with_pageable_rate(2), one.memory).step_time_s, 1e-9);
 }
