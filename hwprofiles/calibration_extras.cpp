@@ -5,6 +5,8 @@
 #include <iterator>
 #include <tuple>
 
+#include "torch_offload_calibration.hpp"
+
 namespace trainsim::hw {
 namespace {
 
@@ -130,6 +132,7 @@ void read_calibration_extras(StrictObject& o, Calibration& cal) {
     cal.cpu_optimizers_source = c->string("source");
     c->finish();
   }
+  if (auto t = o.optional_object("torch_offload")) cal.torch_offload = read_torch_offload(*t);
 }
 
 void calibration_extras_to_json(const Calibration& c, nlohmann::ordered_json& cal) {
@@ -193,6 +196,7 @@ void calibration_extras_to_json(const Calibration& c, nlohmann::ordered_json& ca
     }
     cal["cpu_optimizers"] = {{"runs", r}, {"source", c.cpu_optimizers_source}};
   }
+  if (c.torch_offload) cal["torch_offload"] = torch_offload_to_json(*c.torch_offload);
 }
 
 namespace {

@@ -187,6 +187,19 @@ struct CpuOptimizerRate {
   double params_per_s_per_process = 0;
 };
 
+// PyTorch's own CPU offload path (FSDP2's CPUOffloadPolicy) measured as it runs, with `gpus`
+// ranks of one node doing the same at once (calibrate/scripts/torch_offload_bench.py):
+// curves by bytes per copy (group_size = the GPUs copying at once): "d2h_pageable" (a blocking
+// copy into a fresh pageable tensor), "d2h_pinned", "h2d_pinned", and "cpu_grad_add" (the CPU's
+// `acc += new` over fp32 shards, GB/s of the added tensor); fused CPU AdamW per process over
+// pinned fp32 shards.
+struct TorchOffload {
+  std::vector<BandwidthCurve> curves;
+  std::vector<CpuOptimizerRate> adamw;
+  std::string source;
+};
+inline constexpr const char* TORCH_OFFLOAD_CURVES[] = {"d2h_pageable", "d2h_pinned", "h2d_pinned", "cpu_grad_add"};
+
 struct Calibration {
   std::vector<GemmEfficiency> gemm;
   std::vector<BandwidthCurve> collectives;  // bus bandwidth (nccl-tests definition)
@@ -199,9 +212,10 @@ struct Calibration {
   std::string attention_source;
   std::vector<CpuOptimizerRate> cpu_optimizers;
   std::string cpu_optimizers_source;
+  std::optional<TorchOffload> torch_offload;
   bool empty() const {
     return gemm.empty() && collectives.empty() && copies.empty() && kernels.empty() && !cpu_adam_params_per_s &&
-           !interference && !host_dispatch && attention.empty() && cpu_optimizers.empty();
+           !interference && !host_dispatch && attention.empty() && cpu_optimizers.empty() && !torch_offload;
   }
 };
 

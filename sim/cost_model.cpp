@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "activation_memory.hpp"
+#include "torch_offload_calibration.hpp"
 
 namespace trainsim::sim {
 
@@ -153,6 +154,11 @@ double CostModel::gpu_adam_seconds(double params, wl::Numerics numerics) const {
 }
 
 double CostModel::torch_cpu_adam_seconds(double params, int processes) const {
+  // FSDP2 steps torch.optim.AdamW(fused=True) over the rank's pinned CPU shards in every rank at
+  // once (workloads/training_stacks.md, "FSDP2"): the run measured that way first.
+  if (const auto& t = profile_.calibration.torch_offload) {
+    if (const hw::CpuOptimizerRate* r = hw::torch_offload_adamw(*t, processes)) return params / r->params_per_s_per_process;
+  }
   const hw::CpuOptimizerRate* best = nullptr;
   for (const auto& r : profile_.calibration.cpu_optimizers) {
     if (r.what != "torch_adamw_fused_cpu") continue;
@@ -168,9 +174,19 @@ double CostModel::collective_cap(CollectiveKind kind, int group_size, double byt
   return curve == nullptr ? 0.0 : interpolate_curve(curve->points, bytes) * 1e9;
 }
 
-double CostModel::copy_cap(OpKind kind, double bytes) const {
-  const char* what = kind == OpKind::COPY_H2D ? "h2d_pinned" : "d2h_pinned";
-  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.copies, what, 1);
+double CostModel::torch_grad_add_seconds(double bytes, int gpus) const {
+  const auto& t = profile_.calibration.torch_offload;
+  const hw::BandwidthCurve* curve = t ? hw::torch_offload_curve(*t, "cpu_grad_add", gpus) : nullptr;
+  return curve == nullptr ? 0.0 : bytes / (interpolate_curve(curve->points, bytes) * 1e9);
+}
+
+double CostModel::copy_cap(OpKind kind, double bytes, bool pageable, int gpus) const {
+  const std::string what = std::string(kind == OpKind::COPY_H2D ? "h2d_" : "d2h_") + (pageable ? "pageable" : "pinned");
+  const hw::BandwidthCurve* curve = nullptr;
+  // Measured with the node's GPUs copying at once (calibrate/scripts/torch_offload_bench.py): a
+  // pageable copy's rate depends on the host allocator and the CPU, not only on PCIe.
+  if (const auto& t = profile_.calibration.torch_offload) curve = hw::torch_offload_curve(*t, what, gpus);
+  if (curve == nullptr) curve = find_curve(profile_.calibration.copies, what, 1);
   return curve == nullptr ? 0.0 : interpolate_curve(curve->points, bytes) * 1e9;
 }
 
@@ -199,6 +215,12 @@ std::vector<std::string> CostModel::assumptions() const {
                                   *cal.cpu_adam_params_per_s)
                     : fmt::format("no calibrated CPU-Adam rate in {}: scaled from ZeRO-Offload's DGX-2 figure by core count",
                                   profile_.name));
+  if (cal.torch_offload) {
+    out.push_back(fmt::format("PyTorch CPU offload from {}'s calibration.torch_offload: host copies by size (pageable and "
+                              "pinned) with the node's ranks copying at once, the CPU gradient add and fused CPU AdamW per "
+                              "rank as measured by calibrate/scripts/torch_offload_bench.py",
+                              profile_.name));
+  }
   if (cal.interference) {
     out.push_back(fmt::format("interference from {}'s measured table ({} points: collective kind x size x GEMM shape): a "
                               "collective starting beside compute waits its measured extra time, compute beside it is slowed",

@@ -40,13 +40,22 @@ class CostModel {
   // PyTorch's CPU AdamW over `params` parameters in one of `processes` ranks stepping at once on
   // a node: the calibrated run with the nearest process count (calibration.cpu_optimizers), else
   // CPU-Adam's rate shared by the processes (said in assumptions).
+  // A measured calibration.torch_offload (fused AdamW over pinned shards in processes holding a
+  // CUDA context, as FSDP2's CPUOffloadPolicy(pin_memory=True) runs it) is preferred.
   double torch_cpu_adam_seconds(double params, int processes) const;
+  // PyTorch's `grad += new` on the CPU over a copied fp32 shard of `bytes`, `gpus` ranks of the
+  // node doing it at once (calibration.torch_offload "cpu_grad_add"); 0 when not calibrated.
+  double torch_grad_add_seconds(double bytes, int gpus) const;
   // Adam over `params` parameters on the GPU (memory-bound).
   double gpu_adam_seconds(double params, wl::Numerics numerics) const;
 
   // Calibrated rate caps (bytes/s of the op's ring hop or copy); 0 when uncalibrated.
   double collective_cap(CollectiveKind kind, int group_size, double bytes) const;
-  double copy_cap(OpKind kind, double bytes) const;
+  // Copies: `pageable` when the host side is pageable memory (the driver stages it), `gpus` the
+  // GPUs of the node copying at once. calibration.torch_offload's curve for (direction, memory)
+  // measured at the nearest GPU count when there is one, else the single-GPU curve of
+  // calibration.copies ("h2d_pinned", "d2h_pageable", ...).
+  double copy_cap(OpKind kind, double bytes, bool pageable = false, int gpus = 1) const;
 
   hw::ComputePrecision precision() const { return precision_; }
   double peak_flops() const { return peak_flops_; }

@@ -80,6 +80,45 @@ RankParams rank_params(const ModelSpec& m, int tp) {
   return r;
 }
 
+std::vector<double> parameter_tensors(const ModelSpec& m, int tp, int layer) {
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
+  const bool b = m.biases;
+  const RankParams r = rank_params(m, tp);
+  std::vector<double> t;
+  auto norm = [&] {  // weight, and bias for LayerNorm (norm_params)
+    for (std::int64_t n = norm_params(m); n > 0; n -= m.hidden) t.push_back(h);
+  };
+  double total = r.per_layer;
+  if (layer < 0) {
+    total = r.embedding;
+    t.push_back(static_cast<double>(m.vocab) * h / tp);
+    if (m.position == PositionKind::LEARNED) t.push_back(static_cast<double>(m.seq_len) * h);
+    if (m.type_vocab > 0) t.push_back(static_cast<double>(m.type_vocab) * h);
+  } else if (layer >= m.layers) {
+    total = r.head;
+    norm();
+    if (!m.tied_embeddings) t.push_back(static_cast<double>(m.vocab) * h / tp);
+  } else {
+    // layer_operators' weights and biases: column-parallel ones split over tp, row-parallel
+    // biases and norms replicated.
+    norm();
+    t.push_back(h * (h + 2 * kv) / tp);
+    if (b) t.push_back((h + 2 * kv) / tp);
+    t.push_back(h * h / tp);
+    if (b) t.push_back(h);
+    norm();
+    const double up = m.mlp == MlpKind::GELU ? f : 2 * f;
+    t.push_back(h * up / tp);
+    if (b) t.push_back(up / tp);
+    t.push_back(f * h / tp);
+    if (b) t.push_back(h);
+  }
+  double sum = 0;
+  for (double x : t) sum += x;
+  if (total - sum >= 1) t.push_back(total - sum);
+  return t;
+}
+
 std::vector<GatherUnit> gather_units(const ModelSpec& m, int tp) {
   const RankParams r = rank_params(m, tp);
   const auto ops = layer_operators(m);

@@ -47,6 +47,13 @@ struct RankParams {
 };
 RankParams rank_params(const ModelSpec& m, int tp);
 
+// The parameter tensors (elements each) one tensor-parallel rank holds of a unit of rank_params:
+// `layer` -1 the embedding, `layers` the head, else a transformer layer: what a framework that
+// handles each parameter on its own sees (FSDP2 shards and copies parameter by parameter). They
+// sum to rank_params' figure for that unit; parts the layout below does not name (BERT's heads)
+// are one tensor of the remainder.
+std::vector<double> parameter_tensors(const ModelSpec& m, int tp, int layer);
+
 // The units ZeRO-3 gathers one at a time (DeepSpeed gathers per submodule), in forward order on
 // one tensor-parallel rank: the embedding; per layer the attention input (norm + QKV), the
 // attention output projection, the MLP input (norm + up projection) and the MLP output; the

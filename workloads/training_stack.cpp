@@ -77,6 +77,7 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       st.grads_per_step = true;
       st.wire_grad = dtype_bytes(s.reduce_dtype);
       st.shard_params = st.shard_grads = st.shard_optimizer = true;
+      st.blocking_pageable_grad_offload = true;  // CPUOffloadPolicy (training_stacks.md, "FSDP2")
       st.row = "FSDP2";
       break;
     case StackKind::MEGATRON:

@@ -66,6 +66,11 @@ struct StackStates {
   // Sharded 16-bit parameters kept on the GPU beside the master shard; false: each unit's shard is
   // cast from the fp32 master right before its all-gather (the trainsim reference).
   bool keeps_param_shard = true;
+  // With the optimizer on the CPU: the reduced gradient shard of every micro-batch after the
+  // step's first is copied into a fresh pageable host tensor, the host thread waiting for it, and
+  // added into .grad on the CPU (FSDP2's foreach_reduce); the first micro-batch's copy is an
+  // asynchronous one into pinned memory.
+  bool blocking_pageable_grad_offload = false;
   const char* row = "";         // the row of training_stacks.md these come from
 };
 

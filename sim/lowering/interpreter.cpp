@@ -92,10 +92,15 @@ class Interpreter {
     return op;
   }
 
-  OpId add(Op op, const std::vector<OpId>& deps) {
+  // `copy`: the copy instruction an H2D / D2H op lowers (its host memory and concurrency).
+  OpId add(Op op, const std::vector<OpId>& deps, const Instruction* copy = nullptr) {
     double cap = 0;
     if (op.kind == OpKind::COLLECTIVE) cap = costs_.collective_cap(op.collective, op.group_size, op.bytes);
-    if (op.kind == OpKind::COPY_H2D || op.kind == OpKind::COPY_D2H) cap = costs_.copy_cap(op.kind, op.bytes);
+    if (op.kind == OpKind::COPY_H2D || op.kind == OpKind::COPY_D2H) {
+      const double piece = copy != nullptr && copy->piece_bytes > 0 ? copy->piece_bytes : op.bytes;
+      cap = copy != nullptr ? costs_.copy_cap(op.kind, piece, copy->pageable, copy->copiers)
+                            : costs_.copy_cap(op.kind, op.bytes);
+    }
     const OpId id = builder_.add(std::move(op), deps);
     if (cap > 0) {
       caps_.resize(id + 1, 0.0);
@@ -181,7 +186,7 @@ class Interpreter {
     else throw std::logic_error(fmt::format("interpreter: no direct copy from {} to {}", to_string(in.from), to_string(in.to)));
     Op op = base(in, kind, g);
     op.bytes = in.bytes;
-    return add(std::move(op), deps);
+    return add(std::move(op), deps, &in);
   }
 
   // The rings of a group instance as the platform sees them (placement.hpp: folding).

@@ -7,6 +7,7 @@
 
 #include "activation_memory.hpp"
 #include "data_parallel_schedule.hpp"
+#include "grad_shard_pieces.hpp"
 #include "unit_work.hpp"
 
 namespace trainsim::sim {
@@ -276,6 +277,10 @@ class Builder {
               grads_alive_[t] += g;
             }
           }
+          if (host_block_ >= 0) {
+            deps.push_back(host_block_);
+            host_block_ = -1;
+          }
           const ComputePass pass = in.kind == Instr::FORWARD    ? ComputePass::FORWARD
                                    : in.kind == Instr::BACKWARD ? ComputePass::BACKWARD
                                                                 : ComputePass::RECOMPUTE;
@@ -303,6 +308,10 @@ class Builder {
           break;
         }
         case Instr::OFFLOAD_GRADS: {
+          if (stack_.blocking_pageable_grad_offload && s_.offload_optimizer == OffloadTarget::CPU && !s_.l2l) {
+            out = lower_torch_grad_offload(in, deps);
+            break;
+          }
           const double bucket = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
           // Each rank moves its shard; L2L's ranks of a node share the node's one copy.
           const double bytes = s_.l2l ? bucket / ranks_per_node_ : std::ceil(bucket / s_.dp);
@@ -328,6 +337,35 @@ class Builder {
       done[i] = out;
     }
     return step_end;
+  }
+
+  // FSDP2's offload of a bucket's reduced shards (training_stacks.md, "FSDP2"), tensor by tensor
+  // (grad_shard_pieces.hpp), the node's ranks copying at once: the step's first micro-batch into
+  // fresh pinned memory, asynchronously; every later one into fresh pageable memory with the host
+  // waiting, then `.grad += new` on the CPU, after which the host goes on (host_block_).
+  int lower_torch_grad_offload(const ScheduleItem& in, const std::vector<int>& deps) {
+    std::vector<const UnitCost*> units;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (bucket_of_unit_[u] == in.bucket) units.push_back(&units_[u]);
+    }
+    const bool accumulate = in.micro_batch > 0;
+    double add_s = 0;
+    int out = -1;
+    for (const ShardPiece& p : grad_shard_pieces(m_, units, s_.tp, s_.dp, stack_.wire_grad)) {
+      Instruction d2h = copy(Tier::GPU, Tier::HOST, p.bytes * p.count, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
+      d2h.pageable = accumulate;
+      d2h.copiers = ranks_per_node_;
+      d2h.piece_bytes = p.bytes;
+      d2h.after = out < 0 ? deps : std::vector<int>{out};
+      out = writer_.add(std::move(d2h));
+      add_s += p.count * c_.torch_grad_add_seconds(p.bytes, ranks_per_node_);
+    }
+    if (!accumulate) return out;
+    Instruction add = base(InstrKind::HOST_COMPUTE, Stream::HOST, Category::OFFLOAD_IO, "cpu_grad_add", in);
+    add.seconds = add_s;
+    add.after = {out};
+    host_block_ = writer_.add(std::move(add));
+    return host_block_;
   }
 
   int lower_optimizer(const ScheduleItem& in, std::vector<int> deps) {
@@ -443,6 +481,7 @@ class Builder {
   int step_ = 0;
   int states_ = -1;
   int previous_optimizer_ = -1;
+  int host_block_ = -1;  // a blocking host copy the next compute waits for (lower_torch_grad_offload)
 };
 
 }  // namespace

@@ -68,6 +68,9 @@ struct Instruction {
   int peer_stage = -1;              // SEND, RECV
   std::int64_t tag = -1;            // SEND/RECV pairs; COLLECTIVE instances across roles (-1: by position)
   Tier from = Tier::GPU, to = Tier::GPU;  // COPY
+  bool pageable = false;            // COPY: the host side is pageable memory (cost_model.hpp, copy_cap)
+  int copiers = 1;                  // COPY: GPUs of the node making this copy at once (1: alone)
+  double piece_bytes = 0;           // COPY: made of tensors of this size copied one by one (0: one piece)
   // Labels: what the work belongs to (traces, metrics, folding).
   ComputePass pass = ComputePass::OTHER;
   int layer = -1;

@@ -110,3 +110,33 @@ TEST(PipelineStages, StagesHoldEveryParameterOnceExceptTheTiedEmbeddingCopy) {
 
 }  // namespace
 }  // namespace trainsim::wl
+
+namespace trainsim::wl {
+namespace {
+
+// parameter_tensors: the tensors a per-parameter framework (FSDP2) shards and copies one by one
+// sum to rank_params' figure for each unit, at every tensor-parallel degree, and a GPT layer has
+// its 12 (LayerNorm weight and bias twice, four weights, four biases).
+TEST(ParameterTensors, SumToTheUnitsOfRankParams) {
+  for (const char* name : {"gpt2-1.5b", "bert-large", "megatron-8.3b"}) {
+    const ModelSpec m = builtin_model(name);
+    for (int tp : {1, 2, 8}) {
+      const RankParams r = rank_params(m, tp);
+      auto sum = [&](int layer) {
+        double s = 0;
+        for (double e : parameter_tensors(m, tp, layer)) s += e;
+        return s;
+      };
+      EXPECT_NEAR(sum(-1), r.embedding, 1e-6) << name << " tp " << tp;
+      EXPECT_NEAR(sum(0), r.per_layer, 1e-6) << name << " tp " << tp;
+      EXPECT_NEAR(sum(static_cast<int>(m.layers)), r.head, 1e-6) << name << " tp " << tp;
+    }
+  }
+  const ModelSpec gpt = builtin_model("gpt2-1.5b");
+  const std::vector<double> layer = parameter_tensors(gpt, 1, 3);
+  ASSERT_EQ(layer.size(), 12u);
+  EXPECT_EQ(layer[2], 1600.0 * 4800);  // fused QKV weight
+}
+
+}  // namespace
+}  // namespace trainsim::wl

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""FSDP2 CPU offload as PyTorch 2.11 runs it: its host copies and its CPU AdamW, N ranks at once.
+
+FSDP2's foreach_reduce (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py) copies each
+reduce-scatter output shard to the host with `new_sharded_grad.to("cpu", non_blocking=...)`:
+non_blocking (a fresh pinned destination) when the shard's .grad does not exist yet (the step's
+first micro-batch), blocking (a fresh *pageable* destination, the host thread waiting) when it
+accumulates (every later micro-batch), followed by `.grad += new` on the CPU. Its optimizer is
+torch.optim.AdamW(fused=True) over the rank's pinned CPU shards. The measured runs under
+reports/validation/measured/ show both in their traces (Memcpy DtoH Device -> Pageable, aten::add_,
+aten::_fused_adamw_). This script times them in the same form, every rank of a torchrun group
+doing the same operation at the same moment (a barrier before every sample), cores / ranks
+threads per rank as run_step.py sets them:
+
+  torchrun --standalone --nproc-per-node N calibrate/scripts/torch_offload_bench.py --out FILE
+
+Parts (each figure the median over samples of the slowest rank's time):
+- copies: per size, `x.to("cpu")` (blocking, fresh pageable), `x.to("cpu", non_blocking=True)` +
+  synchronize (fresh pinned), `x.to(cuda, non_blocking=True)` from pinned + synchronize (FSDP2's
+  all-gather copy-in), and `acc += y` on the CPU (the accumulation; acc pinned, y pageable).
+- adam: AdamW(fused=True) over pinned fp32 parameters with pinned gradients: a set of tensors
+  (count x elements) per rank, so the per-tensor cost and the per-parameter rate separate.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+MiB = 1 << 20
+# Sizes in bytes (fp32 shards): below, at and above glibc's largest dynamic mmap threshold
+# (32 MiB, DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), which decides whether a freed buffer is reused.
+COPY_SIZES = [1 * MiB, 4 * MiB, 16 * MiB, 25 * MiB, 30 * MiB, 34 * MiB, 37.5 * MiB, 50 * MiB, 64 * MiB, 128 * MiB]
+# (tensors, elements per tensor) per rank.
+ADAM_SETS = [(16, 1 << 22), (256, 1 << 18), (1024, 1 << 16), (1024, 1 << 10), (256, 1 << 10)]
+
+
+def barrier():
+    dist.barrier()
+
+
+def slowest(t):
+    """The slowest rank's time for this sample."""
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, t)
+    return max(out)
+
+
+def stats(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "samples": len(xs)}
+
+
+def timed(fn, reps, samples, sync):
+    fn()
+    if sync:
+        torch.cuda.synchronize()
+    xs = []
+    for _ in range(samples):
+        barrier()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        if sync:
+            torch.cuda.synchronize()
+        xs.append(slowest((time.perf_counter() - t0) / reps))
+    return xs
+
+
+def copies(dev, samples):
+    res = []
+    for nbytes in COPY_SIZES:
+        n = int(nbytes) // 4
+        x = torch.randn(n, device=dev)
+        pinned = torch.empty(n, pin_memory=True).copy_(x.cpu())
+        acc = torch.zeros(n, pin_memory=True)
+        y = x.to("cpu")
+        reps = 4 if nbytes >= 32 * MiB else 8
+        row = {"bytes": int(nbytes)}
+
+        def pageable():
+            z = x.to("cpu")
+            del z
+
+        def pinned_d2h():
+            z = x.to("cpu", non_blocking=True)
+            torch.cuda.current_stream().synchronize()
+            del z
+
+        def h2d():
+            z = pinned.to(dev, non_blocking=True)
+            del z
+
+        def add():
+            acc.add_(y)
+
+        for name, fn, sync in (("d2h_pageable", pageable, False), ("d2h_pinned", pinned_d2h, False),
+                               ("h2d_pinned", h2d, True), ("cpu_add", add, False)):
+            xs = timed(fn, reps, samples, sync)
+            row[name + "_s"] = stats(xs)
+            row[name + "_GBps"] = nbytes / statistics.median(xs) / 1e9
+        res.append(row)
+        del x, pinned, acc, y
+        torch.cuda.empty_cache()
+    return res
+
+
+def adam(samples):
+    res = []
+    for tensors, elems in ADAM_SETS:
+        ps = [torch.nn.Parameter(torch.randn(elems).pin_memory()) for _ in range(tensors)]
+        for p in ps:
+            p.grad = torch.randn(elems).pin_memory()
+        opt = torch.optim.AdamW(ps, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+        xs = timed(opt.step, 1, samples, False)
+        params = tensors * elems
+        res.append({"tensors": tensors, "elements_per_tensor": elems, "params": params, "step_s": stats(xs),
+                    "params_per_s": params / statistics.median(xs)})
+        del opt, ps
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--samples", type=int, default=5)
+    args = ap.parse_args()
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1)))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=300))
+    cores = os.cpu_count() or 1
+    torch.set_num_threads(max(1, cores // ranks))  # as reports/validation/scripts/run_step.py
+    doc = {"schema_version": 1, "kind": "trainsim.torch_offload_bench",
+           "provenance": {"script": "calibrate/scripts/torch_offload_bench.py", "command": " ".join(sys.argv),
+                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
+                          "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "cuda": torch.version.cuda,
+                          "cpu_count": cores, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")},
+           "ranks": ranks, "threads_per_rank": torch.get_num_threads(), "seconds": {}}
+    for part, fn in (("copies", lambda: copies(dev, args.samples)), ("adam", lambda: adam(args.samples))):
+        t0 = time.time()
+        doc[part] = fn()
+        doc["seconds"][part] = time.time() - t0
+        if dist.get_rank() == 0:
+            print(f"[offload_bench ranks={ranks}] {part}: {time.time() - t0:.1f} s", flush=True)
+            with open(args.out, "w") as f:
+                json.dump(doc, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+// FSDP2 CPU offload as the stack runs it (workloads/training_stacks.md, "FSDP2"): the program
+// copies each reduced gradient shard parameter by parameter, the step's first micro-batch into
+// pinned memory asynchronously, every later one into pageable memory with the host blocked until
+// the CPU has added it (sim/program/data_parallel_program.cpp); the replay costs those copies at
+// calibration.torch_offload's rates for the node's ranks copying at once.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "data_parallel_program.hpp"
+#include "memory_model.hpp"
+#include "model_loader.hpp"
+#include "model_params.hpp"
+#include "profile_loader.hpp"
+#include "simulator.hpp"
+#include "strategy_input.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+constexpr int RANKS = 4;
+
+struct OffloadRun {
+  wl::ModelSpec model;
+  wl::Strategy strategy;
+  wl::MemoryEstimate memory;
+};
+
+OffloadRun fsdp_offload(const hw::ClusterProfile& p, int grad_accum) {
+  wl::StrategyInput in;
+  in.gpus.set(RANKS, "t");
+  in.dp.set(RANKS, "t");
+  in.zero.set(3, "t");
+  in.offload_params.set(wl::OffloadTarget::CPU, "t");
+  in.offload_optimizer.set(wl::OffloadTarget::CPU, "t");
+  in.micro_batch.set(1, "t");
+  in.precision.set(wl::Numerics::BF16_MIXED, "t");
+  in.grad_accum.set(grad_accum, "t");
+  wl::TrainingStack stack;
+  stack.kind = wl::StackKind::PYTORCH_FSDP;
+  in.stack.set(stack, "t");
+  const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
+  return {r.model, r.strategy, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node())};
+}
+
+// Bytes of one rank's fp32 gradient shards, every parameter tensor sharded on its own.
+double shard_bytes(const wl::ModelSpec& m) {
+  double b = 0;
+  for (int layer = -1; layer <= static_cast<int>(m.layers); ++layer) {
+    for (double e : wl::parameter_tensors(m, 1, layer)) b += std::ceil(e / RANKS) * 4;
+  }
+  return b;
+}
+
+// h200x4-measured with its pageable device-to-host curve for 4 ranks replaced by a flat rate.
+hw::ClusterProfile with_pageable_rate(double GBps) {
+  hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  for (hw::BandwidthCurve& c : p.calibration.torch_offload->curves) {
+    if (c.what == "d2h_pageable" && c.group_size == RANKS) c.points = {{1e3, GBps}, {1e12, GBps}};
+  }
+  return p;
+}
+
+TEST(TorchOffloadProgram, AccumulatingMicroBatchesCopyPageableAndBlockTheHost) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  const OffloadRun s = fsdp_offload(p, 3);
+  const CostModel costs(p, s.model.numerics);
+  const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+  const Program& prog = set.stages.at(0);
+  std::map<int, double> pinned, pageable, add_s, expected_add_s;
+  for (const Instruction& in : prog.instructions) {
+    if (in.kind == InstrKind::COPY && std::string_view(in.name) == "d2h_grads") {
+      EXPECT_EQ(in.copiers, RANKS);
+      EXPECT_GT(in.piece_bytes, 0);
+      EXPECT_EQ(std::fmod(in.bytes, in.piece_bytes), 0);  // whole tensors of one size
+      (in.pageable ? pageable : pinned)[in.micro_batch] += in.bytes;
+      if (in.pageable) {
+        expected_add_s[in.micro_batch] += in.bytes / in.piece_bytes * costs.torch_grad_add_seconds(in.piece_bytes, RANKS);
+      }
+    }
+    if (in.kind == InstrKind::HOST_COMPUTE && std::string_view(in.name) == "cpu_grad_add") {
+      EXPECT_EQ(in.stream, Stream::HOST);  // the host waits for it
+      add_s[in.micro_batch] += in.seconds;
+    }
+  }
+  const double bytes = shard_bytes(s.model);
+  ASSERT_EQ(pinned.size(), 1u);
+  EXPECT_NEAR(pinned[0], bytes, 1e-9 * bytes);
+  ASSERT_EQ(pageable.size(), 2u);
+  for (int mb : {1, 2}) {
+    EXPECT_NEAR(pageable[mb], bytes, 1e-9 * bytes) << mb;
+    EXPECT_GT(add_s[mb], 0) << mb;
+    EXPECT_NEAR(add_s[mb], expected_add_s[mb], 1e-12) << mb;
+  }
+}
+
+TEST(TorchOffloadProgram, OtherStacksKeepOneAsynchronousCopyPerBucket) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  OffloadRun s = fsdp_offload(p, 2);
+  s.strategy.stack = {};  // idealized: ZeRO-Offload's copies
+  const CostModel costs(p, s.model.numerics);
+  const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+  for (const Instruction& in : set.stages.at(0).instructions) {
+    EXPECT_FALSE(in.kind == InstrKind::COPY && in.pageable) << in.name;
+    EXPECT_NE(std::string_view(in.name), "cpu_grad_add");
+  }
+}
+
+// The replay runs every accumulating micro-batch's pageable copies on the step's critical path at
+// the calibrated rate: halving the rate adds exactly their bytes once more; without accumulation
+// (one micro-batch) the rate changes nothing.
+TEST(TorchOffloadReplay, PageableCopiesRunAtTheCalibratedRate) {
+  const OffloadRun two = fsdp_offload(with_pageable_rate(2), 2);
+  const double bytes = shard_bytes(two.model);
+  const double slow = simulate(two.model, two.strategy, with_pageable_rate(1), two.memory).step_time_s;
+  const double fast = simulate(two.model, two.strategy, with_pageable_rate(2), two.memory).step_time_s;
+  const double expected = bytes / 1e9 - bytes / 2e9;
+  EXPECT_NEAR(slow - fast, expected, 0.01 * expected) << "slow " << slow << " fast " << fast;
+
+  const OffloadRun one = fsdp_offload(with_pageable_rate(2), 1);
+  EXPECT_NEAR(simulate(one.model, one.strategy, with_pageable_rate(1), one.memory).step_time_s,
+              simulate(one.model, one.strategy, with_pageable_rate(2), one.memory).step_time_s, 1e-9);
+}
+
+}  // namespace
+}  // namespace trainsim::sim
