@@ -4,7 +4,9 @@
 #   bash reports/validation/scripts/device_call.sh 2:210 4:300          (a four-GPU machine: the
 #        two-GPU phase runs on GPUs 0 and 1, the four-GPU phase on all four)
 #   bash reports/validation/scripts/device_call.sh 2e:120 4e:180        (rerun.json's configurations)
-# PHASE is smoke|1|2|4, BUDGET the seconds after which drive.py starts no further configuration.
+#   bash reports/validation/scripts/device_call.sh 2b:300               (bubble_rerun.json: the 2-GPU
+#        pipeline rows again, with the bubble from CUDA events over the timed steps)
+# PHASE is smoke|1|2|4|2e|4e|2b, BUDGET the seconds after which drive.py starts no further configuration.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -31,6 +33,7 @@ for ph in "$@"; do
     4) python3 "$HERE/drive.py" --gpus 4 --out "$R/g4" --budget-s "$budget" ;;
     2e) CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --extra "$HERE/rerun.json" --out "$R/g2e" --budget-s "$budget" ;;
     4e) python3 "$HERE/drive.py" --gpus 4 --extra "$HERE/rerun.json" --out "$R/g4e" --budget-s "$budget" ;;
+    2b) CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --extra "$HERE/bubble_rerun.json" --out "$R/g2b" --budget-s "$budget" ;;
   esac 2>&1 | tee "$R/log-$kind.txt" | grep -v "^\[rank [1-9]" | grep -E "drive|rank 0|Error|error|FAIL" | tail -n 60
   pack
 done

@@ -128,21 +128,29 @@ def build_plan(n, gpu_name, mem_bytes, fill, smoke=False):
     return plan
 
 
-def extra_plan(n, gpu_name, path):
+def extra_plan(n, gpu_name, path, mem=None, fill=0.85):
     """Explicit configurations (a file of {"gpus", "stack", "layers", "hidden", "heads", "micro_batch",
-    "grad_accum" or "micro_batches", "why"}), for reruns of configurations the first plan lost."""
+    "grad_accum" or "micro_batches", "why", optional "steps" (default 6) and "size" (default big)}), for
+    reruns. With mem, a configuration whose estimate exceeds fill x mem is skipped (said on stdout): a
+    rerun on a smaller GPU keeps only what fits there, rather than shrinking it to another model."""
     tag = f"{gpu_tag(gpu_name)}x{n}"
     plan = []
     for e in json.load(open(path)):
         if e["gpus"] != n:
+            continue
+        est = estimate(e["stack"], e["layers"], e["hidden"], n, e["micro_batch"], e.get("grad_accum", 1),
+                       e.get("micro_batches") or None)
+        if mem is not None and est > fill * mem:
+            print(f"[drive] skipped {e['stack']} L{e['layers']}-h{e['hidden']}: estimate {est/2**30:.1f} GiB over "
+                  f"{fill} x {mem/2**30:.1f} GiB", flush=True)
             continue
         st, L, h, a, mb = e["stack"], e["layers"], e["hidden"], e["heads"], e["micro_batch"]
         ga, M = e.get("grad_accum", 1), e.get("micro_batches", 0)
         work = f"mb{mb}x{M}" if st.startswith("pipe") else f"mb{mb}x{ga}"
         multiple = n if st.startswith("pipe") else 4
         plan.append(dict(stack=st, layers=L, hidden=h, heads=a, vocab=V, seq=S, micro_batch=mb, grad_accum=ga,
-                         model_name=f"validation-gpt-L{L}-h{h}", micro_batches=M, steps=6, warmup=2,
-                         name=f"{tag}_{st}_L{L}-h{h}_{work}", time_limit=180, min_left=40, size="big",
+                         model_name=f"validation-gpt-L{L}-h{h}", micro_batches=M, steps=e.get("steps", 6), warmup=2,
+                         name=f"{tag}_{st}_L{L}-h{h}_{work}", time_limit=180, min_left=40, size=e.get("size", "big"),
                          estimate_bytes=int(estimate(st, L, h, n, mb, ga, M or None)), params=params(L, h),
                          fallback=max(multiple, int(L * 0.8) // multiple * multiple), why=e.get("why", "")))
     return plan
@@ -179,7 +187,7 @@ def main():
         if seen < args.gpus:
             raise SystemExit(f"{args.gpus} GPUs asked for, {seen} visible")
     if args.extra:
-        plan = extra_plan(args.gpus, name, args.extra)
+        plan = extra_plan(args.gpus, name, args.extra, None if args.print_plan else mem, args.fill)
     else:
         plan = build_plan(1 if args.smoke else args.gpus, name, mem, args.fill, smoke=args.smoke)
     if args.print_plan:

@@ -222,6 +222,56 @@ class Stage(torch.nn.Module):
         return x
 
 
+class BusyTimer:
+    """A pipeline stage's compute busy time in the timed steps, without the profiler.
+
+    CUDA events (enable_timing) are recorded on the stage's compute stream (the current stream)
+    around every call that issues its compute: PipelineStage.forward_one_chunk and
+    backward_one_chunk (and backward_weight_one_chunk, scale_grads where this torch has them), the
+    schedule's loss computation, and the optimizer step. A call nested in a timed call is not timed
+    again. Each pair's elapsed time is the stream's time from the call's first enqueued work to its
+    last, so a GPU waiting on the host inside a call counts as busy (as the replay counts host
+    dispatch of a compute op as compute), while a wait for a neighbour's activation or gradient
+    (the receive's stream wait comes before the call) and the time between calls do not. The
+    calls are sequential on one stream, so the sum of the pairs is the union of the busy time.
+    """
+
+    def __init__(self):
+        self.on = False
+        self.depth = 0
+        self.pairs = []
+
+    def wrap(self, obj, name, label):
+        fn = getattr(obj, name, None)
+        if fn is None:
+            return False
+
+        def timed(*a, **k):
+            if not self.on or self.depth > 0:
+                return fn(*a, **k)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            self.depth += 1
+            try:
+                return fn(*a, **k)
+            finally:
+                self.depth -= 1
+                end.record()
+                self.pairs.append((label, start, end))
+
+        setattr(obj, name, timed)
+        return True
+
+    def collect(self):
+        """Seconds per label and calls since the last collect; call after torch.cuda.synchronize()."""
+        out = {}
+        for label, start, end in self.pairs:
+            out[label] = out.get(label, 0.0) + start.elapsed_time(end) / 1e3
+            out[label + "_calls"] = out.get(label + "_calls", 0) + 1
+        self.pairs = []
+        return out
+
+
 # ----------------------------------------------------------------------------------------------
 # one configuration
 
@@ -258,6 +308,10 @@ def run_config(cfg):
         stage = PipelineStage(stage_mod, RANK, S, DEV)
         Sched = ScheduleGPipe if stack == "pipe-gpipe" else Schedule1F1B
         schedule = Sched(stage, n_microbatches=M, loss_fn=loss_fn)
+        busy_timer = BusyTimer()
+        timed_calls = [n for n in ("forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk",
+                                   "scale_grads") if busy_timer.wrap(stage, n, n)]
+        timed_calls += [n for n in ("_maybe_compute_loss", "_compute_loss") if busy_timer.wrap(schedule, n, "loss")]
         params = list(stage_mod.parameters())
         dp, pp, ga = 1, S, M
         global_batch = M * mb
@@ -274,6 +328,7 @@ def run_config(cfg):
         }
         schedule_name = "gpipe" if stack == "pipe-gpipe" else "1f1b"
     else:
+        busy_timer = None
         model, details = build_dp(cfg)
         params = list(model.parameters())
         dp, pp, ga = WORLD, 1, cfg["grad_accum"]
@@ -284,6 +339,8 @@ def run_config(cfg):
     # AdamW, fused where it runs (CPU parameters of fsdp2-offload included, if this torch allows it).
     opt_impl = "fused"
     opt = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+    if busy_timer is not None:
+        busy_timer.wrap(opt, "step", "optimizer")
 
     # Fixed random data: (tokens, targets) per micro-batch.
     g = torch.Generator(device=DEV)
@@ -366,10 +423,20 @@ def run_config(cfg):
                     raise
                 log(f"fused AdamW refused ({str(e).splitlines()[0]}); using foreach")
                 opt = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, foreach=True)
+                if busy_timer is not None:
+                    busy_timer.wrap(opt, "step", "optimizer")
                 opt_impl = "foreach (fused refused: " + str(e).splitlines()[0][:200] + ")"
         warm_times.append(timed_step())
     torch.cuda.reset_peak_memory_stats(DEV)
-    times = [timed_step() for _ in range(cfg["steps"])]
+    times, busy_steps = [], []
+    for _ in range(cfg["steps"]):
+        if busy_timer is not None:
+            busy_timer.collect()
+            busy_timer.on = True
+        times.append(timed_step())
+        if busy_timer is not None:
+            busy_timer.on = False
+            busy_steps.append(busy_timer.collect())  # timed_step synchronized: every event has run
     peak_alloc = torch.cuda.max_memory_allocated(DEV)
     peak_res = torch.cuda.max_memory_reserved(DEV)
 
@@ -380,7 +447,7 @@ def run_config(cfg):
     gathered = [None] * WORLD
     dist.all_gather_object(gathered, {"rank": RANK, "alloc": peak_alloc, "reserved": peak_res,
                                       "gpu": torch.cuda.get_device_name(DEV), "times": times,
-                                      "local_params": local_params,
+                                      "local_params": local_params, "busy": busy_steps,
                                       "total_mem": torch.cuda.get_device_properties(DEV).total_memory})
     last_loss = None
     if losses_seen:
@@ -453,11 +520,44 @@ def run_config(cfg):
                          "tokens_per_s": global_batch * s / med, "trace": trace_name,
                          "build_s": build_s},
         }
+        if pipe:
+            stage_busy = pipeline_busy(gathered, step_times)
+            details["busy_timing"] = {
+                "method": "CUDA events around each compute-issuing call over the timed steps, no profiler "
+                          "(run_step.py BusyTimer): " + ", ".join(timed_calls) + ", optimizer.step",
+                "definition": "per timed step and stage: busy = the summed event times, bubble = 1 - busy / "
+                              "step time (the slowest rank's, as step_times_s); the figure is the median over "
+                              "the timed steps",
+                "per_stage": stage_busy}
+            s0 = stage_busy[0]
+            doc["measured"]["busy"] = {"compute_s": s0["compute_s"], "optimizer_s": s0["optimizer_s"],
+                                       "bubble_fraction": s0["bubble_fraction"]}
         write_json(os.path.join(out, f"{name}.json"), doc)
         log(f"{name}: step {med:.4f} s (spread {doc['measured']['step_time_spread']:.3f}), peak alloc "
             f"{max(doc['measured']['peak_allocated_bytes'])/2**30:.2f} GiB, reserved "
             f"{max(doc['measured']['peak_reserved_bytes'])/2**30:.2f} GiB")
 
+
+
+def pipeline_busy(gathered, step_times):
+    """Per stage: busy seconds per timed step (compute, optimizer), bubble per step and their medians."""
+    out = []
+    for g_ in gathered:
+        compute, optimizer, bubble, calls = [], [], [], {}
+        for i, b in enumerate(g_["busy"]):
+            c = sum(v for k, v in b.items() if not k.endswith("_calls") and k != "optimizer")
+            o = b.get("optimizer", 0.0)
+            compute.append(c)
+            optimizer.append(o)
+            bubble.append(min(1.0, max(0.0, 1.0 - (c + o) / step_times[i])))
+            for k, v in b.items():
+                if k.endswith("_calls"):
+                    calls[k[:-len("_calls")]] = v
+        out.append({"rank": g_["rank"], "compute_s_per_step": compute, "optimizer_s_per_step": optimizer,
+                    "bubble_fraction_per_step": bubble, "calls_per_step": calls,
+                    "compute_s": statistics.median(compute), "optimizer_s": statistics.median(optimizer),
+                    "bubble_fraction": statistics.median(bubble)})
+    return out
 
 
 def normalize(d, defaults, out):
