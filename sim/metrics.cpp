@@ -63,6 +63,9 @@ std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay
   std::vector<GpuBusy> out(static_cast<std::size_t>(gpus));
   for (std::size_t v = 0; v < boost::num_vertices(graph); ++v) {
     const Op& op = graph[v];
+    // The host's dispatch of kernels (lowering/interpreter.cpp, issue_on_host) is CPU time: a
+    // GPU waiting for it is idle, not computing.
+    if (op.stream == Stream::HOST && op.category == Category::COMPUTE) continue;
     const Interval span{replay.timing[v].start, replay.timing[v].end};
     const auto cat = static_cast<std::size_t>(op.category);
     auto credit = [&](int g) {

@@ -211,8 +211,10 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     // (idle, or waiting in a transfer), whatever the cause (schedule, host dispatch).
     const double predicted = std::clamp(1.0 - (first->compute_s + first->optimizer_s) / r.step_time_s, 0.0, 1.0);
     ValidationRow b = row(run, "bubble_fraction", "fraction", predicted, bubble_measured, true, 0,
-                          "stage 0: share of the step its GPU runs no compute (measured: the profiled step's trace, "
-                          "idle or in NCCL kernels alone)");
+                          run.bubble_fraction ? "stage 0: share of the step its GPU runs no compute (measured: the run's own timing "
+                                                "of its timed steps)"
+                                              : "stage 0: share of the step its GPU runs no compute (measured: the profiled step's "
+                                                "trace, idle or in NCCL kernels alone)");
     b.within = std::abs(b.error_abs) <= BUBBLE_TOLERANCE;
     v.rows.push_back(b);
   }

@@ -225,9 +225,11 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "trace, against its exposed communication in the replay; data-parallel runs only (in a pipeline a stage waiting "
         "for its neighbour sits inside an NCCL receive kernel, which the trace counts as communication and the replay "
         "as idle: the bubble row covers it). No target yet.\n"
-        "- `bubble_fraction` (pipelines): the share of stage 0's step its GPU runs no compute, on both sides: from the "
-        "trace, 1 - (union of non-NCCL kernels, copies and memsets) / (first to last GPU activity); from the replay, "
-        "1 - (compute + optimizer) / step.\n";
+        "- `bubble_fraction` (pipelines): the share of stage 0's step its GPU runs no compute, on both sides: measured, "
+        "the run's own `busy.bubble_fraction` where it gives one (CUDA events around each stage's compute over the timed "
+        "steps, or the reference step's own events), else from the profiled step's trace, 1 - (union of non-NCCL kernels, "
+        "copies and memsets) / (first to last GPU activity); from the replay, 1 - (compute + optimizer) / step, where the "
+        "host's dispatch of kernels is CPU time, not the GPU's.\n";
   md += "\n## Per GPU (pipelines: stage by stage)\n\n"
         "The `peak_allocated` rows compare the largest GPU. Here every GPU: the replay simulates one GPU per pipeline "
         "stage (identical data-parallel ranks folded); where it has one per measured rank, the signed error of each "
