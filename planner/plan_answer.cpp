@@ -80,6 +80,7 @@ SweepInputs sweep_inputs_for(const PlanQuestion& q, const SweepInputs& base) {
   in.profile = &q.profile;
   in.global_batch = q.global_batch;
   in.seq = q.seq;
+  in.gap = q.gap;
   return in;
 }
 
@@ -262,6 +263,7 @@ nlohmann::ordered_json plan_header(const PlanQuestion& q, std::string_view comma
   in["tokens"] = q.tokens;
   in["objective"] = to_string(q.objective);
   in["top"] = q.top_k;
+  in["gap"] = q.gap;
   std::vector<std::string> families;
   for (const Family* f : q.families) families.emplace_back(f->name);
   in["families"] = families;

@@ -118,6 +118,17 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
 
   q.top_k = f.top.value_or(q.range() ? 1 : top_default);
   if (q.top_k < 1 || q.top_k > 1000) throw ConfigError("--top", "--top", "a whole number in [1, 1000]", std::to_string(q.top_k));
+  if (f.gap) {
+    if (!(std::isfinite(*f.gap) && *f.gap >= 0 && *f.gap <= 0.5)) {
+      throw ConfigError("--gap", "--gap", "a fraction in [0, 0.5]", fmt::format("{}", *f.gap));
+    }
+    q.gap = *f.gap;
+    if (q.gap > 0) {
+      q.notes.push_back(fmt::format("--gap {}: a configuration not replayed may be faster than a node count's last ranked one by at most "
+                                    "{}% of its step time",
+                                    q.gap, q.gap * 100));
+    }
+  }
   q.explain = f.explain;
   if (f.grid_kg_per_kwh) {
     if (!(std::isfinite(*f.grid_kg_per_kwh) && *f.grid_kg_per_kwh >= 0 && *f.grid_kg_per_kwh <= 10)) {

@@ -33,6 +33,7 @@ struct PlanFlags {
   std::optional<double> tokens;
   std::string objective = "time";
   std::optional<int> top;
+  std::optional<double> gap;
   bool explain = false;
   std::optional<double> grid_kg_per_kwh;
   std::string families;  // comma-separated, empty: all
@@ -50,6 +51,9 @@ struct PlanQuestion {
   bool tokens_default = false;
   Objective objective = Objective::TIME;
   int top_k = 5;
+  // Relative optimality gap (--gap): 0 ranks exactly; g > 0 stops replaying a node count once no
+  // candidate left could beat its K-th best by more than g of it (sweep.hpp).
+  double gap = 0;
   bool explain = false;
   double grid_kg_per_kwh = DEFAULT_GRID_KG_PER_KWH;
   bool grid_default = true;

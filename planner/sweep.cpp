@@ -32,6 +32,7 @@ void walk_all(const SweepInputs& in, const std::vector<Candidate*>& todo) {
 
 struct GroupState {
   GroupResult out;
+  double gap = 0;                        // SweepInputs::gap
   std::string walks_key;                 // its walks' entry in the cache ("" when none)
   std::map<std::string, double> walks;   // canonical text -> walk bound: loaded, then computed
   bool walks_changed = false;
@@ -44,8 +45,10 @@ struct GroupState {
     if (out.group.top_k <= 0) return -std::numeric_limits<double>::infinity();  // enumerate only
     const auto k = static_cast<std::size_t>(out.group.top_k);
     if (out.replayed_entries.size() < k) return std::numeric_limits<double>::infinity();
+    const double kth = out.replayed_entries[k - 1].result.step_time_s;
+    if (gap > 0) return kth * (1 - gap);
     // Up to the nanosecond the ranking compares: a tie there may still rank first.
-    return (ranking_step_ns(out.replayed_entries[k - 1].result.step_time_s) + 1) / 1e9;
+    return (ranking_step_ns(kth) + 1) / 1e9;
   }
   // The candidate with the least bound still open, walked first if it was not (the walk only
   // raises a bound, so it may go back behind others): the next to replay, or none once every
@@ -179,6 +182,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
   for (std::size_t i = 0; i < groups.size(); ++i) {
     states[i].out.group = groups[i];
     states[i].out.global_batch = group_global_batch(in, groups[i]);
+    states[i].gap = in.gap;
   }
   // One enumeration per GPU count, in the order the groups first name them.
   std::vector<int> done;

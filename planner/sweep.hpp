@@ -48,6 +48,10 @@ struct SweepInputs {
   // waits for the one ahead of it to set its bar: on 1T at 72 DGX-2 a second replay offered
   // beside the first, a 72-stage pipeline the first then outran, cost 30 s).
   int wave = 0;
+  // Relative optimality gap: 0 replays every candidate whose bound is not above the K-th best
+  // replay (exact ranking); g > 0 every candidate whose bound is below (1 - g) times it, so that
+  // nothing pruned replays faster than the K-th best less g of it (tests/planner/sweep_test.cpp).
+  double gap = 0;
   // Walks (sim/critical_path.hpp) run in this many threads, a fixed batch at a time, and are kept
   // in this cache (one file per group) when it is enabled.
   int walk_threads = 1;

@@ -24,6 +24,10 @@ void register_plan(CLI::App& app, Commands& commands) {
       ->capture_default_str();
   sub->add_option("--top", state->question.top, "Configurations to rank per node count (default 5; 1 with a node range)")
       ->group("Question");
+  sub->add_option("--gap", state->question.gap,
+                  "Relative optimality gap: stop replaying a node count once nothing left could beat its K-th best by more "
+                  "than this fraction (default 0: exact; 0.01 answers within 1%, much faster across a node range)")
+      ->group("Question");
   sub->add_option("--families", state->question.families,
                   "Search only these strategy families, comma-separated (see `trainsim compare --help`)")
       ->group("Question");

@@ -156,6 +156,8 @@ TEST(PlanCli, BadFlagsAreExit2NamingTheFlagAndWriteNothing) {
       {"--nodes 1..x", "--nodes: expected a node count N or a range A..B"},
       {"--nodes 1 --objective speed", "--objective: expected one of time, cost, energy, got \"speed\""},
       {"--nodes 1 --top 0", "--top: expected a whole number in [1, 1000], got 0"},
+      {"--nodes 1 --gap 0.7", "--gap: expected a fraction in [0, 0.5], got 0.7"},
+      {"--nodes 1 --gap -0.01", "--gap: expected a fraction in [0, 0.5], got -0.01"},
       {"--nodes 1 --families zero3,bogus", "--families: expected a comma-separated list of families from: dp, zero1"},
       {"--nodes 1 --tokens -5", "--tokens: expected a token count in (0, 1e18]"},
       {"--nodes 1 --grid-kgco2-per-kwh 50", "--grid-kgco2-per-kwh: expected a carbon intensity in [0, 10]"},

@@ -81,6 +81,39 @@ TEST(Sweep, PrunedConfigurationsNeverBeatTheTopK) {
   }
 }
 
+// With a relative gap g (plan --gap), what is left unreplayed may beat the K-th best, but by no
+// more than g of its step time, and the sweep replays less than the exact one.
+TEST(Sweep, WithAGapNothingPrunedBeatsTheKthByMoreThanTheGap) {
+  const wl::ModelSpec model = wl::builtin_model("gpt2-1.5b");
+  const hw::ClusterProfile profile = hw::builtin_profile("dgx2");
+  test::ScratchDir dir;
+  const ResultCache cache(dir.path().string(), "--cache");
+  Progress quiet(false);
+  SweepInputs in = inputs_for(model, profile, 64);
+  const std::vector<SweepGroup> groups = {{"2 nodes", 2, 0, {}, 1}};
+  const GroupResult exact = run_sweep(in, groups, *make_local_executor(2, cache, {}, quiet), quiet).front();
+  in.gap = 0.02;
+  const GroupResult gapped = run_sweep(in, groups, *make_local_executor(2, cache, {}, quiet), quiet).front();
+  ASSERT_EQ(exact.ranked.size(), 1u);
+  ASSERT_EQ(gapped.ranked.size(), 1u);
+  EXPECT_LT(gapped.replayed, exact.replayed);
+  const double kth = gapped.ranked.back().result.step_time_s;
+  EXPECT_GE(exact.ranked.front().result.step_time_s, kth * (1 - in.gap) * (1 - 1e-9));
+  // The pruned ones closest to the cut, and a spread of the rest, replayed (from the cache where
+  // the exact sweep replayed them).
+  std::vector<const Candidate*> sample;
+  for (std::size_t i = 0; i < gapped.pruned.size(); ++i) {
+    if (i < 8 || i % (gapped.pruned.size() / 8) == 0) sample.push_back(&gapped.pruned[i]);
+  }
+  const auto outcomes = replay_all(sample, model, profile, cache);
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
+    if (!outcomes[i].result.fits) continue;
+    EXPECT_GE(outcomes[i].result.step_time_s, kth * (1 - in.gap) * (1 - 1e-9))
+        << "pruned " << sample[i]->text << " (" << outcomes[i].result.step_time_s << " s) beats the answer (" << kth << " s) by more than the gap";
+  }
+}
+
 TEST(Sweep, SameAnswerWithOneWorkerOrTwoAndFromTheCache) {
   Fixture f;
   test::ScratchDir dir;
