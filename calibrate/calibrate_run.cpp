@@ -154,7 +154,7 @@ int run_calibration(const Options& o) {
   }
   const std::vector<Part> order{Part::GEMM,        Part::KERNELS, Part::HOST_COPY, Part::NCCL,
                                 Part::STORAGE_GPU, Part::STORAGE, Part::CPU_ADAM,  Part::HOST_MEMORY,
-                                Part::INTERFERENCE, Part::HOST_DISPATCH};
+                                Part::INTERFERENCE, Part::HOST_DISPATCH, Part::REFERENCE_KERNELS};
   nlohmann::ordered_json timings;
   for (Part part : order) {
     if (!o.parts.contains(part)) continue;
@@ -172,6 +172,7 @@ int run_calibration(const Options& o) {
       case Part::HOST_MEMORY: run_host_memory_bench(o.mode, results); break;
       case Part::INTERFERENCE: run_interference_bench(o.mode, gpu, results); break;
       case Part::HOST_DISPATCH: run_host_dispatch_bench(o.mode, gpu, results); break;
+      case Part::REFERENCE_KERNELS: run_reference_kernel_bench(o.mode, gpu, results); break;
     }
     timings[std::string(to_string(part))] = now_s() - t0;
     std::printf("[%s] done in %.1f s\n", std::string(to_string(part)).c_str(), now_s() - t0);

@@ -54,5 +54,7 @@ void run_storage_gpu_bench(Mode mode, const GpuInfo& info, ScratchDir& dir, Resu
 void run_interference_bench(Mode mode, const GpuInfo& info, Results& results);
 // Host time of one kernel launch and the GPU time of an empty kernel (first GPU).
 void run_host_dispatch_bench(Mode mode, const GpuInfo& info, Results& results);
+// The reference step's own kernels by class (calibrate/cuda/ref_kernel_bench.cpp).
+void run_reference_kernel_bench(Mode mode, const GpuInfo& info, Results& results);
 
 }  // namespace trainsim::calibrate

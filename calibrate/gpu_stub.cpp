@@ -29,5 +29,6 @@ void run_nccl_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
 void run_storage_gpu_bench(Mode, const GpuInfo&, ScratchDir&, Results&) { unavailable(); }
 void run_interference_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
 void run_host_dispatch_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
+void run_reference_kernel_bench(Mode, const GpuInfo&, Results&) { unavailable(); }
 
 }  // namespace trainsim::calibrate

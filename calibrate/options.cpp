@@ -10,7 +10,7 @@
 namespace trainsim::calibrate {
 namespace {
 
-constexpr std::array<std::pair<Part, std::string_view>, 10> PART_NAMES{{
+constexpr std::array<std::pair<Part, std::string_view>, 11> PART_NAMES{{
     {Part::GEMM, "gemm"},
     {Part::KERNELS, "kernels"},
     {Part::HOST_COPY, "host_copy"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<Part, std::string_view>, 10> PART_NAMES{{
     {Part::HOST_MEMORY, "host_memory"},
     {Part::INTERFERENCE, "interference"},
     {Part::HOST_DISPATCH, "host_dispatch"},
+    {Part::REFERENCE_KERNELS, "reference_kernels"},
 }};
 
 std::string part_list() {
@@ -95,7 +96,8 @@ std::string_view to_string(Mode mode) { return mode == Mode::QUICK ? "quick" : "
 
 bool is_gpu_part(Part part) {
   return part == Part::GEMM || part == Part::KERNELS || part == Part::HOST_COPY || part == Part::NCCL ||
-         part == Part::STORAGE_GPU || part == Part::INTERFERENCE || part == Part::HOST_DISPATCH;
+         part == Part::STORAGE_GPU || part == Part::INTERFERENCE || part == Part::HOST_DISPATCH ||
+         part == Part::REFERENCE_KERNELS;
 }
 
 bool any_gpu_part(const std::set<Part>& parts) {

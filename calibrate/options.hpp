@@ -13,7 +13,7 @@ namespace trainsim::calibrate {
 enum class Mode { QUICK, FULL };
 
 // One benchmark family. GPU parts need a GPU; CPU parts run anywhere.
-enum class Part { GEMM, KERNELS, HOST_COPY, NCCL, STORAGE_GPU, STORAGE, CPU_ADAM, HOST_MEMORY, INTERFERENCE, HOST_DISPATCH };
+enum class Part { GEMM, KERNELS, HOST_COPY, NCCL, STORAGE_GPU, STORAGE, CPU_ADAM, HOST_MEMORY, INTERFERENCE, HOST_DISPATCH, REFERENCE_KERNELS };
 
 std::string_view to_string(Part part);
 std::string_view to_string(Mode mode);

@@ -10,6 +10,7 @@
 #include "config_error.hpp"
 #include "errors.hpp"
 #include "profile_loader.hpp"
+#include "reference_kernel_table.hpp"
 #include "strict_json.hpp"
 
 namespace trainsim::calibrate {
@@ -132,6 +133,27 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
   for (const char* what : {"copy", "layernorm", "gelu", "softmax"}) {
     auto c = curve(r, "kernels", what, what, "bytes", any);
     if (!c.points.empty()) cal.kernels.push_back(std::move(c));
+  }
+  // The reference's kernels: shapes of one class that move the same bytes (a transpose of 16
+  // heads of 64 or 8 of 128) share a point, their median.
+  for (std::string_view what : hw::REFERENCE_KERNEL_CLASSES) {
+    std::map<double, std::vector<double>> by_bytes;
+    for (const auto* m : r.select("reference_kernels", what)) {
+      by_bytes[param_number(m->params, "bytes")].push_back(m->stats.median);
+    }
+    hw::BandwidthCurve c;
+    c.what = what;
+    for (auto& [b, v] : by_bytes) {
+      std::sort(v.begin(), v.end());
+      const std::size_t n = v.size();
+      c.points.push_back({b, sig4(n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]))});
+    }
+    if (!c.points.empty()) cal.reference_kernels.push_back(std::move(c));
+  }
+  if (!cal.reference_kernels.empty()) {
+    cal.reference_kernels_source =
+        "trainsim-calibrate --only reference_kernels: the reference's own kernels (calibrate/cuda/ref_kernels.cu) timed "
+        "with CUDA events, bytes per launch as workloads/reference_kernels.hpp counts them, median GB/s by size";
   }
   double params = 0, threads = 0;
   for (const auto* m : r.select("cpu_adam", "bf16")) {

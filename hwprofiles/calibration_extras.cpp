@@ -5,6 +5,7 @@
 #include <iterator>
 #include <tuple>
 
+#include "reference_kernel_table.hpp"
 #include "torch_offload_calibration.hpp"
 
 namespace trainsim::hw {
@@ -102,6 +103,7 @@ HostDispatch read_host_dispatch(StrictObject o) {
 }  // namespace
 
 void read_calibration_extras(StrictObject& o, Calibration& cal) {
+  if (auto r = o.optional_object("reference_kernels")) read_reference_kernels(*r, cal);
   if (auto i = o.optional_object("interference")) cal.interference = read_interference(*i);
   if (auto h = o.optional_object("host_dispatch")) cal.host_dispatch = read_host_dispatch(*h);
   if (auto a = o.optional_object("attention")) {
@@ -197,6 +199,7 @@ void calibration_extras_to_json(const Calibration& c, nlohmann::ordered_json& ca
     cal["cpu_optimizers"] = {{"runs", r}, {"source", c.cpu_optimizers_source}};
   }
   if (c.torch_offload) cal["torch_offload"] = torch_offload_to_json(*c.torch_offload);
+  if (!c.reference_kernels.empty()) cal["reference_kernels"] = reference_kernels_to_json(c);
 }
 
 namespace {

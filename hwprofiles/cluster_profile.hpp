@@ -213,9 +213,14 @@ struct Calibration {
   std::vector<CpuOptimizerRate> cpu_optimizers;
   std::string cpu_optimizers_source;
   std::optional<TorchOffload> torch_offload;
+  // The trainsim reference step's own kernels by class (hwprofiles/reference_kernel_table.hpp): GB/s
+  // by the bytes one launch moves, measured by trainsim-calibrate --only reference_kernels.
+  std::vector<BandwidthCurve> reference_kernels;
+  std::string reference_kernels_source;
   bool empty() const {
     return gemm.empty() && collectives.empty() && copies.empty() && kernels.empty() && !cpu_adam_params_per_s &&
-           !interference && !host_dispatch && attention.empty() && cpu_optimizers.empty() && !torch_offload;
+           !interference && !host_dispatch && attention.empty() && cpu_optimizers.empty() && !torch_offload &&
+           reference_kernels.empty();
   }
 };
 

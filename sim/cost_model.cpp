@@ -80,6 +80,9 @@ namespace {
 // The calibrated kernel (trainsim-calibrate measures copy, layernorm, gelu and softmax) closest in
 // access pattern to each kernel of the lowering; elementwise passes behave as a copy.
 std::string_view calibrated_kernel(std::string_view name) {
+  // The reference's own kernels without a calibrated class of their own (an older profile).
+  if (name.rfind("ref:layernorm", 0) == 0) return "layernorm";
+  if (name.rfind("ref:causal_softmax", 0) == 0) return "softmax";
   if (name == "norm" || name == "final_norm" || name == "rmsnorm") return "layernorm";
   if (name == "activation" || name == "swiglu") return "gelu";
   if (name == "softmax" || name == "attention_dropout" || name == "cross_entropy") return "softmax";
@@ -101,6 +104,13 @@ double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
     const std::string calibrated = "torch_" + std::string(modern.substr(6));
     if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, calibrated, 1)) {
       return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
+    }
+  }
+  // The trainsim reference's kernels ("ref:causal_softmax_fwd", workloads/reference_stack.hpp) at
+  // the rate the very same kernel reached in calibration.reference_kernels, by size.
+  if (name.rfind("ref:", 0) == 0) {
+    if (const hw::BandwidthCurve* ref = find_curve(profile_.calibration.reference_kernels, name.substr(4), 1)) {
+      return k.bytes / (interpolate_curve(ref->points, k.bytes) * 1e9);
     }
   }
   const hw::BandwidthCurve* curve = find_curve(profile_.calibration.kernels, calibrated_kernel(k.name), 1);
@@ -219,6 +229,11 @@ std::vector<std::string> CostModel::assumptions() const {
     out.push_back(fmt::format("PyTorch CPU offload from {}'s calibration.torch_offload: host copies by size (pageable and "
                               "pinned) with the node's ranks copying at once, the CPU gradient add and fused CPU AdamW per "
                               "rank as measured by calibrate/scripts/torch_offload_bench.py",
+                              profile_.name));
+  }
+  if (!cal.reference_kernels.empty()) {
+    out.push_back(fmt::format("the trainsim reference's own kernels (LayerNorm, causal softmax, head transposes, column "
+                              "sums) at {}'s calibration.reference_kernels rates by size",
                               profile_.name));
   }
   if (cal.interference) {

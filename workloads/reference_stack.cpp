@@ -26,6 +26,24 @@ Dims dims(const ModelSpec& m, const Strategy& s) {
 
 }  // namespace
 
+MemoryKernel reference_kernel(ReferenceKernel k, double rows, double cols) {
+  const char* name = "?";
+  switch (k) {
+    case ReferenceKernel::LAYERNORM_FWD: name = "ref:layernorm_fwd"; break;
+    case ReferenceKernel::LAYERNORM_BWD_INPUT: name = "ref:layernorm_bwd_input"; break;
+    case ReferenceKernel::LAYERNORM_BWD_PARAMS: name = "ref:layernorm_bwd_params"; break;
+    case ReferenceKernel::SPLIT_QKV: name = "ref:split_qkv"; break;
+    case ReferenceKernel::MERGE_HEADS: name = "ref:merge_heads"; break;
+    case ReferenceKernel::SPLIT_HEADS: name = "ref:split_heads"; break;
+    case ReferenceKernel::MERGE_QKV_GRAD: name = "ref:merge_qkv_grad"; break;
+    case ReferenceKernel::CAUSAL_SOFTMAX_FWD: name = "ref:causal_softmax_fwd"; break;
+    case ReferenceKernel::CAUSAL_SOFTMAX_BWD: name = "ref:causal_softmax_bwd"; break;
+    case ReferenceKernel::COLUMN_SUM_FP32: name = "ref:column_sum_fp32"; break;
+    case ReferenceKernel::COLUMN_SUM_BF16: name = "ref:column_sum_bf16"; break;
+  }
+  return {name, reference_kernel_bytes(k, rows, cols)};
+}
+
 // Every cuBLASLt product writes fp32 (ref_gemm.cpp): the layer's Linear outputs are small beside
 // their FLOPs, but the two s x s products per head (scores forward, dP backward) are bound by
 // their fp32 output; the GEMM's own roofline floor counts a 16-bit output, the other 2 bytes per
@@ -40,27 +58,37 @@ LayerCost reference_layer_cost(const ModelSpec& m, const Strategy& s) {
   const double Th = d.T * d.h, Tf = d.T * d.f;
   auto& fk = c.forward.kernels;
   auto& bk = c.backward.kernels;
-  // Forward (ref_model.cpp layer_forward), bytes read + written by each kernel:
-  fk.push_back({"norm", 2 * (4 + 2) * Th});                  // two LayerNorms: fp32 in, bf16 out
-  fk.push_back({"split_qkv", (12 + 6) * Th});                // fp32 QKV + bias -> bf16 q, k, v per head
+  using K = ReferenceKernel;
+  const double rows_sq = d.sq / d.s;  // batch x heads x seq rows of s scores
+  // Forward (ref_model.cpp layer_forward), one entry per launch:
+  fk.push_back(reference_kernel(K::LAYERNORM_FWD, d.T, d.h));
+  fk.push_back(reference_kernel(K::SPLIT_QKV, d.T, d.h));
   fk.push_back({"fp32_scores", 2 * d.sq});                   // scores GEMM's fp32 output beyond 16 bits
-  fk.push_back({"softmax", (4.0 / 2 + 2) * d.sq});           // causal half of fp32 scores in, bf16 P out
-  fk.push_back({"merge_heads", (4 + 2) * Th});               // fp32 context -> bf16 [T, h]
-  fk.push_back({"bias_residual", 2 * 12 * Th});              // two fp32 residual adds (x, branch -> out)
+  fk.push_back(reference_kernel(K::CAUSAL_SOFTMAX_FWD, rows_sq, d.s));
+  fk.push_back(reference_kernel(K::MERGE_HEADS, d.T, d.h));
+  fk.push_back({"bias_residual", 12 * Th});                  // fp32 residual add (x, branch -> out)
+  fk.push_back(reference_kernel(K::LAYERNORM_FWD, d.T, d.h));
   fk.push_back({"activation", (4 + 2 + 2) * Tf});            // fp32 FC1 + bias -> bf16 pre and GELU
+  fk.push_back({"bias_residual", 12 * Th});
   // Backward (layer_backward): casts of the fp32 residual gradient for each branch, bias column
-  // sums, GELU backward (fp32 dact, bf16 pre -> bf16), two LayerNorm backwards (parameter sums
-  // reading dy and x, input gradient reading dy, x and accumulating into dx), the head split of
-  // dO, dP's fp32 output, the softmax backward (causal half of P and dP in, bf16 dS out), dq, dk,
-  // dv merged into bf16 dqkv.
-  bk.push_back({"column_sum", 2 * 4 * Th + 2 * Tf + 6 * Th});
+  // sums (fp32 [T, h] twice, bf16 [T, 4h] and [T, 3h]), GELU backward (fp32 dact, bf16 pre ->
+  // bf16), two LayerNorm backwards (parameter sums reading dy and x, input gradient reading dy, x
+  // and accumulating into dx), the head split of dO, dP's fp32 output, the softmax backward (causal
+  // half of P and dP in, bf16 dS out), dq, dk, dv merged into bf16 dqkv.
   bk.push_back({"to_bf16", 2 * (4 + 2) * Th});
+  bk.push_back(reference_kernel(K::COLUMN_SUM_FP32, d.T, d.h));
   bk.push_back({"activation", (4 + 2 + 2) * Tf});
-  bk.push_back({"norm", 2 * ((4 + 4) + (4 + 4 + 8)) * Th});
-  bk.push_back({"split_heads", (4 + 2) * Th});
+  bk.push_back(reference_kernel(K::COLUMN_SUM_BF16, d.T, d.f));
+  for (int ln = 0; ln < 2; ++ln) {
+    bk.push_back(reference_kernel(K::LAYERNORM_BWD_PARAMS, d.T, d.h));
+    bk.push_back(reference_kernel(K::LAYERNORM_BWD_INPUT, d.T, d.h));
+  }
+  bk.push_back(reference_kernel(K::COLUMN_SUM_FP32, d.T, d.h));
+  bk.push_back(reference_kernel(K::SPLIT_HEADS, d.T, d.h));
   bk.push_back({"fp32_scores", 2 * d.sq});
-  bk.push_back({"softmax", (2.0 / 2 + 4.0 / 2 + 2) * d.sq});
-  bk.push_back({"merge_qkv_grad", (12 + 6) * Th});
+  bk.push_back(reference_kernel(K::CAUSAL_SOFTMAX_BWD, rows_sq, d.s));
+  bk.push_back(reference_kernel(K::MERGE_QKV_GRAD, d.T, d.h));
+  bk.push_back(reference_kernel(K::COLUMN_SUM_BF16, d.T, 3 * d.h));
   return c;
 }
 
@@ -74,9 +102,10 @@ LayerCost reference_output_cost(const ModelSpec& m, const Strategy& s) {
   // Final LayerNorm (fp32 in, bf16 out); the head GEMM writes fp32 logits; one cross-entropy
   // kernel reads them (three passes of a row, the row stays in cache) and writes the bf16 logits
   // gradient in the forward; the backward is the LayerNorm's.
-  c.forward.kernels.push_back({"final_norm", (4 + 2) * d.T * d.h});
+  c.forward.kernels.push_back(reference_kernel(ReferenceKernel::LAYERNORM_FWD, d.T, d.h));
   c.forward.kernels.push_back({"cross_entropy", (4 + 2 + 2) * d.T * d.V});
-  c.backward.kernels.push_back({"final_norm", (8 + 16) * d.T * d.h});
+  c.backward.kernels.push_back(reference_kernel(ReferenceKernel::LAYERNORM_BWD_PARAMS, d.T, d.h));
+  c.backward.kernels.push_back(reference_kernel(ReferenceKernel::LAYERNORM_BWD_INPUT, d.T, d.h));
   return c;
 }
 

@@ -3,14 +3,21 @@
 // its own kernels with the bytes each one moves (fp32 GEMM outputs, fp32 scores of a
 // materialized attention, separate bias/residual/cast kernels) and the buffers of its static
 // arena (every buffer placed once at start: its peak is the sum of its buffers). Row by row from
-// workloads/training_stacks.md ("trainsim-reference"); kernel names map to the calibrated
-// kernels of sim/cost_model.cpp (norm -> layernorm, activation -> gelu, softmax, others copy).
+// workloads/training_stacks.md ("trainsim-reference"); its LayerNorms, causal softmax, head
+// transposes and column sums are "ref:<class>" kernels priced from calibration.reference_kernels
+// (reference_kernels.hpp); the rest map to the generic calibrated kernels of sim/cost_model.cpp (activation ->
+// gelu, cross_entropy -> softmax, others copy).
 
 #include "layer_costs.hpp"
+#include "reference_kernels.hpp"
 #include "model.hpp"
 #include "strategy.hpp"
 
 namespace trainsim::wl {
+
+// The lowering's kernel name of one launch: "ref:" + its class (sim/cost_model.cpp looks the class
+// up in calibration.reference_kernels, else falls back to the closest generic kernel).
+MemoryKernel reference_kernel(ReferenceKernel k, double rows, double cols);
 
 LayerCost reference_layer_cost(const ModelSpec& m, const Strategy& s);
 LayerCost reference_output_cost(const ModelSpec& m, const Strategy& s);

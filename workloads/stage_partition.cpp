@@ -44,6 +44,12 @@ namespace {
 // bound T, virtual stage v can hold floor((T - extra_v) / w) layers; the smallest feasible T is
 // found by bisection, then layers are taken back from the most loaded stages until they add up.
 std::vector<int> balance(int layers, int v, double w, double first_extra, double last_extra) {
+  // No work to balance (a shape with no tokens: 0 FLOPs per layer, found by fuzz_megatron_args):
+  // every split costs the same, so layers are split evenly rather than dividing 0 by 0.
+  if (!(w > 0) || !std::isfinite(w)) {
+    w = 1;
+    first_extra = last_extra = 0;
+  }
   auto extra = [&](int i) { return (i == 0 ? first_extra : 0.0) + (i == v - 1 ? last_extra : 0.0); };
   auto capacity = [&](double T) {
     long long total = 0;

@@ -8,7 +8,10 @@
 
 #include "engine.hpp"
 #include "isolation.hpp"
+#include "model_loader.hpp"
 #include "profile_loader.hpp"
+#include "reference_kernel_table.hpp"
+#include "reference_stack.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -43,6 +46,54 @@ TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
   EXPECT_NEAR(c.kernel_seconds({"residual_add", 1e9}), 1e9 / 3000e9, 1e-15);
   EXPECT_DOUBLE_EQ(c.collective_cap(CollectiveKind::ALL_REDUCE, 4, 1e9), 100e9);
   EXPECT_DOUBLE_EQ(c.collective_cap(CollectiveKind::ALL_GATHER, 4, 1e9), 0.0);  // not calibrated: link rate
+}
+
+// The trainsim reference's own kernels ("ref:<class>") are priced from calibration.reference_kernels
+// when the profile has the class, else as the closest generic kernel; other stacks never see it.
+TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
+  hw::ClusterProfile p = calibrated();
+  p.calibration.kernels.push_back({"softmax", 1, {{1e6, 2000}, {1e9, 4000}}});
+  const CostModel generic(p, wl::Numerics::BF16_MIXED);
+  p.calibration.reference_kernels = {{"causal_softmax_fwd", 1, {{1e6, 500}, {1e9, 1000}}}};
+  const CostModel own(p, wl::Numerics::BF16_MIXED);
+  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 1000e9, 1e-15);
+  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 750e9, 1e-15);
+  EXPECT_NEAR(generic.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 4000e9, 1e-15);  // no class: softmax
+  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_bwd", 1e9}), 1e9 / 4000e9, 1e-15);      // class not measured
+  EXPECT_NEAR(own.kernel_seconds({"softmax", 1e9}), 1e9 / 4000e9, 1e-15);                     // PyTorch stacks' softmax
+  EXPECT_NEAR(own.kernel_seconds({"ref:split_qkv", 1e9}), 1e9 / 3000e9, 1e-15);                // a transpose: copy
+  EXPECT_FALSE(own.assumptions() == generic.assumptions());
+}
+
+// The stack names every launch of the classes: a reference layer on the single-GPU row costs the
+// table's rates for them, all of them (a table ignored, or a launch left on a generic name, fails).
+TEST(CostModel, ReferenceLayerIsPricedFromTheTableClassByClass) {
+  const wl::ModelSpec m = wl::load_model_file(std::string(TRAINSIM_SOURCE_DIR) +
+                                              "/reports/validation/reference/h200x2/h200x1_ref-single_L24-h1024_mb4x2.model.json");
+  wl::Strategy s;
+  s.micro_batch = 4;
+  s.global_batch = 8;
+  s.seq = 2048;
+  s.stack.kind = wl::StackKind::TRAINSIM_REFERENCE;
+  const wl::LayerCost c = wl::reference_layer_cost(m, s);
+  hw::ClusterProfile p = calibrated();
+  const CostModel generic(p, wl::Numerics::BF16_MIXED);
+  for (std::string_view what : hw::REFERENCE_KERNEL_CLASSES) {
+    p.calibration.reference_kernels.push_back({std::string(what), 1, {{1e3, 100}, {1e12, 100}}});
+  }
+  const CostModel own(p, wl::Numerics::BF16_MIXED);
+  for (const wl::PassCost* pass : {&c.forward, &c.backward}) {
+    double ref_bytes = 0, ref_generic_s = 0;
+    int classes = 0;
+    for (const auto& k : pass->kernels) {
+      if (std::string_view(k.name).rfind("ref:", 0) != 0) continue;
+      ref_bytes += k.bytes;
+      ref_generic_s += generic.kernel_seconds(k);
+      ++classes;
+    }
+    EXPECT_GE(classes, 5);
+    EXPECT_NEAR(own.pass_seconds(*pass) - generic.pass_seconds(*pass), ref_bytes / 100e9 - ref_generic_s, 1e-12);
+  }
 }
 
 TEST(CostModel, MissingPrecisionIsRefused) {

@@ -69,7 +69,7 @@ TEST(ReferenceStack, MaterializedScoresAreCountedInFp32) {
   const double sq = 4.0 * 16 * 2048 * 2048;
   double fwd_scores = 0;
   for (const auto& k : c.forward.kernels) {
-    if (std::string(k.name) == "fp32_scores" || std::string(k.name) == "softmax") fwd_scores += k.bytes;
+    if (std::string(k.name) == "fp32_scores" || std::string(k.name) == "ref:causal_softmax_fwd") fwd_scores += k.bytes;
   }
   EXPECT_DOUBLE_EQ(fwd_scores, 6.0 * sq);  // fp32 write beyond 16 bits, causal fp32 read, bf16 P write
   Strategy plain = s;
