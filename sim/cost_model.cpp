@@ -200,7 +200,7 @@ double CostModel::copy_cap(OpKind kind, double bytes, bool pageable, int gpus) c
   return curve == nullptr ? 0.0 : interpolate_curve(curve->points, bytes) * 1e9;
 }
 
-std::vector<std::string> CostModel::assumptions() const {
+std::vector<std::string> CostModel::assumptions(bool reference_stack) const {
   std::vector<std::string> out;
   const auto& cal = profile_.calibration;
   bool gemm = false;
@@ -231,7 +231,7 @@ std::vector<std::string> CostModel::assumptions() const {
                               "rank as measured by calibrate/scripts/torch_offload_bench.py",
                               profile_.name));
   }
-  if (!cal.reference_kernels.empty()) {
+  if (reference_stack && !cal.reference_kernels.empty()) {
     out.push_back(fmt::format("the trainsim reference's own kernels (LayerNorm, causal softmax, head transposes, column "
                               "sums) at {}'s calibration.reference_kernels rates by size",
                               profile_.name));

@@ -59,7 +59,8 @@ class CostModel {
 
   hw::ComputePrecision precision() const { return precision_; }
   double peak_flops() const { return peak_flops_; }
-  std::vector<std::string> assumptions() const;
+  // What the costs rest on; the reference's kernel table only where the stack runs those kernels.
+  std::vector<std::string> assumptions(bool reference_stack = false) const;
 
  private:
   hw::ClusterProfile profile_;  // a copy: a cost model outlives the profile it was made from
