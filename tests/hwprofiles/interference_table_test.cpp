@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "bad_section_case.hpp"
 #include "config_error.hpp"
 #include "profile_loader.hpp"
 #include "test_support.hpp"
@@ -100,27 +101,12 @@ TEST(InterferenceTable, TheCommittedMeasuredProfilesHaveTheGrid) {
   }
 }
 
-struct BadCase {
-  const char* what;
-  void (*mutate)(nlohmann::json&);
-  const char* key_path;
-  const char* message_part;
-};
+using BadCase = test::BadSectionCase;
 
 class BadInterference : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadInterference, IsAConfigErrorNamingFileAndKey) {
-  nlohmann::json t = table();
-  GetParam().mutate(t);
-  std::string path;
-  try {
-    load(t, &path);
-    FAIL() << GetParam().what << ": expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("profile.json"), std::string::npos) << e.what();
-    EXPECT_EQ(e.key_path(), GetParam().key_path) << e.what();
-    EXPECT_NE(std::string(e.what()).find(GetParam().message_part), std::string::npos) << e.what();
-  }
+  test::expect_bad_section(table(), GetParam(), [](const nlohmann::json& broken) { load(broken); });
 }
 
 INSTANTIATE_TEST_SUITE_P(
