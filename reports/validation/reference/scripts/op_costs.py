@@ -14,6 +14,8 @@ import json
 import math
 import sys
 
+from ref_kernel_check import interp  # the curve lookup sim/cost_model.cpp makes, in one copy
+
 B, S, H, A = 4, 2048, 1024, 16  # the row: micro-batch 4, sequence 2048, hidden 1024, 16 heads
 CALLS = 48  # 24 layers x 2 micro-batches
 
@@ -26,17 +28,6 @@ def main():
 
     def curve(what):
         return next(c for c in cal["kernels"] if c["what"] == what)["points"]
-
-    def interp(points, b):
-        pts = [(p["bytes"], p["GBps"]) for p in points]
-        if b <= pts[0][0]:
-            return pts[0][1]
-        if b >= pts[-1][0]:
-            return pts[-1][1]
-        for (b0, v0), (b1, v1) in zip(pts, pts[1:]):
-            if b <= b1:
-                w = (math.log(b) - math.log(b0)) / (math.log(b1) - math.log(b0))
-                return v0 + w * (v1 - v0)
 
     cls = {"norm": "layernorm", "activation": "gelu", "softmax": "softmax"}
 
