@@ -42,19 +42,19 @@ def close_of(text, start):
     raise SystemExit("unbalanced JSON")
 
 
-def insert_section(text, section):
-    """The profile's text with calibration.torch_offload added or replaced, the rest byte for byte
+def insert_section(text, section, name="torch_offload"):
+    """The profile's text with calibration.<name> added or replaced, the rest byte for byte
     (the committed profiles mix compact and indented forms)."""
     cal = text.index('"calibration": {') + len('"calibration": ')
     end = close_of(text, cal)
     body = re.sub(r'\{\s+"bytes": ([^,]+),\s+"GBps": ([^\s]+)\s+\}', r'{"bytes": \1, "GBps": \2}',
                   json.dumps(section, indent=2)).replace("\n", "\n    ")
-    key = text.find('"torch_offload": {', cal, end)
+    key = text.find(f'"{name}": {{', cal, end)
     if key >= 0:
-        start = key + len('"torch_offload": ')
+        start = key + len(f'"{name}": ')
         return text[:start] + body + text[close_of(text, start) + 1:]
     head = text[:end].rstrip()
-    return head + ',\n    "torch_offload": ' + body + "\n  " + text[end:]
+    return head + f',\n    "{name}": ' + body + "\n  " + text[end:]
 
 
 def main():

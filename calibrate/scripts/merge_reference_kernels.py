@@ -6,25 +6,11 @@ and indented forms), the source extended with where and when it was measured.
     python3 calibrate/scripts/merge_reference_kernels.py RUN/profile.json TARGET.json "measured on ..."
 """
 import json
-import re
 import sys
 
-from merge_offload_calibration import close_of
+from merge_offload_calibration import insert_section
 
 KEY = "reference_kernels"
-
-
-def splice(text, section):
-    """The profile's text with calibration.reference_kernels added or replaced."""
-    cal = text.index('"calibration": {') + len('"calibration": ')
-    end = close_of(text, cal)
-    body = re.sub(r'\{\s+"bytes": ([^,]+),\s+"GBps": ([^\s]+)\s+\}', r'{"bytes": \1, "GBps": \2}',
-                  json.dumps(section, indent=2, ensure_ascii=False)).replace("\n", "\n    ")
-    key = text.find(f'"{KEY}": {{', cal, end)
-    if key >= 0:
-        start = key + len(f'"{KEY}": ')
-        return text[:start] + body + text[close_of(text, start) + 1:]
-    return text[:end].rstrip() + f',\n    "{KEY}": ' + body + "\n  " + text[end:]
 
 
 def main():
@@ -37,7 +23,7 @@ def main():
     section = dict(section)
     section["source"] = f"{section['source']}; {where}; merged by calibrate/scripts/merge_reference_kernels.py"
     text = open(target).read()
-    out = splice(text, section)
+    out = insert_section(text, section, KEY)
     expected = json.loads(text)
     expected["calibration"][KEY] = section
     if json.loads(out) != expected:
