@@ -9,6 +9,7 @@
 #include "cost_model.hpp"
 #include "engine.hpp"
 #include "micro_batch_fold.hpp"
+#include "stage_partition.hpp"
 #include "placement.hpp"
 #include "platform.hpp"
 #include "program/data_parallel_program.hpp"
@@ -287,7 +288,10 @@ class Walk {
   // count is walked.
   std::optional<double> step() {
     const auto m = static_cast<int>(s_.micro_batches());
-    for (const FoldTry& t : fold_tries(s_, m)) {
+    // The stage kinds' periods too: the walk's increments alternate as the replay's do, and a
+    // line through three counts one apart would overshoot its own full count.
+    const std::vector<int> kinds = s_.pp > 1 ? stage_kind_counts(wl::partition_stages(m_, s_)) : std::vector<int>{};
+    for (const FoldTry& t : fold_tries(s_, m, kinds)) {
       const std::optional<double> a = at(t.b), c = at(t.b + t.k), e = at(t.b + 2 * t.k);
       if (!a || !c || !e) return std::nullopt;
       if (grows_evenly(*a, *c, *e)) return extend(*c, *e, m, t);

@@ -7,11 +7,21 @@
 // the step at m lies on that line. The regime's period k may be a multiple of the schedule's own
 // (a 1F1B pipeline of unequal stages alternated between two increments), so k = P, 2P, 4P are
 // tried in turn, and a later start b after them.
+// A pipeline whose stages hold unequal numbers of layers can repeat only after as many
+// micro-batches as it has stages of one kind: replayed at every count from 37 to 110, megatron-1t
+// on 36 DGX-2 stages (15 and 1 of 3 layers, 20 of 4; tp 16, dp 2, 1F1B) grew by 0.315948 s per
+// micro-batch but by 0.313846 s at 43, 63, 83 and 103; on 48 stages (16 of 2 layers, 32 of 3)
+// every 32nd, on 44 (4 of 2, 40 of 3) every 40th (reports/perf/fold_periods.md). Three counts
+// one apart can then hold no glitch, or one, and the line through them misses the step: these
+// pipelines try k = each kind's count of stages first (the fold stays exact either way: a regime
+// of period 1 also repeats over 20), then P, 2P, 4P.
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
+#include "stage_partition.hpp"
 #include "strategy.hpp"
 
 namespace trainsim::sim {
@@ -25,18 +35,42 @@ struct FoldTry {
 // The (b, k) to try for a step of `m` micro-batches, in order; only those that run fewer
 // micro-batches than the step (3b + 3k < m). Past a pipeline's warm-up (p + 1), rounded to the
 // interleaved schedule's groups of p.
-inline std::vector<FoldTry> fold_tries(const wl::Strategy& s, int m) {
+// `stage_kinds`: how many stages hold each distinct number of layers (stage_kind_counts), empty
+// where every stage holds as many.
+inline std::vector<FoldTry> fold_tries(const wl::Strategy& s, int m, const std::vector<int>& stage_kinds = {}) {
   const int period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
   const int base = s.pp > 1 ? s.pp + 1 : 2;
   const int first = (base + period - 1) / period * period;
+  std::vector<int> periods;
+  for (int n : stage_kinds) {
+    const int k = (n + period - 1) / period * period;
+    if (k > period && std::find(periods.begin(), periods.end(), k) == periods.end()) periods.push_back(k);
+  }
+  for (int k : {period, 2 * period, 4 * period}) {
+    if (std::find(periods.begin(), periods.end(), k) == periods.end()) periods.push_back(k);
+  }
   std::vector<FoldTry> out;
   for (int start : {first, 2 * first}) {
-    for (int k : {period, 2 * period, 4 * period}) {
+    for (int k : periods) {
       const int b = start + ((m - start) % k + k) % k;  // the first count from which steps of k reach m
       if (3 * b + 3 * k < m) out.push_back({start, b, k});
     }
   }
   return out;
+}
+
+// How many pipeline stages hold each distinct number of layers, the kind with the most layers
+// first (the one the glitches above followed); empty when they all hold as many.
+inline std::vector<int> stage_kind_counts(const wl::StagePartition& part) {
+  std::vector<int> layers;
+  for (int st = 0; st < part.stages; ++st) layers.push_back(part.stage_layers(st));
+  std::vector<int> kinds = layers;
+  std::sort(kinds.begin(), kinds.end(), std::greater<>());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  std::vector<int> counts;
+  if (kinds.size() < 2) return counts;
+  for (int l : kinds) counts.push_back(static_cast<int>(std::count(layers.begin(), layers.end(), l)));
+  return counts;
 }
 
 // Whether a, c, e (at b, b + k, b + 2k) grow by the same amount, to 1e-9 of their size.

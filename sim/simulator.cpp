@@ -207,11 +207,12 @@ class Replays {
 // (tests/sim/fold_test.cpp).
 class MicroBatchFold {
  public:
-  MicroBatchFold(Replays& r, const wl::Strategy& s) : r_(r), s_(s), m_(static_cast<int>(s.micro_batches())) {}
+  MicroBatchFold(Replays& r, const wl::Strategy& s, std::vector<int> stage_kinds)
+      : r_(r), s_(s), m_(static_cast<int>(s.micro_batches())), stage_kinds_(std::move(stage_kinds)) {}
 
   Outcome run(bool fold, std::string* trace, std::string* how) {
     int given_up = -1;  // the start whose longer periods would replay too much
-    for (const FoldTry& t : fold ? fold_tries(s_, m_) : std::vector<FoldTry>{}) {
+    for (const FoldTry& t : fold ? fold_tries(s_, m_, stage_kinds_) : std::vector<FoldTry>{}) {
       const int b = t.b, k = t.k;
       if (t.start == given_up) continue;
       // Give up this start once the replays so far and these would hold as many micro-batches as
@@ -253,6 +254,7 @@ class MicroBatchFold {
   Replays& r_;
   const wl::Strategy& s_;
   int m_;
+  std::vector<int> stage_kinds_;  // stage_kind_counts of a pipeline's partition
   std::map<int, Outcome> replayed_;
   int replayed_micro_batches_ = 0;
   bool attempted_ = false;
@@ -264,7 +266,8 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
   SimResult r;
   Replays replays(m, s, profile, memory, options);
   std::string how;
-  const Outcome o = MicroBatchFold(replays, s)
+  const std::vector<int> stage_kinds = s.pp > 1 ? stage_kind_counts(wl::partition_stages(m, s)) : std::vector<int>{};
+  const Outcome o = MicroBatchFold(replays, s, stage_kinds)
                         .run(options.fold_micro_batches, options.trace ? &r.trace : nullptr, &how);
   const auto& gpus = replays.gpus();
   r.simulated = true;

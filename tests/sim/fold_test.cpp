@@ -133,5 +133,34 @@ TEST(FoldMicroBatches, PipelineSchedulesReachTheirPeriodicRegime) {
   }
 }
 
+TEST(FoldMicroBatches, UnequalStagesRepeatOverTheirHeavyStages) {
+  // megatron-8.3b's 72 layers over 5 stages of 14, 15, 15, 15 and 13 layers (tp 8, one DGX A100
+  // node per stage, 1F1B): the step grows by one increment per micro-batch except every third,
+  // once per heavy stage (micro_batch_fold.hpp). Three counts one apart cannot fold it; three
+  // counts three apart do, exactly.
+  const hw::ClusterProfile p = hw::builtin_profile("dgx-a100");
+  auto run = [&](int micro_batches, bool fold) {
+    wl::StrategyInput in;
+    in.gpus.set(40, "t");
+    in.tp.set(8, "t");
+    in.pp.set(5, "t");
+    in.recompute.set(wl::Recompute::SELECTIVE, "t");
+    in.global_batch.set(micro_batches, "t");
+    const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("megatron-8.3b"), {p.gpus_per_node(), p.node_count, p.name});
+    SimOptions o;
+    o.fold_micro_batches = fold;
+    return simulate(r.model, r.strategy, p, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node()), o);
+  };
+  std::vector<double> step;
+  for (int m = 6; m <= 13; ++m) step.push_back(run(m, false).step_time_s);
+  int uneven = 0;
+  for (std::size_t i = 2; i < step.size(); ++i) {
+    uneven += std::fabs((step[i] - step[i - 1]) - (step[i - 1] - step[i - 2])) > 1e-9 * step[i] ? 1 : 0;
+  }
+  EXPECT_GE(uneven, 2) << "the increments per micro-batch should alternate here; without it this case tests nothing";
+  Answer a{run(60, true), run(60, false)};
+  expect_same(a, "5 unequal stages, 60 micro-batches");
+}
+
 }  // namespace
 }  // namespace trainsim::sim
