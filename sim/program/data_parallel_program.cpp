@@ -99,6 +99,8 @@ class Builder {
     plan.gather_for_backward = !keep_gathered_;
     plan.recompute_full = s_.recompute == Recompute::FULL;
     plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;
+    // The trainsim reference gathers a layer once for its recompute and backward.
+    plan.recompute_shares_gather = s_.stack.is_reference();
     plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
     plan.reduce_every_micro_batch = s_.zero_stage >= 2 && !s_.l2l;
     plan.offload_grads = s_.l2l || s_.offload_optimizer != OffloadTarget::NONE;
@@ -205,6 +207,11 @@ class Builder {
   std::vector<int> lower_step(const std::vector<ScheduleItem>& plan, const std::vector<int>& barrier) {
     std::vector<int> done(plan.size(), -1);
     std::map<int, std::pair<MemClass, double>> holds;  // fetch/gather -> what its compute releases
+    // A gather that serves several computes (a recompute and its backward) is freed by the last.
+    std::map<int, std::size_t> last_user;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      for (int a : plan[i].after) last_user[a] = i;
+    }
     std::vector<int> step_end;
     for (std::size_t i = 0; i < plan.size(); ++i) {
       const ScheduleItem& in = plan[i];
@@ -253,7 +260,7 @@ class Builder {
           std::vector<MemEffect> release;
           for (int a : in.after) {
             const Instr k = plan[static_cast<std::size_t>(a)].kind;
-            if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a)) {
+            if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a) && last_user[a] == i) {
               if (keep_gathered_ && in.kind == Instr::FORWARD) {
                 kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
               } else {

@@ -6,6 +6,7 @@
 // storage (the gradients stay in host memory).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -86,6 +87,33 @@ TEST(ReferenceStackProgram, StatesOnlyThroughStorageWholeLayersAndFetchesInOrder
   EXPECT_GT(ref.fetches, 0);
   EXPECT_EQ(ref.fetches_on_collective_stream, ref.fetches);
   EXPECT_EQ(ds.fetches_on_collective_stream, 0);
+}
+
+// Under --recompute layer the reference acquires each layer once for its recompute and backward
+// (calibrate/cuda/ref_model.cpp): as many gathers as without recompute, each gathered layer freed
+// once, after the backward. DeepSpeed gathers again for the recompute.
+TEST(ReferenceStackProgram, RecomputeUsesTheBackwardsGather) {
+  const wl::ModelSpec m = l24();
+  wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
+  s.offload_params = wl::OffloadTarget::NONE;
+  s.offload_optimizer = wl::OffloadTarget::NONE;
+  const int plain = look(program(m, s)).gathers;
+  s.recompute = wl::Recompute::FULL;
+  const ProgramSet ref = program(m, s);
+  EXPECT_EQ(look(ref).gathers, plain);
+  double gathered = 0, peak = 0;
+  for (const Instruction& in : ref.stages.at(0).instructions) {
+    for (const MemEffect& e : in.memory) {
+      if (e.cls == MemClass::GATHERED) gathered += e.bytes;
+    }
+    peak = std::max(peak, gathered);
+  }
+  EXPECT_NEAR(gathered, 0.0, 1.0);
+  EXPECT_GT(peak, 0.0);
+  s.stack.kind = wl::StackKind::DEEPSPEED;
+  wl::Strategy ds_plain = s;
+  ds_plain.recompute = wl::Recompute::NONE;
+  EXPECT_GT(look(program(m, s)).gathers, look(program(m, ds_plain)).gathers);
 }
 
 }  // namespace
