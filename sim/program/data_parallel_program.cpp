@@ -204,6 +204,17 @@ class Builder {
     return in;
   }
 
+  // A kernel the trainsim reference runs on its collective stream, in order with the collectives
+  // and beside the compute stream's kernels (sharing the GPU with them in the replay). Counted as
+  // communication, as the reference's own collective-stream timing counts it. Its bytes at the
+  // calibrated curve of its class, or the copy curve (CostModel::kernel_seconds).
+  int collective_stream_kernel(const char* name, const wl::MemoryKernel& k, const ScheduleItem& at, std::vector<int> deps) {
+    Instruction in = base(InstrKind::COMPUTE, Stream::COMM, Category::COMMUNICATION, name, at);
+    in.seconds = c_.kernel_seconds(k);
+    in.after = std::move(deps);
+    return writer_.add(std::move(in));
+  }
+
   std::vector<int> lower_step(const std::vector<ScheduleItem>& plan, const std::vector<int>& barrier) {
     std::vector<int> done(plan.size(), -1);
     std::map<int, std::pair<MemClass, double>> holds;  // fetch/gather -> what its compute releases
@@ -244,6 +255,13 @@ class Builder {
           double staged = 0;
           for (int a : in.after) {
             if (plan[static_cast<std::size_t>(a)].kind == Instr::FETCH_PARAMS) staged = holds[a].second;
+          }
+          // The trainsim reference keeps no bf16 shard: it casts the unit's fp32 master shard to
+          // bf16 on its collective stream right before the all-gather (ref_param_store.cpp,
+          // gather_into; a fetched shard arrives in bf16). A kernel of the GPU beside its compute.
+          if (s_.stack.is_reference() && staged == 0) {
+            const double elems = shard(units_[static_cast<std::size_t>(in.unit)].params);
+            deps = {collective_stream_kernel("cast_shard", {"ref:cast_fp32_to_bf16", elems * (4 + 2)}, in, deps)};
           }
           Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
           g.memory.push_back({Tier::GPU, MemClass::GATHERED, bytes, false});
@@ -312,6 +330,12 @@ class Builder {
           Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
           r.after = deps;
           out = writer_.add(std::move(r));
+          // The reference adds each scattered fp32 shard into its gradient shard on the collective
+          // stream (ref_param_store.cpp, grads_done): read both, write one.
+          if (s_.stack.is_reference() && scatter) {
+            const double elems = shard(bytes / stack_.wire_grad);
+            out = collective_stream_kernel("accumulate_grad_shard", {"ref:add_inplace_fp32", elems * 3 * 4}, in, {out});
+          }
           break;
         }
         case Instr::OFFLOAD_GRADS: {

@@ -116,5 +116,38 @@ TEST(ReferenceStackProgram, RecomputeUsesTheBackwardsGather) {
   EXPECT_GT(look(program(m, s)).gathers, look(program(m, ds_plain)).gathers);
 }
 
+// The reference casts each unit's fp32 master shard to bf16 before its all-gather (a fetched
+// shard arrives in bf16) and adds each scattered gradient shard into its own, both on the
+// collective stream (calibrate/cuda/ref_param_store.cpp, gather_into and grads_done): GPU kernels
+// in order with the collectives, beside the compute stream's.
+TEST(ReferenceStackProgram, CastsBeforeEachGatherAndAccumulatesAfterEachScatterOnTheCollectiveStream) {
+  const wl::ModelSpec m = l24();
+  wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
+  s.offload_params = wl::OffloadTarget::NONE;
+  s.offload_optimizer = wl::OffloadTarget::NONE;
+  auto kernels = [](const ProgramSet& ps, std::string_view name) {
+    int n = 0;
+    for (const Instruction& in : ps.stages.at(0).instructions) {
+      if (in.name == name) {
+        EXPECT_EQ(in.kind, InstrKind::COMPUTE);
+        EXPECT_EQ(in.stream, Stream::COMM);
+        EXPECT_GT(in.seconds, 0.0);
+        ++n;
+      }
+    }
+    return n;
+  };
+  const ProgramSet zero3 = program(m, s);
+  const Seen v = look(zero3);
+  EXPECT_EQ(kernels(zero3, "cast_shard"), v.gathers);
+  EXPECT_EQ(kernels(zero3, "accumulate_grad_shard"), v.reduce_scatters);
+  const ProgramSet infinity = program(m, infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE));
+  EXPECT_EQ(kernels(infinity, "cast_shard"), 0);
+  EXPECT_EQ(kernels(infinity, "accumulate_grad_shard"), look(infinity).reduce_scatters);
+  s.stack.kind = wl::StackKind::DEEPSPEED;
+  const ProgramSet ds = program(m, s);
+  EXPECT_EQ(kernels(ds, "cast_shard") + kernels(ds, "accumulate_grad_shard"), 0);
+}
+
 }  // namespace
 }  // namespace trainsim::sim
