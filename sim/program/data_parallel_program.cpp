@@ -101,6 +101,9 @@ class Builder {
     plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;
     // The trainsim reference gathers a layer once for its recompute and backward.
     plan.recompute_shares_gather = s_.stack.is_reference();
+    // It adds every micro-batch's scattered gradients into its GPU shard and copies the shard to
+    // the host after the last one (ref_param_store.cpp, grads_done).
+    plan.offload_grads_once = s_.stack.is_reference();
     plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
     plan.reduce_every_micro_batch = s_.zero_stage >= 2 && !s_.l2l;
     plan.offload_grads = s_.l2l || s_.offload_optimizer != OffloadTarget::NONE;
@@ -346,7 +349,9 @@ class Builder {
           const double bucket = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
           // Each rank moves its shard; L2L's ranks of a node share the node's one copy.
           const double bytes = s_.l2l ? bucket / ranks_per_node_ : std::ceil(bucket / s_.dp);
-          Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
+          // The reference copies it on its collective stream, in order with the collectives (grads_done).
+          const Stream d2h_stream = s_.stack.is_reference() ? Stream::COMM : Stream::D2H;
+          Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, d2h_stream, Category::OFFLOAD_IO, "d2h_grads", in);
           d2h.after = deps;
           out = writer_.add(std::move(d2h));
           if (s_.offload_optimizer == OffloadTarget::NVME && grads_on_storage()) {

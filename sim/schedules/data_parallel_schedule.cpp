@@ -202,7 +202,8 @@ class Emitter {
     if (reduce && closes) {
       const int r = emit({Instr::REDUCE_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {id}});
       finals_.push_back(r);
-      if (plan_.offload_grads) finals_.push_back(emit({Instr::OFFLOAD_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {r}}));
+      const bool offload = plan_.offload_grads && (!plan_.offload_grads_once || it.micro_batch == plan_.micro_batches - 1);
+      if (offload) finals_.push_back(emit({Instr::OFFLOAD_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {r}}));
     }
   }
 

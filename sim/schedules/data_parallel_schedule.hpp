@@ -63,6 +63,7 @@ struct DataParallelPlan {
   bool offload_checkpoints = false;
   bool reduce_every_micro_batch = false;  // ZeRO 2-3 partition gradients at every micro-batch
   bool offload_grads = false;
+  bool offload_grads_once = false;   // only the last micro-batch's (the trainsim reference accumulates on the GPU, then copies its shard)
   bool update_params = false;
   std::vector<int> bucket_of_unit;   // gradient bucket of each unit; buckets close in backward order
 };

@@ -149,5 +149,33 @@ TEST(ReferenceStackProgram, CastsBeforeEachGatherAndAccumulatesAfterEachScatterO
   EXPECT_EQ(kernels(ds, "cast_shard") + kernels(ds, "accumulate_grad_shard"), 0);
 }
 
+// ZeRO-Infinity in the reference: every micro-batch's scattered gradients are added into the GPU
+// shard, which is copied to the host once, after the last micro-batch, on the collective stream
+// (calibrate/cuda/ref_param_store.cpp, grads_done). DeepSpeed offloads every micro-batch's.
+TEST(ReferenceStackProgram, CopiesTheGradientShardToTheHostOnceOnTheCollectiveStream) {
+  const wl::ModelSpec m = l24();
+  wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
+  s.offload_optimizer = wl::OffloadTarget::CPU;
+  auto copies = [](const ProgramSet& ps, int* on_comm) {
+    int n = 0;
+    *on_comm = 0;
+    for (const Instruction& in : ps.stages.at(0).instructions) {
+      if (std::string_view(in.name) != "d2h_grads") continue;
+      ++n;
+      if (in.stream == Stream::COMM) ++*on_comm;
+    }
+    return n;
+  };
+  int on_comm = 0;
+  const ProgramSet ref = program(m, s);
+  const int ref_copies = copies(ref, &on_comm);
+  EXPECT_EQ(ref_copies, look(ref).reduce_scatters / 2);  // 2 micro-batches
+  EXPECT_EQ(on_comm, ref_copies);
+  s.stack.kind = wl::StackKind::DEEPSPEED;
+  const ProgramSet ds = program(m, s);
+  EXPECT_EQ(copies(ds, &on_comm), look(ds).reduce_scatters);
+  EXPECT_EQ(on_comm, 0);
+}
+
 }  // namespace
 }  // namespace trainsim::sim
