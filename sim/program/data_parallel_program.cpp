@@ -419,8 +419,9 @@ class Builder {
       Instruction op = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::OPTIMIZER, "adam", in);
       op.pass = ComputePass::OPTIMIZER;
       // PyTorch's fused AdamW: fp32 parameter, gradient and both moments (28 bytes per parameter).
-      op.seconds = s_.stack.is_pytorch() ? c_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
-                                         : c_.gpu_adam_seconds(params, m_.numerics);
+      op.seconds = s_.stack.is_pytorch()     ? c_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
+                   : s_.stack.is_reference() ? c_.reference_adam_seconds(params, stack_.keeps_param_shard)
+                                             : c_.gpu_adam_seconds(params, m_.numerics);
       op.after = deps;
       out = writer_.add(std::move(op));
     } else if (s_.offload_optimizer == OffloadTarget::CPU) {

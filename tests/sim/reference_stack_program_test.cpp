@@ -139,6 +139,14 @@ TEST(ReferenceStackProgram, CastsBeforeEachGatherAndAccumulatesAfterEachScatterO
   };
   const ProgramSet zero3 = program(m, s);
   const Seen v = look(zero3);
+  // Its Adam is the reference's kernel over the rank's shard, without a bf16 copy under ZeRO-3.
+  const hw::ClusterProfile prof = hw::builtin_profile("h200x4-measured");
+  const CostModel costs(prof, m.numerics);
+  for (const Instruction& in : zero3.stages.at(0).instructions) {
+    if (std::string_view(in.name) == "adam") {
+      EXPECT_NEAR(in.seconds, costs.reference_adam_seconds(static_cast<double>(wl::total_params(m)) / 2, false), 1e-3 * in.seconds);
+    }
+  }
   EXPECT_EQ(kernels(zero3, "cast_shard"), v.gathers);
   EXPECT_EQ(kernels(zero3, "accumulate_grad_shard"), v.reduce_scatters);
   const ProgramSet infinity = program(m, infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE));
