@@ -20,7 +20,7 @@ namespace trainsim::hw {
 inline constexpr std::string_view REFERENCE_KERNEL_CLASSES[] = {
     "layernorm_fwd", "layernorm_bwd_input", "layernorm_bwd_params", "split_qkv",       "merge_heads",
     "split_heads",   "merge_qkv_grad",      "causal_softmax_fwd",   "causal_softmax_bwd", "column_sum_fp32",
-    "column_sum_bf16"};
+    "column_sum_bf16", "adam",              "cast_fp32_to_bf16",    "add_inplace_fp32"};
 
 // Unknown classes, a class listed twice, sizes out of order or rates out of range are ConfigErrors.
 void read_reference_kernels(StrictObject o, Calibration& cal);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "activation_memory.hpp"
+#include "reference_kernels.hpp"
 #include "torch_offload_calibration.hpp"
 
 namespace trainsim::sim {
@@ -161,6 +162,11 @@ double CostModel::pass_seconds(const wl::PassCost& pass) const {
 
 double CostModel::gpu_adam_seconds(double params, wl::Numerics numerics) const {
   return kernel_seconds({"adam", params * wl::adam_bytes_per_param(numerics)});
+}
+
+double CostModel::reference_adam_seconds(double params, bool writes_bf16_copy) const {
+  const double per_param = wl::reference_kernel_bytes(wl::ReferenceKernel::ADAM, 1, 1) - (writes_bf16_copy ? 0 : 2);
+  return kernel_seconds({"ref:adam", params * per_param});
 }
 
 double CostModel::torch_cpu_adam_seconds(double params, int processes) const {

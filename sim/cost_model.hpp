@@ -48,6 +48,10 @@ class CostModel {
   double torch_grad_add_seconds(double bytes, int gpus) const;
   // Adam over `params` parameters on the GPU (memory-bound).
   double gpu_adam_seconds(double params, wl::Numerics numerics) const;
+  // The trainsim reference's Adam kernel (calibrate/cuda/ref_kernels.cu, adam_step): fp32 master,
+  // moments and gradient, and a new bf16 copy where the stack keeps one, at the rate of its
+  // calibration.reference_kernels class "adam" (else the copy curve).
+  double reference_adam_seconds(double params, bool writes_bf16_copy) const;
 
   // Calibrated rate caps (bytes/s of the op's ring hop or copy); 0 when uncalibrated.
   double collective_cap(CollectiveKind kind, int group_size, double bytes) const;

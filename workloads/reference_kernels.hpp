@@ -22,12 +22,16 @@ enum class ReferenceKernel {
   CAUSAL_SOFTMAX_BWD,
   COLUMN_SUM_FP32,       // rows x cols input
   COLUMN_SUM_BF16,
+  ADAM,                  // rows = parameters, cols = 1: fp32 master, moments and gradient, new bf16 copy
+  CAST_FP32_TO_BF16,     // rows = elements, cols = 1 (ZeRO-3: a shard before its all-gather)
+  ADD_INPLACE_FP32,      // rows = elements, cols = 1 (ZeRO-3: a scattered gradient into the shard)
 };
 inline constexpr ReferenceKernel REFERENCE_KERNELS[] = {
     ReferenceKernel::LAYERNORM_FWD,      ReferenceKernel::LAYERNORM_BWD_INPUT, ReferenceKernel::LAYERNORM_BWD_PARAMS,
     ReferenceKernel::SPLIT_QKV,          ReferenceKernel::MERGE_HEADS,         ReferenceKernel::SPLIT_HEADS,
     ReferenceKernel::MERGE_QKV_GRAD,     ReferenceKernel::CAUSAL_SOFTMAX_FWD,  ReferenceKernel::CAUSAL_SOFTMAX_BWD,
-    ReferenceKernel::COLUMN_SUM_FP32,    ReferenceKernel::COLUMN_SUM_BF16};
+    ReferenceKernel::COLUMN_SUM_FP32,    ReferenceKernel::COLUMN_SUM_BF16,     ReferenceKernel::ADAM,
+    ReferenceKernel::CAST_FP32_TO_BF16,  ReferenceKernel::ADD_INPLACE_FP32};
 // The class's name in calibration.reference_kernels ("causal_softmax_fwd", ...), and the bytes one
 // launch reads and writes: the size axis of its calibrated curve. The same formula prices the
 // stack's kernels and turns the calibration's times into rates.
@@ -44,6 +48,9 @@ inline const char* reference_kernel_class(ReferenceKernel k) {
     case ReferenceKernel::CAUSAL_SOFTMAX_BWD: return "causal_softmax_bwd";
     case ReferenceKernel::COLUMN_SUM_FP32: return "column_sum_fp32";
     case ReferenceKernel::COLUMN_SUM_BF16: return "column_sum_bf16";
+    case ReferenceKernel::ADAM: return "adam";
+    case ReferenceKernel::CAST_FP32_TO_BF16: return "cast_fp32_to_bf16";
+    case ReferenceKernel::ADD_INPLACE_FP32: return "add_inplace_fp32";
   }
   return "?";
 }
@@ -62,6 +69,12 @@ inline double reference_kernel_bytes(ReferenceKernel k, double rows, double cols
     case ReferenceKernel::CAUSAL_SOFTMAX_BWD: return (2.0 / 2 + 4.0 / 2 + 2) * n;  // half of P, dP; bf16 dS
     case ReferenceKernel::COLUMN_SUM_FP32: return 4 * n;
     case ReferenceKernel::COLUMN_SUM_BF16: return 2 * n;
+    // Master, m, v and the fp32 gradient read; master, m, v and the bf16 copy written. Without the
+    // copy (ZeRO-3 keeps none: ref_param_store.cpp) a launch moves 28 bytes per parameter, priced
+    // at the same class's rate.
+    case ReferenceKernel::ADAM: return (16 + 14) * n;
+    case ReferenceKernel::CAST_FP32_TO_BF16: return (4 + 2) * n;
+    case ReferenceKernel::ADD_INPLACE_FP32: return (4 + 4 + 4) * n;  // a read and written, b read
   }
   return 0;
 }

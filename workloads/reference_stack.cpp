@@ -40,6 +40,9 @@ MemoryKernel reference_kernel(ReferenceKernel k, double rows, double cols) {
     case ReferenceKernel::CAUSAL_SOFTMAX_BWD: name = "ref:causal_softmax_bwd"; break;
     case ReferenceKernel::COLUMN_SUM_FP32: name = "ref:column_sum_fp32"; break;
     case ReferenceKernel::COLUMN_SUM_BF16: name = "ref:column_sum_bf16"; break;
+    case ReferenceKernel::ADAM: name = "ref:adam"; break;
+    case ReferenceKernel::CAST_FP32_TO_BF16: name = "ref:cast_fp32_to_bf16"; break;
+    case ReferenceKernel::ADD_INPLACE_FP32: name = "ref:add_inplace_fp32"; break;
   }
   return {name, reference_kernel_bytes(k, rows, cols)};
 }

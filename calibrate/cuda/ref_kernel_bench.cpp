@@ -180,6 +180,32 @@ void run_reference_kernel_bench(Mode mode, const GpuInfo& info, Results& results
               }, name + " x" + std::to_string(mult));
     }
   }
+  // The optimizer's Adam over the rank's parameters and ZeRO-3's collective-stream kernels over a
+  // shard (ref_param_store.cpp): the cast before an all-gather, the add after a reduce-scatter.
+  // The rows' shards and stages hold 6 M to 6.4 G parameters; the rate is flat from 64 M up.
+  const std::vector<long> elems = mode == Mode::QUICK ? std::vector<long>{1L << 22, 1L << 26}
+                                                      : std::vector<long>{1L << 20, 1L << 22, 1L << 24, 1L << 26, 1L << 28};
+  for (long n : elems) {
+    const std::size_t un = static_cast<std::size_t>(n);
+    const std::string name = "n " + std::to_string(n);
+    // master, m, v, grad (v non-negative) accumulate across launches as in the step; the bf16 copy
+    // is poisoned and checked.
+    measure(ReferenceKernel::ADAM, static_cast<double>(n), 1,
+            {{DType::F32, un, false, -1.0f, 1.0f}, {DType::F32, un, false, -0.1f, 0.1f}, {DType::F32, un, false, 0.0f, 0.01f},
+             {DType::F32, un, false, -0.1f, 0.1f}, {DType::BF16, un, true}},
+            [&](const std::vector<char*>& p) {
+              ref::adam_step(reinterpret_cast<float*>(p[0]), reinterpret_cast<float*>(p[1]), reinterpret_cast<float*>(p[2]),
+                             reinterpret_cast<float*>(p[3]), reinterpret_cast<B*>(p[4]), n, 1e-4f, 0.9f, 0.95f, 1e-8f, 3, st);
+            }, name);
+    measure(ReferenceKernel::CAST_FP32_TO_BF16, static_cast<double>(n), 1, {{DType::F32, un, false}, {DType::BF16, un, true}},
+            [&](const std::vector<char*>& p) { ref::to_bf16(reinterpret_cast<float*>(p[0]), reinterpret_cast<B*>(p[1]), n, st); },
+            name);
+    // a accumulates b (filled, small) as the gradient shard does.
+    measure(ReferenceKernel::ADD_INPLACE_FP32, static_cast<double>(n), 1,
+            {{DType::F32, un, false}, {DType::F32, un, false, -1e-3f, 1e-3f}},
+            [&](const std::vector<char*>& p) { ref::add_inplace(reinterpret_cast<float*>(p[0]), reinterpret_cast<float*>(p[1]), n, st); },
+            name);
+  }
   // The causal softmax: batch x heads rows of SEQ x SEQ scores (the rows have 16 to 64).
   const std::vector<int> bh = mode == Mode::QUICK ? std::vector<int>{16, 64} : std::vector<int>{8, 16, 20, 32, 40, 64, 128};
   for (int n : bh) {

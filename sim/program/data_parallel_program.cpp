@@ -99,6 +99,11 @@ class Builder {
     plan.gather_for_backward = !keep_gathered_;
     plan.recompute_full = s_.recompute == Recompute::FULL;
     plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;
+    // The trainsim reference gathers a layer once for its recompute and backward.
+    plan.recompute_shares_gather = s_.stack.is_reference();
+    // It adds every micro-batch's scattered gradients into its GPU shard and copies the shard to
+    // the host after the last one (ref_param_store.cpp, grads_done).
+    plan.offload_grads_once = s_.stack.is_reference();
     plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
     plan.reduce_every_micro_batch = s_.zero_stage >= 2 && !s_.l2l;
     plan.offload_grads = s_.l2l || s_.offload_optimizer != OffloadTarget::NONE;
@@ -202,9 +207,25 @@ class Builder {
     return in;
   }
 
+  // A kernel the trainsim reference runs on its collective stream, in order with the collectives
+  // and beside the compute stream's kernels (sharing the GPU with them in the replay). Counted as
+  // communication, as the reference's own collective-stream timing counts it. Its bytes at the
+  // calibrated curve of its class, or the copy curve (CostModel::kernel_seconds).
+  int collective_stream_kernel(const char* name, const wl::MemoryKernel& k, const ScheduleItem& at, std::vector<int> deps) {
+    Instruction in = base(InstrKind::COMPUTE, Stream::COMM, Category::COMMUNICATION, name, at);
+    in.seconds = c_.kernel_seconds(k);
+    in.after = std::move(deps);
+    return writer_.add(std::move(in));
+  }
+
   std::vector<int> lower_step(const std::vector<ScheduleItem>& plan, const std::vector<int>& barrier) {
     std::vector<int> done(plan.size(), -1);
     std::map<int, std::pair<MemClass, double>> holds;  // fetch/gather -> what its compute releases
+    // A gather that serves several computes (a recompute and its backward) is freed by the last.
+    std::map<int, std::size_t> last_user;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      for (int a : plan[i].after) last_user[a] = i;
+    }
     std::vector<int> step_end;
     for (std::size_t i = 0; i < plan.size(); ++i) {
       const ScheduleItem& in = plan[i];
@@ -238,6 +259,13 @@ class Builder {
           for (int a : in.after) {
             if (plan[static_cast<std::size_t>(a)].kind == Instr::FETCH_PARAMS) staged = holds[a].second;
           }
+          // The trainsim reference keeps no bf16 shard: it casts the unit's fp32 master shard to
+          // bf16 on its collective stream right before the all-gather (ref_param_store.cpp,
+          // gather_into; a fetched shard arrives in bf16). A kernel of the GPU beside its compute.
+          if (s_.stack.is_reference() && staged == 0) {
+            const double elems = shard(units_[static_cast<std::size_t>(in.unit)].params);
+            deps = {collective_stream_kernel("cast_shard", {"ref:cast_fp32_to_bf16", elems * (4 + 2)}, in, deps)};
+          }
           Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
           g.memory.push_back({Tier::GPU, MemClass::GATHERED, bytes, false});
           if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, true});
@@ -253,7 +281,7 @@ class Builder {
           std::vector<MemEffect> release;
           for (int a : in.after) {
             const Instr k = plan[static_cast<std::size_t>(a)].kind;
-            if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a)) {
+            if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a) && last_user[a] == i) {
               if (keep_gathered_ && in.kind == Instr::FORWARD) {
                 kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
               } else {
@@ -305,6 +333,12 @@ class Builder {
           Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
           r.after = deps;
           out = writer_.add(std::move(r));
+          // The reference adds each scattered fp32 shard into its gradient shard on the collective
+          // stream (ref_param_store.cpp, grads_done): read both, write one.
+          if (s_.stack.is_reference() && scatter) {
+            const double elems = shard(bytes / stack_.wire_grad);
+            out = collective_stream_kernel("accumulate_grad_shard", {"ref:add_inplace_fp32", elems * 3 * 4}, in, {out});
+          }
           break;
         }
         case Instr::OFFLOAD_GRADS: {
@@ -315,7 +349,9 @@ class Builder {
           const double bucket = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
           // Each rank moves its shard; L2L's ranks of a node share the node's one copy.
           const double bytes = s_.l2l ? bucket / ranks_per_node_ : std::ceil(bucket / s_.dp);
-          Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
+          // The reference copies it on its collective stream, in order with the collectives (grads_done).
+          const Stream d2h_stream = s_.stack.is_reference() ? Stream::COMM : Stream::D2H;
+          Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, d2h_stream, Category::OFFLOAD_IO, "d2h_grads", in);
           d2h.after = deps;
           out = writer_.add(std::move(d2h));
           if (s_.offload_optimizer == OffloadTarget::NVME && grads_on_storage()) {
@@ -383,8 +419,9 @@ class Builder {
       Instruction op = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::OPTIMIZER, "adam", in);
       op.pass = ComputePass::OPTIMIZER;
       // PyTorch's fused AdamW: fp32 parameter, gradient and both moments (28 bytes per parameter).
-      op.seconds = s_.stack.is_pytorch() ? c_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
-                                         : c_.gpu_adam_seconds(params, m_.numerics);
+      op.seconds = s_.stack.is_pytorch()     ? c_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
+                   : s_.stack.is_reference() ? c_.reference_adam_seconds(params, stack_.keeps_param_shard)
+                                             : c_.gpu_adam_seconds(params, m_.numerics);
       op.after = deps;
       out = writer_.add(std::move(op));
     } else if (s_.offload_optimizer == OffloadTarget::CPU) {

@@ -234,8 +234,9 @@ class StageBuilder {
     opt.name = "adam";
     opt.step = work.step;
     const double params = (s_.zero_stage >= 1 ? memory_.params_on_rank / s_.dp : memory_.params_on_rank) * share;
-    opt.seconds = s_.stack.is_pytorch() ? costs_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
-                                        : costs_.gpu_adam_seconds(params, m_.numerics);
+    opt.seconds = s_.stack.is_pytorch()     ? costs_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
+                  : s_.stack.is_reference() ? costs_.reference_adam_seconds(params, stack_.keeps_param_shard)
+                                            : costs_.gpu_adam_seconds(params, m_.numerics);
     opt.after = reduced;
     if (stack_.grads_per_step && grads_alive_ > 0) {
       opt.memory.push_back({Tier::GPU, MemClass::GRADS, -grads_alive_, true});

@@ -113,6 +113,27 @@ class Emitter {
     if (t >= 0) in.after.push_back(computes_[static_cast<std::size_t>(t)]);
   }
 
+  // A backward that uses the gather of the recompute just before it (recompute_shares_gather).
+  bool shares_gather(int p) const {
+    if (!plan_.recompute_shares_gather || p <= 0) return false;
+    const Item& it = items_[static_cast<std::size_t>(p)];
+    const Item& before = items_[static_cast<std::size_t>(p - 1)];
+    return it.kind == Instr::BACKWARD && before.kind == Instr::RECOMPUTE && before.unit == it.unit &&
+           before.micro_batch == it.micro_batch;
+  }
+
+  // The first compute of the gather that compute p uses.
+  int gather_start(int p) const { return shares_gather(p) ? p - 1 : p; }
+
+  // The fetch or gather for compute `target`, issued once the computes of `ahead` gathers before
+  // its own have started, i.e. once the compute before them has ended (without shared gathers,
+  // compute target - ahead - 1, as trigger).
+  void trigger_gather(ScheduleItem& in, int target, int ahead) const {
+    int t = gather_start(target);
+    for (int k = 0; k < ahead && t > 0; ++k) t = gather_start(t - 1);
+    if (t - 1 >= 0) in.after.push_back(computes_[static_cast<std::size_t>(t - 1)]);
+  }
+
   static Pass pass_of(Instr k) {
     return k == Instr::FORWARD ? Pass::FORWARD : k == Instr::RECOMPUTE ? Pass::RECOMPUTE : Pass::BACKWARD;
   }
@@ -122,9 +143,13 @@ class Emitter {
     for (int p = position; p <= std::min(n - 1, position + plan_.fetch_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (plan_.fetch_params && it.needs_params && fetch_.count(p) == 0) {
-        ScheduleItem f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
-        trigger(f, p, plan_.fetch_ahead);
-        fetch_[p] = emit(f);
+        if (shares_gather(p) && fetch_.count(p - 1)) {
+          fetch_[p] = fetch_[p - 1];
+        } else {
+          ScheduleItem f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
+          trigger_gather(f, p, plan_.fetch_ahead);
+          fetch_[p] = emit(f);
+        }
       }
       // A layer's checkpoint comes back before its first recompute or backward.
       if (plan_.offload_checkpoints && it.kind != Instr::FORWARD && saved_.count({it.micro_batch, it.layer})) {
@@ -140,8 +165,12 @@ class Emitter {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (!it.needs_params || gather_.count(p)) continue;
       if (!plan_.gather_for_backward && it.kind != Instr::FORWARD) continue;
+      if (shares_gather(p) && gather_.count(p - 1)) {
+        gather_[p] = gather_[p - 1];
+        continue;
+      }
       ScheduleItem g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
-      trigger(g, p, plan_.gather_ahead);
+      trigger_gather(g, p, plan_.gather_ahead);
       if (fetch_.count(p)) g.after.push_back(fetch_[p]);
       gather_[p] = emit(g);
     }
@@ -173,7 +202,8 @@ class Emitter {
     if (reduce && closes) {
       const int r = emit({Instr::REDUCE_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {id}});
       finals_.push_back(r);
-      if (plan_.offload_grads) finals_.push_back(emit({Instr::OFFLOAD_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {r}}));
+      const bool offload = plan_.offload_grads && (!plan_.offload_grads_once || it.micro_batch == plan_.micro_batches - 1);
+      if (offload) finals_.push_back(emit({Instr::OFFLOAD_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {r}}));
     }
   }
 

@@ -56,9 +56,14 @@ struct DataParallelPlan {
   int fetch_ahead = 2;               // one more than gathered: fetch, then gather, then compute
   bool recompute_full = false;       // every unit's forward again before the layer's backward
   int selective_unit_of_layer = -1;  // selective recompute: the unit index, within its layer, that recomputes its attention core (no parameters needed); -1 for none
+  // A unit's recompute and its backward use one gather, issued as one unit's would be (`ahead`
+  // counts such pairs as one): the trainsim reference acquires a unit once for both
+  // (calibrate/cuda/ref_model.cpp, backward; ref_param_store.cpp, acquire). Without it each gathers.
+  bool recompute_shares_gather = false;
   bool offload_checkpoints = false;
   bool reduce_every_micro_batch = false;  // ZeRO 2-3 partition gradients at every micro-batch
   bool offload_grads = false;
+  bool offload_grads_once = false;   // only the last micro-batch's (the trainsim reference accumulates on the GPU, then copies its shard)
   bool update_params = false;
   std::vector<int> bucket_of_unit;   // gradient bucket of each unit; buckets close in backward order
 };

@@ -67,21 +67,31 @@ TEST(ReferenceKernelsCalibration, TheLoaderKnowsEveryClassTheStackPrices) {
   }
 }
 
-// The profile trainsim-calibrate wrote on the lent GPU (an H100 came: reports/validation/reference/
-// README.md, "The reference's own kernels") loads through the strict loader with every class.
-TEST(ReferenceKernelsCalibration, TheMeasuredRunsProfileHasEveryClass) {
-  const ClusterProfile p = load_profile_file(
-      std::string(TRAINSIM_SOURCE_DIR) +
-      "/reports/validation/reference/logs/refkernels-h100/call2/kernels_and_reference_kernels/profile.json");
-  EXPECT_EQ(p.calibration.reference_kernels.size(), std::size(REFERENCE_KERNEL_CLASSES));
+// The profiles trainsim-calibrate wrote on the lent GPUs (reports/validation/reference/README.md,
+// "The reference's own kernels" and "Branch ref-rows") load through the strict loader: the H100's
+// with the eleven layer classes measured then, the H200's of branch ref-rows with every class.
+void expect_rates_within(const ClusterProfile& p, double hbm_GBps, double floor_GBps, std::size_t min_points) {
   for (const BandwidthCurve& c : p.calibration.reference_kernels) {
-    EXPECT_GE(c.points.size(), 7u) << c.what;
-    // Below the H100's 3.35 TB/s HBM and above a quarter of it: a rate outside is a unit or formula slip.
+    EXPECT_GE(c.points.size(), min_points) << c.what;
+    // Below the GPU's HBM bandwidth and above a floor: a rate outside is a unit or formula slip.
     for (const CurvePoint& q : c.points) {
-      EXPECT_LT(q.value, 3350) << c.what;
-      EXPECT_GT(q.value, 830) << c.what << " at " << q.bytes;
+      EXPECT_LT(q.value, hbm_GBps) << c.what;
+      EXPECT_GT(q.value, floor_GBps) << c.what << " at " << q.bytes;
     }
   }
+}
+
+TEST(ReferenceKernelsCalibration, TheMeasuredRunsProfilesHaveTheirClasses) {
+  const std::string logs = std::string(TRAINSIM_SOURCE_DIR) + "/reports/validation/reference/logs/";
+  const ClusterProfile h100 = load_profile_file(logs + "refkernels-h100/call2/kernels_and_reference_kernels/profile.json");
+  EXPECT_EQ(h100.calibration.reference_kernels.size(), 11u);
+  for (const BandwidthCurve& c : h100.calibration.reference_kernels) EXPECT_GE(c.points.size(), 7u) << c.what;
+  expect_rates_within(h100, 3350, 3350 / 4, 7);
+  const ClusterProfile h200 = load_profile_file(logs + "ref-rows-h200/call1/reference_kernels/profile.json");
+  EXPECT_EQ(h200.calibration.reference_kernels.size(), std::size(REFERENCE_KERNEL_CLASSES));
+  // A fifth of the H200's 4.8 TB/s: the LayerNorm parameter pass at its smallest shape (b1 h1024)
+  // reaches 1.05 TB/s there.
+  expect_rates_within(h200, 4800, 4800 / 5, 5);
 }
 
 using BadCase = test::BadSectionCase;

@@ -67,6 +67,21 @@ TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
   EXPECT_EQ(own.assumptions(false), generic.assumptions(false));
 }
 
+// The reference's Adam (ref_kernels.cu, adam_step) moves 30 bytes per parameter with its bf16 copy
+// (fp32 master, moments and gradient read; master, moments written) and 28 without (ZeRO-3 keeps
+// none), at the rate of its own class; the generic replay's 28 bytes (a 16-bit gradient) at copy.
+TEST(CostModel, ReferenceAdamIsItsOwnKernelAtItsOwnBytes) {
+  hw::ClusterProfile p = calibrated();
+  p.calibration.reference_kernels = {{"adam", 1, {{1e6, 2000}, {1e12, 2000}}}};
+  const CostModel c(p, wl::Numerics::BF16_MIXED);
+  EXPECT_NEAR(c.reference_adam_seconds(1e9, true), 30e9 / 2000e9, 1e-15);
+  EXPECT_NEAR(c.reference_adam_seconds(1e9, false), 28e9 / 2000e9, 1e-15);
+  EXPECT_NEAR(c.gpu_adam_seconds(1e9, wl::Numerics::BF16_MIXED), 28e9 / 3000e9, 1e-15);
+  // Without the class: the copy curve, at the reference's bytes.
+  const CostModel generic(calibrated(), wl::Numerics::BF16_MIXED);
+  EXPECT_NEAR(generic.reference_adam_seconds(1e9, true), 30e9 / 3000e9, 1e-15);
+}
+
 // The stack names every launch of the classes: a reference layer on the single-GPU row costs the
 // table's rates for them, all of them (a table ignored, or a launch left on a generic name, fails).
 TEST(CostModel, ReferenceLayerIsPricedFromTheTableClassByClass) {

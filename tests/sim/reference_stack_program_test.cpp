@@ -6,6 +6,7 @@
 // storage (the gradients stay in host memory).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -86,6 +87,102 @@ TEST(ReferenceStackProgram, StatesOnlyThroughStorageWholeLayersAndFetchesInOrder
   EXPECT_GT(ref.fetches, 0);
   EXPECT_EQ(ref.fetches_on_collective_stream, ref.fetches);
   EXPECT_EQ(ds.fetches_on_collective_stream, 0);
+}
+
+// Under --recompute layer the reference acquires each layer once for its recompute and backward
+// (calibrate/cuda/ref_model.cpp): as many gathers as without recompute, each gathered layer freed
+// once, after the backward. DeepSpeed gathers again for the recompute.
+TEST(ReferenceStackProgram, RecomputeUsesTheBackwardsGather) {
+  const wl::ModelSpec m = l24();
+  wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
+  s.offload_params = wl::OffloadTarget::NONE;
+  s.offload_optimizer = wl::OffloadTarget::NONE;
+  const int plain = look(program(m, s)).gathers;
+  s.recompute = wl::Recompute::FULL;
+  const ProgramSet ref = program(m, s);
+  EXPECT_EQ(look(ref).gathers, plain);
+  double gathered = 0, peak = 0;
+  for (const Instruction& in : ref.stages.at(0).instructions) {
+    for (const MemEffect& e : in.memory) {
+      if (e.cls == MemClass::GATHERED) gathered += e.bytes;
+    }
+    peak = std::max(peak, gathered);
+  }
+  EXPECT_NEAR(gathered, 0.0, 1.0);
+  EXPECT_GT(peak, 0.0);
+  s.stack.kind = wl::StackKind::DEEPSPEED;
+  wl::Strategy ds_plain = s;
+  ds_plain.recompute = wl::Recompute::NONE;
+  EXPECT_GT(look(program(m, s)).gathers, look(program(m, ds_plain)).gathers);
+}
+
+// The reference casts each unit's fp32 master shard to bf16 before its all-gather (a fetched
+// shard arrives in bf16) and adds each scattered gradient shard into its own, both on the
+// collective stream (calibrate/cuda/ref_param_store.cpp, gather_into and grads_done): GPU kernels
+// in order with the collectives, beside the compute stream's.
+TEST(ReferenceStackProgram, CastsBeforeEachGatherAndAccumulatesAfterEachScatterOnTheCollectiveStream) {
+  const wl::ModelSpec m = l24();
+  wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
+  s.offload_params = wl::OffloadTarget::NONE;
+  s.offload_optimizer = wl::OffloadTarget::NONE;
+  auto kernels = [](const ProgramSet& ps, std::string_view name) {
+    int n = 0;
+    for (const Instruction& in : ps.stages.at(0).instructions) {
+      if (in.name == name) {
+        EXPECT_EQ(in.kind, InstrKind::COMPUTE);
+        EXPECT_EQ(in.stream, Stream::COMM);
+        EXPECT_GT(in.seconds, 0.0);
+        ++n;
+      }
+    }
+    return n;
+  };
+  const ProgramSet zero3 = program(m, s);
+  const Seen v = look(zero3);
+  // Its Adam is the reference's kernel over the rank's shard, without a bf16 copy under ZeRO-3.
+  const hw::ClusterProfile prof = hw::builtin_profile("h200x4-measured");
+  const CostModel costs(prof, m.numerics);
+  for (const Instruction& in : zero3.stages.at(0).instructions) {
+    if (std::string_view(in.name) == "adam") {
+      EXPECT_NEAR(in.seconds, costs.reference_adam_seconds(static_cast<double>(wl::total_params(m)) / 2, false), 1e-3 * in.seconds);
+    }
+  }
+  EXPECT_EQ(kernels(zero3, "cast_shard"), v.gathers);
+  EXPECT_EQ(kernels(zero3, "accumulate_grad_shard"), v.reduce_scatters);
+  const ProgramSet infinity = program(m, infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE));
+  EXPECT_EQ(kernels(infinity, "cast_shard"), 0);
+  EXPECT_EQ(kernels(infinity, "accumulate_grad_shard"), look(infinity).reduce_scatters);
+  s.stack.kind = wl::StackKind::DEEPSPEED;
+  const ProgramSet ds = program(m, s);
+  EXPECT_EQ(kernels(ds, "cast_shard") + kernels(ds, "accumulate_grad_shard"), 0);
+}
+
+// ZeRO-Infinity in the reference: every micro-batch's scattered gradients are added into the GPU
+// shard, which is copied to the host once, after the last micro-batch, on the collective stream
+// (calibrate/cuda/ref_param_store.cpp, grads_done). DeepSpeed offloads every micro-batch's.
+TEST(ReferenceStackProgram, CopiesTheGradientShardToTheHostOnceOnTheCollectiveStream) {
+  const wl::ModelSpec m = l24();
+  wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
+  s.offload_optimizer = wl::OffloadTarget::CPU;
+  auto copies = [](const ProgramSet& ps, int* on_comm) {
+    int n = 0;
+    *on_comm = 0;
+    for (const Instruction& in : ps.stages.at(0).instructions) {
+      if (std::string_view(in.name) != "d2h_grads") continue;
+      ++n;
+      if (in.stream == Stream::COMM) ++*on_comm;
+    }
+    return n;
+  };
+  int on_comm = 0;
+  const ProgramSet ref = program(m, s);
+  const int ref_copies = copies(ref, &on_comm);
+  EXPECT_EQ(ref_copies, look(ref).reduce_scatters / 2);  // 2 micro-batches
+  EXPECT_EQ(on_comm, ref_copies);
+  s.stack.kind = wl::StackKind::DEEPSPEED;
+  const ProgramSet ds = program(m, s);
+  EXPECT_EQ(copies(ds, &on_comm), look(ds).reduce_scatters);
+  EXPECT_EQ(on_comm, 0);
 }
 
 }  // namespace

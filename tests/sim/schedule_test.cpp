@@ -104,6 +104,49 @@ TEST(DataParallelSchedule, ZeroThreeGathersEachComputeOneAheadAndRecomputesGathe
   }
 }
 
+// The trainsim reference acquires a layer once for its recompute and its backward
+// (calibrate/cuda/ref_model.cpp): one gather serves both, and the next one is issued as if the pair
+// were one compute (once the compute before the previous pair has ended).
+TEST(DataParallelSchedule, ARecomputeAndItsBackwardCanShareOneGather) {
+  DataParallelPlan p = plan_of(3, 2);
+  p.gather_params = true;
+  p.recompute_full = true;
+  p.recompute_shares_gather = true;
+  const auto s = data_parallel_schedule(p);
+  expect_dependencies_point_backwards(s);
+  // Per micro-batch 5 forwards and 5 backwards gather; the 3 recomputes use their backward's.
+  EXPECT_EQ(count(s, Instr::RECOMPUTE), 6);
+  EXPECT_EQ(count(s, Instr::GATHER_PARAMS), 20);
+  std::vector<int> computes;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const Instr k = s[i].kind;
+    if (k == Instr::FORWARD || k == Instr::RECOMPUTE || k == Instr::BACKWARD) computes.push_back(static_cast<int>(i));
+  }
+  int pairs = 0;
+  for (std::size_t c = 1; c < computes.size(); ++c) {
+    const ScheduleItem& b = s[static_cast<std::size_t>(computes[c])];
+    const ScheduleItem& r = s[static_cast<std::size_t>(computes[c - 1])];
+    if (b.kind != Instr::BACKWARD || r.kind != Instr::RECOMPUTE) continue;
+    ++pairs;
+    ASSERT_EQ(b.after.size(), 1u);
+    ASSERT_EQ(r.after.size(), 1u);
+    EXPECT_EQ(b.after[0], r.after[0]);
+    // The pair's gather is issued once the compute before the previous gather's computes (a pair,
+    // or the head's single backward before the first pair) has ended.
+    const auto& g = s[static_cast<std::size_t>(r.after[0])];
+    ASSERT_EQ(g.after.size(), 1u);
+    const std::size_t before_previous = s[static_cast<std::size_t>(computes[c - 2])].kind == Instr::BACKWARD &&
+                                                s[static_cast<std::size_t>(computes[c - 3])].kind == Instr::RECOMPUTE
+                                            ? c - 4
+                                            : c - 3;
+    EXPECT_EQ(g.after[0], computes[before_previous]);
+  }
+  EXPECT_EQ(pairs, 6);
+  // Without sharing, each gathers (the DeepSpeed default).
+  p.recompute_shares_gather = false;
+  EXPECT_EQ(count(data_parallel_schedule(p), Instr::GATHER_PARAMS), 26);
+}
+
 TEST(DataParallelSchedule, ZeroInfinityFetchesBeforeGatheringAndOffloadsCheckpointsAndGradients) {
   DataParallelPlan p = plan_of(2, 1);
   p.fetch_params = true;
