@@ -93,8 +93,9 @@ class Builder {
     plan.micro_batches = micro_batches_;
     plan.fetch_params = s_.l2l || s_.offload_params != OffloadTarget::NONE;
     // L2L keeps the layer in use and the next one (Pudipeddi et al. 2020); ZeRO-Infinity reads
-    // one unit further ahead than it gathers.
-    plan.fetch_ahead = s_.l2l ? 1 : 2;
+    // one unit further ahead than it gathers. FSDP2's copy of a unit's shard to the GPU is part of
+    // that unit's all-gather (training_stacks.md, "FSDP2"), so it reads no further ahead.
+    plan.fetch_ahead = s_.l2l ? 1 : fsdp_ ? plan.gather_ahead : 2;
     plan.gather_params = gather_;
     plan.gather_for_backward = !keep_gathered_;
     plan.recompute_full = s_.recompute == Recompute::FULL;
@@ -240,7 +241,9 @@ class Builder {
           }
           Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
           g.memory.push_back({Tier::GPU, MemClass::GATHERED, bytes, false});
-          if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, true});
+          // FSDP2 casts each fetched fp32 shard to param_dtype and frees it before the all-gather
+          // runs (training_stacks.md, "FSDP2"); ZeRO-Infinity's shard is its all-gather's input.
+          if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, !fsdp_});
           g.after = deps;
           out = writer_.add(std::move(g));
           holds[static_cast<int>(i)] = {MemClass::GATHERED, bytes};

@@ -5,6 +5,7 @@
 // calibration.torch_offload's rates for the node's ranks copying at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -105,6 +106,42 @@ TEST(TorchOffloadProgram, OtherStacksKeepOneAsynchronousCopyPerBucket) {
     EXPECT_FALSE(in.kind == InstrKind::COPY && in.pageable) << in.name;
     EXPECT_NE(std::string_view(in.name), "cpu_grad_add");
   }
+}
+
+// FSDP2 copies a unit's fp32 shard to the GPU inside that unit's unshard and frees it, cast to
+// bf16, before the all-gather runs (training_stacks.md, "FSDP2"; reports/validation/memory_peak/):
+// each copy is issued with its all-gather, not one unit ahead as ZeRO-Infinity reads, and its
+// staging is gone when the all-gather starts.
+TEST(TorchOffloadProgram, ShardCopyBelongsToItsAllGather) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  const OffloadRun s = fsdp_offload(p, 2);
+  const CostModel costs(p, s.model.numerics);
+  const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+  const std::vector<Instruction>& ins = set.stages.at(0).instructions;
+  int gathers = 0;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    const Instruction& g = ins[i];
+    if (std::string_view(g.name) != "gather_params") continue;
+    for (int a : g.after) {
+      const Instruction& f = ins[static_cast<std::size_t>(a)];
+      if (std::string_view(f.name) != "h2d_params") continue;
+      ++gathers;
+      for (int b : f.after) {
+        if (ins[static_cast<std::size_t>(b)].kind != InstrKind::COMPUTE) continue;  // the step's start
+        EXPECT_NE(std::find(g.after.begin(), g.after.end(), b), g.after.end())
+            << "the shard copy before instruction " << i << " waits for " << b << ", its all-gather does not";
+      }
+      bool released = false;
+      for (const MemEffect& e : g.memory) {
+        if (e.cls != MemClass::STAGING) continue;
+        released = true;
+        EXPECT_LT(e.bytes, 0);
+        EXPECT_FALSE(e.at_end) << "instruction " << i << " frees the staged shard at its end";
+      }
+      EXPECT_TRUE(released);
+    }
+  }
+  EXPECT_GT(gathers, 0);
 }
 
 // The replay runs every accumulating micro-batch's pageable copies on the step's critical path at
