@@ -144,6 +144,37 @@ TEST(TorchOffloadProgram, ShardCopyBelongsToItsAllGather) {
   EXPECT_GT(gathers, 0);
 }
 
+// FSDP2 keeps no gradient buckets: a unit's unsharded bf16 gradients exist from its backward to
+// its reduce-scatter, which copies them into a fresh fp32 input that the next unit's reduce-scatter
+// (or the end of the backward) frees (training_stacks.md, "FSDP2"; at the measured peaks none of
+// them is alive, reports/validation/memory_peak/). Nothing of the kind is resident, and what the
+// backward allocates it frees within the micro-batch.
+TEST(TorchOffloadProgram, Fsdp2ReduceScatterBuffersAreTransient) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  for (const bool offload : {true, false}) {
+    OffloadRun s = fsdp_offload(p, 2);
+    if (!offload) {
+      s.strategy.offload_params = s.strategy.offload_optimizer = wl::OffloadTarget::NONE;
+      s.memory = wl::estimate_memory(s.model, s.strategy, p.gpus_per_node());
+    }
+    const CostModel costs(p, s.model.numerics);
+    const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+    std::map<int, double> per_micro_batch;
+    int reduces = 0;
+    for (const Instruction& in : set.stages.at(0).instructions) {
+      for (const MemEffect& e : in.memory) {
+        if (e.cls != MemClass::BUCKETS) continue;
+        EXPECT_NE(std::string_view(in.name), "model_states") << "offload " << offload;
+        per_micro_batch[in.micro_batch] += e.bytes;
+      }
+      if (std::string_view(in.name) == "reduce_grads") ++reduces;
+    }
+    EXPECT_GT(reduces, 0);
+    EXPECT_EQ(per_micro_batch.size(), 2u) << "offload " << offload;
+    for (const auto& [mb, bytes] : per_micro_batch) EXPECT_NEAR(bytes, 0, 1) << "micro-batch " << mb << " offload " << offload;
+  }
+}
+
 // The replay runs every accumulating micro-batch's pageable copies on the step's critical path at
 // the calibrated rate: halving the rate adds exactly their bytes once more; without accumulation
 // (one micro-batch) the rate changes nothing.
