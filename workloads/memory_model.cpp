@@ -246,8 +246,9 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
   if (s.stack.is_pytorch() && modeled) {
     // PyTorch's own buffers (workloads/training_stacks.md): DDP's buckets beside .grad; FSDP2's
     // gathered bf16 units (every layer from its forward to its backward without resharding, else
-    // two layers) plus the root, never resharded, and a layer's unsharded bf16 gradients with their
-    // reduce_dtype copy during its reduce-scatter.
+    // two layers) plus the root (unsharded throughout under FSDP2's default), and a layer's
+    // unsharded bf16 gradients with their reduce_dtype copy during its reduce-scatter: an upper
+    // bound on what is alive at once (the replay allocates and frees them as FSDP2 does).
     const StackStates ss = stack_states(s.stack, m.numerics, s.zero_stage, s.micro_batches());
     buf.comm_bucket_bytes = ss.bucket_copy * psi;
     buf.gathered_params_bytes = 0;

@@ -155,10 +155,11 @@ double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s) {
   // Layer input and the sum after attention (residual dtype, saved by the norms), the norm
   // outputs' bf16 casts (saved by QKV and FC1; under FSDP2 the bf16 norm outputs themselves),
   // Q, K, V (through flash attention's views of the QKV output), the attention output (saved by
-  // flash attention) and its reshape copy (the projection's input), the MLP's input(s) to the
+  // flash attention, and by the projection through a view: flash attention writes it as [b, s,
+  // heads, head_dim], so the transpose and reshape copy nothing), the MLP's input(s) to the
   // activation and its output (FC2's input), flash attention's fp32 log-sum-exp
   // (training_stacks.md, "autocast" and "FSDP2").
-  double bytes = 2 * re * d.T * d.h + 2 * 2 * d.T * d.h + 2 * d.T * (d.h + 2 * d.kv) + 2 * 2 * d.T * d.h +
+  double bytes = 2 * re * d.T * d.h + 2 * 2 * d.T * d.h + 2 * d.T * (d.h + 2 * d.kv) + 2 * d.T * d.h +
                  2 * d.T * d.up + 2 * d.T * d.f + 4 * d.a * d.T;
   if (m.attention == AttentionImpl::MATERIALIZED) bytes += 2 * d.a * d.s * d.T;  // softmax output
   // Autocast's bf16 weight copies, saved by each Linear for this micro-batch's backward.

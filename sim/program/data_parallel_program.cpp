@@ -30,6 +30,11 @@ class Builder {
     gather_ = (s.zero_stage == 3 || fsdp_) && s.dp > 1 && !s.l2l;
     gather_bytes_ = fsdp_ ? wl::dtype_bytes(s.stack.param_dtype) : bytes_.params;
     keep_gathered_ = fsdp_ && s.zero_stage < 3;
+    // FSDP2 has no resident gradient buckets: a unit's backward makes its unsharded gradients in
+    // param_dtype, its post-backward copies them into a fresh reduce_dtype reduce-scatter input and
+    // frees them, and that input lives until the next unit's post-backward (or the end of the
+    // backward) (training_stacks.md, "FSDP2"; reports/validation/memory_peak/).
+    transient_reduce_ = fsdp_ && s.zero_stage >= 2 && !s.l2l;
     // The trainsim reference, as FSDP2, gathers whole layers (one all-gather per unit, the next
     // one prefetched) and reduce-scatters each unit's fp32 gradients after its backward
     // (training_stacks.md, "trainsim-reference"; calibrate/cuda/ref_param_store.cpp).
@@ -93,8 +98,9 @@ class Builder {
     plan.micro_batches = micro_batches_;
     plan.fetch_params = s_.l2l || s_.offload_params != OffloadTarget::NONE;
     // L2L keeps the layer in use and the next one (Pudipeddi et al. 2020); ZeRO-Infinity reads
-    // one unit further ahead than it gathers.
-    plan.fetch_ahead = s_.l2l ? 1 : 2;
+    // one unit further ahead than it gathers. FSDP2's copy of a unit's shard to the GPU is part of
+    // that unit's all-gather (training_stacks.md, "FSDP2"), so it reads no further ahead.
+    plan.fetch_ahead = s_.l2l ? 1 : fsdp_ ? plan.gather_ahead : 2;
     plan.gather_params = gather_;
     plan.gather_for_backward = !keep_gathered_;
     plan.recompute_full = s_.recompute == Recompute::FULL;
@@ -166,7 +172,7 @@ class Builder {
     if (stack_.grads_per_step) grads_per_step_bytes_ = grads * bytes_.grads;
     else add(states_at == Tier::STORAGE && !grads_on_storage() ? Tier::HOST : states_at, MemClass::GRADS, grads * bytes_.grads);
     add(states_at, MemClass::OPTIMIZER, optimizer * bytes_.optimizer);
-    add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
+    if (!transient_reduce_) add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
     add(Tier::HOST, MemClass::STAGING, st_.buffers.pinned_host_bytes);
     states_ = writer_.add(std::move(in));
   }
@@ -268,7 +274,9 @@ class Builder {
           }
           Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
           g.memory.push_back({Tier::GPU, MemClass::GATHERED, bytes, false});
-          if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, true});
+          // FSDP2 casts each fetched fp32 shard to param_dtype and frees it before the all-gather
+          // runs (training_stacks.md, "FSDP2"); ZeRO-Infinity's shard is its all-gather's input.
+          if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, !fsdp_});
           g.after = deps;
           out = writer_.add(std::move(g));
           holds[static_cast<int>(i)] = {MemClass::GATHERED, bytes};
@@ -305,6 +313,10 @@ class Builder {
               grads_alive_[t] += g;
             }
           }
+          if (transient_reduce_ && in.kind == Instr::BACKWARD) {
+            const double g = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
+            if (g > 0) release.push_back({Tier::GPU, MemClass::BUCKETS, g, true});
+          }
           if (host_block_ >= 0) {
             deps.push_back(host_block_);
             host_block_ = -1;
@@ -332,6 +344,22 @@ class Builder {
           const bool scatter = s_.zero_stage >= 2 && !s_.l2l;
           Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
           r.after = deps;
+          if (transient_reduce_) {
+            double unsharded = 0;
+            for (std::size_t u = 0; u < units_.size(); ++u) {
+              if (bucket_of_unit_[u] == in.bucket) unsharded += units_[u].params * gather_bytes_;
+            }
+            if (unsharded > 0) r.memory.push_back({Tier::GPU, MemClass::BUCKETS, -unsharded, false});
+            if (reduce_input_alive_ > 0) r.memory.push_back({Tier::GPU, MemClass::BUCKETS, -reduce_input_alive_, false});
+            r.memory.push_back({Tier::GPU, MemClass::BUCKETS, bytes, false});
+            reduce_input_alive_ = bytes;
+            // The first unit's reduce-scatter is the backward's last: the root's final callback
+            // waits for it and drops its input.
+            if (in.bucket == bucket_of_unit_.front()) {
+              r.memory.push_back({Tier::GPU, MemClass::BUCKETS, -bytes, true});
+              reduce_input_alive_ = 0;
+            }
+          }
           out = writer_.add(std::move(r));
           // The reference adds each scattered fp32 shard into its gradient shard on the collective
           // stream (ref_param_store.cpp, grads_done): read both, write one.
@@ -498,7 +526,8 @@ class Builder {
   const CostModel& c_;
   const wl::StageMemory& st_;
   wl::StackStates stack_;
-  bool fsdp_ = false, keep_gathered_ = false;
+  bool fsdp_ = false, keep_gathered_ = false, transient_reduce_ = false;
+  double reduce_input_alive_ = 0;  // FSDP2's reduce-scatter input, freed by the next one
   double gather_bytes_ = 0, grads_per_step_bytes_ = 0;
   std::map<std::pair<int, int>, std::vector<MemEffect>> kept_;  // (unit, micro-batch) -> its gathered unit's free
   std::set<int> grads_made_;

@@ -5,6 +5,7 @@
 // calibration.torch_offload's rates for the node's ranks copying at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -104,6 +105,73 @@ TEST(TorchOffloadProgram, OtherStacksKeepOneAsynchronousCopyPerBucket) {
   for (const Instruction& in : set.stages.at(0).instructions) {
     EXPECT_FALSE(in.kind == InstrKind::COPY && in.pageable) << in.name;
     EXPECT_NE(std::string_view(in.name), "cpu_grad_add");
+  }
+}
+
+// FSDP2 copies a unit's fp32 shard to the GPU inside that unit's unshard and frees it, cast to
+// bf16, before the all-gather runs (training_stacks.md, "FSDP2"; reports/validation/memory_peak/):
+// each copy is issued with its all-gather, not one unit ahead as ZeRO-Infinity reads, and its
+// staging is gone when the all-gather starts.
+TEST(TorchOffloadProgram, ShardCopyBelongsToItsAllGather) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  const OffloadRun s = fsdp_offload(p, 2);
+  const CostModel costs(p, s.model.numerics);
+  const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+  const std::vector<Instruction>& ins = set.stages.at(0).instructions;
+  int gathers = 0;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    const Instruction& g = ins[i];
+    if (std::string_view(g.name) != "gather_params") continue;
+    for (int a : g.after) {
+      const Instruction& f = ins[static_cast<std::size_t>(a)];
+      if (std::string_view(f.name) != "h2d_params") continue;
+      ++gathers;
+      for (int b : f.after) {
+        if (ins[static_cast<std::size_t>(b)].kind != InstrKind::COMPUTE) continue;  // the step's start
+        EXPECT_NE(std::find(g.after.begin(), g.after.end(), b), g.after.end())
+            << "the shard copy before instruction " << i << " waits for " << b << ", its all-gather does not";
+      }
+      bool released = false;
+      for (const MemEffect& e : g.memory) {
+        if (e.cls != MemClass::STAGING) continue;
+        released = true;
+        EXPECT_LT(e.bytes, 0);
+        EXPECT_FALSE(e.at_end) << "instruction " << i << " frees the staged shard at its end";
+      }
+      EXPECT_TRUE(released);
+    }
+  }
+  EXPECT_GT(gathers, 0);
+}
+
+// FSDP2 keeps no gradient buckets: a unit's unsharded bf16 gradients exist from its backward to
+// its reduce-scatter, which copies them into a fresh fp32 input that the next unit's reduce-scatter
+// (or the end of the backward) frees (training_stacks.md, "FSDP2"; at the measured peaks none of
+// them is alive, reports/validation/memory_peak/). Nothing of the kind is resident, and what the
+// backward allocates it frees within the micro-batch.
+TEST(TorchOffloadProgram, Fsdp2ReduceScatterBuffersAreTransient) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  for (const bool offload : {true, false}) {
+    OffloadRun s = fsdp_offload(p, 2);
+    if (!offload) {
+      s.strategy.offload_params = s.strategy.offload_optimizer = wl::OffloadTarget::NONE;
+      s.memory = wl::estimate_memory(s.model, s.strategy, p.gpus_per_node());
+    }
+    const CostModel costs(p, s.model.numerics);
+    const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+    std::map<int, double> per_micro_batch;
+    int reduces = 0;
+    for (const Instruction& in : set.stages.at(0).instructions) {
+      for (const MemEffect& e : in.memory) {
+        if (e.cls != MemClass::BUCKETS) continue;
+        EXPECT_NE(std::string_view(in.name), "model_states") << "offload " << offload;
+        per_micro_batch[in.micro_batch] += e.bytes;
+      }
+      if (std::string_view(in.name) == "reduce_grads") ++reduces;
+    }
+    EXPECT_GT(reduces, 0);
+    EXPECT_EQ(per_micro_batch.size(), 2u) << "offload " << offload;
+    for (const auto& [mb, bytes] : per_micro_batch) EXPECT_NEAR(bytes, 0, 1) << "micro-batch " << mb << " offload " << offload;
   }
 }
 
