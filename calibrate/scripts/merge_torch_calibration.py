@@ -6,6 +6,16 @@
         --stacks RUN/torch/torch_stack_dispatch_w1.json RUN/torch/torch_stack_dispatch_w2.json \
         --out hwprofiles/h200x4-measured.json
 
+    python3 calibrate/scripts/merge_torch_calibration.py --profile hwprofiles/h200x2-measured.json \
+        --dispatch RAW/calib/profile.json --micro RAW/torch/torch_microbench.json \
+        --stacks RAW/torch/torch_stack_dispatch_w1.json RAW/torch/torch_stack_dispatch_w2.json \
+        --raw "reports/calibration/h200x2/host_dispatch/ (...)" --out hwprofiles/h200x2-measured.json
+
+The second form adds only what was measured: --dispatch takes kernel_launch_us and gpu_kernel_us
+from a run of `trainsim-calibrate --only host_dispatch` (a profile that had no host_dispatch part),
+--cpu may be left out (no cpu_optimizers section), and a torch_microbench.json of `--parts host`
+adds no kernel curves and no attention table.
+
 Sections added (schema: hwprofiles/README.md, "Calibration of stacks"), every figure a median of
 the raw files' samples rounded to 4 significant digits, each section citing its source:
 - calibration.kernels: one curve "torch_<kernel>" per PyTorch kernel (bytes -> GB/s);
@@ -17,6 +27,7 @@ the raw files' samples rounded to 4 significant digits, each section citing its 
 import argparse
 import json
 import math
+import sys
 
 
 def sig4(x):
@@ -96,13 +107,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
     ap.add_argument("--micro", required=True)
-    ap.add_argument("--cpu", required=True)
+    ap.add_argument("--cpu", help="torch_microbench.json of --parts cpu_adam (left out: no cpu_optimizers section)")
+    ap.add_argument("--dispatch", help="profile.json of trainsim-calibrate --only host_dispatch, for kernel_launch_us and "
+                    "gpu_kernel_us when --profile has none")
+    ap.add_argument("--raw", default="reports/calibration/h200x4/ (torch_microbench.json, torch_cpu_adam.json, "
+                    "torch_stack_dispatch_w*.json)", help="where the raw files are committed (provenance)")
     ap.add_argument("--stacks", nargs="+", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    prof = json.load(open(a.profile))
+    text = open(a.profile).read()
+    prof = json.loads(text)
+    before = json.loads(text)
     micro = json.load(open(a.micro))
-    cpu = json.load(open(a.cpu))
+    cpu = json.load(open(a.cpu)) if a.cpu else {}
     stacks = {}
     for f in a.stacks:
         stacks.update(json.load(open(f))["stacks"])
@@ -129,6 +146,15 @@ def main():
             "parameters (16 tensors) per process, 1, 2 or 4 processes stepping at once with cores / processes "
             "threads each; median of 4 steps after one, the slowest process's time per step")}
     hd = cal.setdefault("host_dispatch", {})
+    if a.dispatch:
+        run = json.load(open(a.dispatch))
+        part = run["calibration"]["host_dispatch"]
+        for k in ("kernel_launch_us", "gpu_kernel_us", "source"):
+            if k in part:
+                hd[k] = part[k]
+        rp = run["provenance"]
+        hd["source"] = (hd.get("source", "") + f" (trainsim-calibrate --only host_dispatch on {rp['host']} "
+                        f"{rp['date'][:10]}, {rp['gpu']['devices'][0]['name']} x {rp['gpu']['visible']})")
     host = micro.get("host", {})
     if host:
         hd["op_us"] = sig4(med(host["op_autograd_us"]))
@@ -168,11 +194,39 @@ def main():
     prof.setdefault("provenance", {})["torch_calibration"] = {
         "scripts": ["calibrate/scripts/torch_microbench.py", "calibrate/scripts/torch_stack_dispatch.py",
                     "calibrate/scripts/merge_torch_calibration.py"],
-        "raw": "reports/calibration/h200x4/ (torch_microbench.json, torch_cpu_adam.json, torch_stack_dispatch_w*.json)"}
+        "raw": a.raw}
+    if text == json.dumps(before, indent=2) + "\n":
+        out = json.dumps(prof, indent=2) + "\n"
+    else:
+        out = splice(text, before, prof)
     with open(a.out, "w") as f:
-        json.dump(prof, f, indent=2)
-        f.write("\n")
+        f.write(out)
     print("\n".join(notes))
+
+
+def splice(text, before, prof):
+    """trainsim-calibrate's layout (not json.dumps(indent=2)): the new sections are spliced in as text,
+    every other byte stays. Only new keys are supported (calibration.*, provenance.torch_calibration)."""
+    lines = text.split("\n")
+    for top in ("calibration", "provenance"):
+        new = [k for k in prof[top] if k not in before[top]]
+        changed = [k for k in before[top] if prof[top][k] != before[top][k]]
+        if changed:
+            sys.exit(f"{top}: would change {', '.join(changed)}; splicing adds new keys only")
+        if not new:
+            continue
+        start = lines.index(f'  "{top}": {{')
+        end = next(i for i in range(start + 1, len(lines)) if lines[i] in ("  }", "  },"))
+        block = []
+        for k in new:
+            body = json.dumps(prof[top][k], indent=2).split("\n")
+            block.append(f'    "{k}": ' + "\n".join([body[0]] + ["    " + b for b in body[1:]]))
+        lines[end - 1] += ","
+        lines[end:end] = ",\n".join(block).split("\n")
+    out = "\n".join(lines)
+    if json.loads(out) != prof:
+        sys.exit("splice: the result does not read back as the merged profile")
+    return out
 
 
 if __name__ == "__main__":

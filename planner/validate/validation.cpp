@@ -66,13 +66,26 @@ std::vector<KnownGap> load_known_gaps(const std::string& path) {
   return gaps;
 }
 
+// A profile calibrated for PyTorch's stacks: their host dispatch and their own kernels (flash attention
+// and the torch_* curves of calibrate/scripts/torch_microbench.py). h200x2-measured has host dispatch but
+// not the kernels: a run costed there would take its attention and elementwise kernels at GEMM efficiency
+// and generic copy rates, so it is passed over for h200x4-measured.
+static bool calibrated_for_pytorch(const hw::ClusterProfile& p) {
+  const auto& c = p.calibration;
+  const bool torch_kernels =
+      std::any_of(c.kernels.begin(), c.kernels.end(), [](const hw::BandwidthCurve& k) { return k.what.starts_with("torch_"); });
+  return c.host_dispatch.has_value() && !c.attention.empty() && torch_kernels;
+}
+
 std::string default_profile(const MeasuredRun& run) {
   for (const std::string& name : hw::builtin_profile_names()) {
     const hw::ClusterProfile p = hw::builtin_profile(name);
-    if (p.gpu.model == run.gpu && p.gpus_per_node() >= run.gpus && p.calibration.host_dispatch) return name;
+    if (p.gpu.model == run.gpu && p.gpus_per_node() >= run.gpus && calibrated_for_pytorch(p)) return name;
   }
   throw ConfigError(run.path, run.from_trace ? "deviceProperties[0].name" : "provenance.gpu",
-                    fmt::format("a GPU that a calibrated built-in profile describes with {} GPUs per node (or give --hw)", run.gpus),
+                    fmt::format("a GPU that a built-in profile calibrated for PyTorch (host dispatch, flash attention, torch "
+                                "kernels) describes with {} GPUs per node (or give --hw)",
+                                run.gpus),
                     "\"" + run.gpu + "\"");
 }
 

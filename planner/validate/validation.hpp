@@ -59,9 +59,9 @@ struct KnownGap {
 // reports/validation/known_gaps.json: {"schema_version": 1, "gaps": [{"name", "metric", "reason"}]}.
 std::vector<KnownGap> load_known_gaps(const std::string& path);
 
-// The built-in profile for a run's GPUs when --hw is not given: the calibrated profiles whose GPU
-// is the run's and whose node holds its GPUs (first by name); throws ConfigError naming the run
-// when there is none.
+// The built-in profile for a run's GPUs when --hw is not given: the profiles calibrated for PyTorch's
+// stacks (host dispatch, flash attention and the torch_* kernel curves) whose GPU is the run's and
+// whose node holds its GPUs (first by name); throws ConfigError naming the run when there is none.
 std::string default_profile(const MeasuredRun& run);
 
 // What `--measured` named: one measured-run JSON, one profiler trace (with `sidecar` or the flags

@@ -41,6 +41,21 @@ TEST(ValidateCli, OneMeasuredRunPrintsSignedErrors) {
   for (const char* metric : {"step_time", "peak_allocated", "peak_reserved"}) EXPECT_NE(r.out.find(metric), std::string::npos) << metric;
 }
 
+// Without --hw a run is costed on the first built-in profile of its GPU calibrated for PyTorch (host
+// dispatch, flash attention, torch_* kernels). h200x2-measured holds the 2-GPU machine's host dispatch
+// but not the kernels (reports/calibration/h200x2/host_dispatch/), so a 2-GPU H200 run stays on
+// h200x4-measured rather than being costed with generic kernel rates.
+TEST(ValidateCli, TwoGpuRunIsCostedOnTheProfileCalibratedForPytorch) {
+  const nlohmann::json h2 = read_source_json("hwprofiles/h200x2-measured.json");
+  ASSERT_TRUE(h2.at("calibration").contains("host_dispatch"));
+  ASSERT_FALSE(h2.at("calibration").contains("attention"));
+  const std::string run2 = "reports/validation/measured/h200x2/h200x2_ddp_L24-h1024_mb4x2.json";
+  const CommandResult r = run_trainsim("validate --measured " + q(source_path(run2)) + " --no-trace --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-measured"}));
+}
+
 TEST(ValidateCli, JsonHasTheSummarySchema) {
   const CommandResult r = run_trainsim("validate --measured " + q(source_path(RUN + ".json")) + " --no-trace --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Host time per action of torch.distributed.pipelining, on the tiny GPT of torch_stack_dispatch.py
+(hidden 64, 2 heads, sequence 64, vocabulary 512, micro-batch 1: kernels far shorter than their
+launches, so host time is wall time), 2 stages of 1 layer each, GPipe and 1F1B, 2 to 16 micro-batches.
+
+  torchrun --standalone --nproc-per-node 2 calibrate/scripts/torch_pipeline_actions.py --out DIR
+
+Per configuration and rank, over 9 timed schedule.step() calls after 3 warm-up calls (each ending with
+torch.cuda.synchronize(); the optimizer is not in the step), medians of the per-step sums of the host
+wall time spent in:
+  forward_one_chunk, backward_one_chunk (the stage's compute calls: module hooks, autograd, kernel
+  launches, and the loss on the last stage), batch_isend_irecv (P2P op issue), work.wait() (P2P waits:
+  they also hold the time the peer takes to send), and the rest of step() (schedule logic, op lists,
+  micro-batch splitting, gradient scaling).
+The slope of the step time over the micro-batch count is the host time per micro-batch of the
+schedule; the split above says how much of it is the compute calls and how much the schedule's own.
+Optionally (--row) the same for one validation row's model, where GPU work is not negligible.
+Writes DIR/torch_pipeline_actions.json (rank 0).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "reports", "validation", "scripts"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import run_step  # noqa: E402
+from model import init_weights, loss_fn  # noqa: E402
+
+TINY = dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1)
+
+
+class Clock:
+    def __init__(self):
+        self.t = {}
+
+    def wrap(self, owner, name, key):
+        orig = getattr(owner, name)
+
+        def timed(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return orig(*a, **k)
+            finally:
+                self.t[key] = self.t.get(key, 0.0) + time.perf_counter() - t0
+        setattr(owner, name, timed)
+        return orig
+
+
+def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3):
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    import torch.distributed.pipelining.schedules as sched_mod
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    S = dist.get_world_size()
+    rank = dist.get_rank()
+    first, last = rank == 0, rank == S - 1
+    c = dict(cfg, layers=layers_per_stage * S)
+    with torch.device(run_step.DEV):
+        mod = run_step.Stage(c, rank * layers_per_stage, (rank + 1) * layers_per_stage, first, last)
+    init_weights(mod, c["layers"])
+    stage = PipelineStage(mod, rank, S, run_step.DEV)
+    Sched = ScheduleGPipe if stack == "gpipe" else Schedule1F1B
+    sched = Sched(stage, n_microbatches=micro_batches, loss_fn=loss_fn)
+    mb = c["micro_batch"]
+    x = torch.randint(0, c["vocab"], (micro_batches * mb, c["seq"]), device=run_step.DEV)
+    y = torch.randint(0, c["vocab"], (micro_batches * mb, c["seq"]), device=run_step.DEV)
+    clock = Clock()
+    clock.wrap(stage, "forward_one_chunk", "forward_one_chunk")
+    clock.wrap(stage, "backward_one_chunk", "backward_one_chunk")
+    restore = []
+    restore.append((dist, "batch_isend_irecv", clock.wrap(dist, "batch_isend_irecv", "p2p_issue")))
+    for name in ("_wait_batch_p2p",):
+        if hasattr(sched_mod, name):
+            restore.append((sched_mod, name, clock.wrap(sched_mod, name, "p2p_wait")))
+    import inspect
+    kw = {"return_outputs": False} if "return_outputs" in inspect.signature(sched.step).parameters else {}
+
+    def step():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            if first:
+                sched.step(x, **kw)
+            elif last:
+                sched.step(target=y, losses=[], **kw)
+            else:
+                sched.step(**kw)
+
+    for _ in range(warmup):
+        step()
+        mod.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    rows = []
+    for _ in range(samples):
+        dist.barrier(device_ids=[run_step.LOCAL_RANK])
+        torch.cuda.synchronize()
+        clock.t = {}
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+        mod.zero_grad(set_to_none=True)
+        r = {k: v * 1e6 for k, v in clock.t.items()}
+        r["step"] = wall * 1e6
+        r["rest"] = r["step"] - sum(v for k, v in r.items() if k != "step")
+        rows.append(r)
+    for owner, name, orig in restore:
+        setattr(owner, name, orig)
+    keys = sorted({k for r in rows for k in r})
+    med = {k: statistics.median(r.get(k, 0.0) for r in rows) for k in keys}
+    med["step_min"] = min(r["step"] for r in rows)
+    med["step_max"] = max(r["step"] for r in rows)
+    gathered = [None] * S
+    dist.all_gather_object(gathered, med)
+    del mod, stage, sched
+    torch.cuda.empty_cache()
+    return gathered
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--row", action="store_true", help="also L24-h1024 micro-batch 2 x 8, 12 layers per stage")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    run_step.setup()
+    doc = {"schema_version": 1, "kind": "trainsim.torch_pipeline_actions", "world_size": dist.get_world_size(),
+           "tiny_model": TINY, "unit": "microseconds of host wall time per step (medians over 9 steps)",
+           "provenance": {"script": "calibrate/scripts/torch_pipeline_actions.py", "command": " ".join(sys.argv),
+                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
+                          "gpu": torch.cuda.get_device_name(run_step.DEV), "torch": torch.__version__},
+           "runs": [], "errors": []}
+    out = os.path.join(a.out, "torch_pipeline_actions.json")
+    plan = [(s, TINY, 1, m) for s in ("gpipe", "1f1b") for m in (2, 4, 8, 16)]
+    plan += [(s, TINY, 4, 8) for s in ("gpipe", "1f1b")]
+    if a.row:
+        row = dict(hidden=1024, heads=16, vocab=50304, seq=2048, micro_batch=2)
+        plan += [("1f1b", row, 12, 8), ("gpipe", row, 12, 8)]
+    for stack, cfg, L, M in plan:
+        t0 = time.time()
+        try:
+            per_rank = run(stack, cfg, L, M)
+            doc["runs"].append({"schedule": stack, "model": "tiny" if cfg is TINY else "L24-h1024",
+                                "layers_per_stage": L, "micro_batches": M, "per_rank": per_rank})
+        except Exception as e:  # noqa: BLE001 - keep the others
+            doc["errors"].append(f"{stack} L{L} M{M}: {type(e).__name__}: {e}"[:1000])
+        if dist.get_rank() == 0:
+            last = doc["runs"][-1]["per_rank"] if doc["runs"] else None
+            print(f"[pipeline_actions] {stack} L{L} M{M}: {time.time() - t0:.1f} s "
+                  f"step {last[0]['step'] if last else 'n/a'}", flush=True)
+            with open(out, "w") as f:
+                json.dump(doc, f, indent=1)
+    dist.barrier(device_ids=[run_step.LOCAL_RANK])
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
