@@ -15,8 +15,13 @@
 namespace trainsim::test {
 namespace {
 
-// reports/validation/reference/README.md, "Branch ref-rows": no row is outside since then.
-const std::set<std::string> STEP_TIME_OUTSIDE = {};
+// reports/validation/reference/README.md, "The storage row at a second size (branch
+// ref-storage2)": the replay reads the second of DeepSpeed's two 1e9-parameter sub-groups while
+// it writes the first, on storage whose reads and writes each keep their full rate, where the
+// reference's optimizer phase, a read and a write in flight together, took 1.12 times what its
+// bytes take read and written one after the other at its machine's calibrated rates; and that
+// machine's disk writes 23% slower than the profile's (-26.6%).
+const std::set<std::string> STEP_TIME_OUTSIDE = {"h200x2_ref-infinity-storage_L32-h2560_mb1x2"};
 
 std::string regenerated() {
   const CommandResult r = run_command("cd '" + std::string(TRAINSIM_SOURCE_DIR) + "' && '" + std::string(TRAINSIM_BINARY) +
@@ -52,7 +57,7 @@ TEST(ReferenceRows, CommittedComparisonIsCurrentAndWithinItsTargets) {
       EXPECT_FALSE(outside) << line;
     }
   }
-  EXPECT_EQ(step_rows, 20);
+  EXPECT_EQ(step_rows, 21);
 }
 
 }  // namespace
