@@ -1,0 +1,204 @@
+// Each schedule item of a data-parallel step made into typed instructions (data_parallel_builder.hpp).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "data_parallel_builder.hpp"
+
+namespace trainsim::sim::detail {
+
+using wl::OffloadTarget;
+using wl::Recompute;
+
+// A kernel the trainsim reference runs on its collective stream, in order with the collectives
+// and beside the compute stream's kernels (sharing the GPU with them in the replay). Counted as
+// communication, as the reference's own collective-stream timing counts it. Its bytes at the
+// calibrated curve of its class, or the copy curve (CostModel::kernel_seconds).
+int DataParallelBuilder::collective_stream_kernel(const char* name, const wl::MemoryKernel& k, const ScheduleItem& at,
+                                                  std::vector<int> deps) {
+  Instruction in = base(InstrKind::COMPUTE, Stream::COMM, Category::COMMUNICATION, name, at);
+  in.seconds = c_.kernel_seconds(k);
+  in.after = std::move(deps);
+  return writer_.add(std::move(in));
+}
+
+std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>& plan, const std::vector<int>& barrier) {
+  std::vector<int> done(plan.size(), -1);
+  std::map<int, std::pair<MemClass, double>> holds;  // fetch/gather -> what its compute releases
+  // A gather that serves several computes (a recompute and its backward) is freed by the last.
+  std::map<int, std::size_t> last_user;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    for (int a : plan[i].after) last_user[a] = i;
+  }
+  std::vector<int> step_end;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const ScheduleItem& in = plan[i];
+    std::vector<int> deps;
+    for (int a : in.after) deps.push_back(done[static_cast<std::size_t>(a)]);
+    if (in.after.empty()) deps = barrier;
+    int out = -1;
+    switch (in.kind) {
+      case Instr::FETCH_PARAMS: {
+        const double params = units_[static_cast<std::size_t>(in.unit)].params;
+        const double bytes = (s_.l2l ? params : shard(params)) * bytes_.params;
+        if (s_.offload_params == OffloadTarget::NVME) {
+          Instruction read = copy(Tier::STORAGE, Tier::HOST, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_read_params", in);
+          read.after = deps;
+          deps = {writer_.add(std::move(read))};
+        }
+        // The trainsim reference copies a unit's shard from the host on its collective stream, in
+        // order with the all-gathers and reduce-scatters (calibrate/cuda/ref_param_store.cpp).
+        const Stream fetch_stream = s_.stack.is_reference() ? Stream::COMM : Stream::H2D;
+        Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, fetch_stream, Category::OFFLOAD_IO, "h2d_params", in);
+        h2d.memory.push_back({Tier::GPU, MemClass::STAGING, bytes, false});
+        h2d.after = deps;
+        out = writer_.add(std::move(h2d));
+        holds[static_cast<int>(i)] = {MemClass::STAGING, bytes};
+        break;
+      }
+      case Instr::GATHER_PARAMS: {
+        const double bytes = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
+        // The fetched shard (if any) becomes part of the gathered unit.
+        double staged = 0;
+        for (int a : in.after) {
+          if (plan[static_cast<std::size_t>(a)].kind == Instr::FETCH_PARAMS) staged = holds[a].second;
+        }
+        // The trainsim reference keeps no bf16 shard: it casts the unit's fp32 master shard to
+        // bf16 on its collective stream right before the all-gather (ref_param_store.cpp,
+        // gather_into; a fetched shard arrives in bf16). A kernel of the GPU beside its compute.
+        if (s_.stack.is_reference() && staged == 0) {
+          const double elems = shard(units_[static_cast<std::size_t>(in.unit)].params);
+          deps = {collective_stream_kernel("cast_shard", {"ref:cast_fp32_to_bf16", elems * (4 + 2)}, in, deps)};
+        }
+        Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
+        g.memory.push_back({Tier::GPU, MemClass::GATHERED, bytes, false});
+        // FSDP2 casts each fetched fp32 shard to param_dtype and frees it before the all-gather
+        // runs (training_stacks.md, "FSDP2"); ZeRO-Infinity's shard is its all-gather's input.
+        if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, !fsdp_});
+        g.after = deps;
+        out = writer_.add(std::move(g));
+        holds[static_cast<int>(i)] = {MemClass::GATHERED, bytes};
+        break;
+      }
+      case Instr::FORWARD:
+      case Instr::RECOMPUTE:
+      case Instr::BACKWARD: {
+        // Parameters gathered (or fetched, without a gather) for this compute are freed at its end.
+        std::vector<MemEffect> release;
+        for (int a : in.after) {
+          const Instr k = plan[static_cast<std::size_t>(a)].kind;
+          if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a) && last_user[a] == i) {
+            if (keep_gathered_ && in.kind == Instr::FORWARD) {
+              kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+            } else {
+              release.push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+            }
+          }
+        }
+        if (in.kind == Instr::BACKWARD) {
+          // Without resharding after forward, the unit gathered for the forward is freed after
+          // its backward (FSDP2 reshards after backward).
+          const auto it = kept_.find({in.unit, in.micro_batch});
+          if (it != kept_.end()) {
+            release.insert(release.end(), it->second.begin(), it->second.end());
+            kept_.erase(it);
+          }
+          if (stack_.grads_per_step && grads_made_.insert(in.unit).second) {
+            const double params = units_[static_cast<std::size_t>(in.unit)].params;
+            const double g = (stack_.shard_grads ? shard(params) : params) * bytes_.grads;
+            const Tier t = s_.offload_optimizer == OffloadTarget::NONE ? Tier::GPU : Tier::HOST;
+            release.push_back({t, MemClass::GRADS, g, true});
+            grads_alive_[t] += g;
+          }
+        }
+        if (transient_reduce_ && in.kind == Instr::BACKWARD) {
+          const double g = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
+          if (g > 0) release.push_back({Tier::GPU, MemClass::BUCKETS, g, true});
+        }
+        if (host_block_ >= 0) {
+          deps.push_back(host_block_);
+          host_block_ = -1;
+        }
+        const ComputePass pass = in.kind == Instr::FORWARD    ? ComputePass::FORWARD
+                                 : in.kind == Instr::BACKWARD ? ComputePass::BACKWARD
+                                                              : ComputePass::RECOMPUTE;
+        out = emit_unit_pass(writer_, work_, in.unit, {pass, in.micro_batch, 0, step_}, deps, release);
+        break;
+      }
+      case Instr::SAVE_CHECKPOINT:
+      case Instr::LOAD_CHECKPOINT: {
+        const bool save = in.kind == Instr::SAVE_CHECKPOINT;
+        const double b = work_.activations.stored;
+        Instruction c = copy(save ? Tier::GPU : Tier::HOST, save ? Tier::HOST : Tier::GPU, b, save ? Stream::D2H : Stream::H2D,
+                             Category::OFFLOAD_IO, save ? "checkpoint_out" : "checkpoint_in", in);
+        c.memory.push_back({Tier::GPU, MemClass::CHECKPOINTS, save ? -b : b, save});
+        c.memory.push_back({Tier::HOST, MemClass::CHECKPOINTS, save ? b : -b, !save});
+        c.after = deps;
+        out = writer_.add(std::move(c));
+        break;
+      }
+      case Instr::REDUCE_GRADS: {
+        const double bytes = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
+        const bool scatter = s_.zero_stage >= 2 && !s_.l2l;
+        Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
+        r.after = deps;
+        if (transient_reduce_) {
+          double unsharded = 0;
+          for (std::size_t u = 0; u < units_.size(); ++u) {
+            if (bucket_of_unit_[u] == in.bucket) unsharded += units_[u].params * gather_bytes_;
+          }
+          if (unsharded > 0) r.memory.push_back({Tier::GPU, MemClass::BUCKETS, -unsharded, false});
+          if (reduce_input_alive_ > 0) r.memory.push_back({Tier::GPU, MemClass::BUCKETS, -reduce_input_alive_, false});
+          r.memory.push_back({Tier::GPU, MemClass::BUCKETS, bytes, false});
+          reduce_input_alive_ = bytes;
+          // The first unit's reduce-scatter is the backward's last: the root's final callback
+          // waits for it and drops its input.
+          if (in.bucket == bucket_of_unit_.front()) {
+            r.memory.push_back({Tier::GPU, MemClass::BUCKETS, -bytes, true});
+            reduce_input_alive_ = 0;
+          }
+        }
+        out = writer_.add(std::move(r));
+        // The reference adds each scattered fp32 shard into its gradient shard on the collective
+        // stream (ref_param_store.cpp, grads_done): read both, write one.
+        if (s_.stack.is_reference() && scatter) {
+          const double elems = shard(bytes / stack_.wire_grad);
+          out = collective_stream_kernel("accumulate_grad_shard", {"ref:add_inplace_fp32", elems * 3 * 4}, in, {out});
+        }
+        break;
+      }
+      case Instr::OFFLOAD_GRADS: {
+        if (stack_.blocking_pageable_grad_offload && s_.offload_optimizer == OffloadTarget::CPU && !s_.l2l) {
+          out = lower_torch_grad_offload(in, deps);
+          break;
+        }
+        const double bucket = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
+        // Each rank moves its shard; L2L's ranks of a node share the node's one copy.
+        const double bytes = s_.l2l ? bucket / ranks_per_node_ : std::ceil(bucket / s_.dp);
+        // The reference copies it on its collective stream, in order with the collectives (grads_done).
+        const Stream d2h_stream = s_.stack.is_reference() ? Stream::COMM : Stream::D2H;
+        Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, d2h_stream, Category::OFFLOAD_IO, "d2h_grads", in);
+        d2h.after = deps;
+        out = writer_.add(std::move(d2h));
+        if (s_.offload_optimizer == OffloadTarget::NVME && grads_on_storage()) {
+          Instruction w = copy(Tier::HOST, Tier::STORAGE, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_write_grads", in);
+          w.after = {out};
+          out = writer_.add(std::move(w));
+        }
+        break;
+      }
+      case Instr::OPTIMIZER_STEP:
+        out = lower_optimizer(in, deps);
+        step_end = {out};
+        break;
+      case Instr::UPDATE_PARAMS:
+        out = lower_update(in, deps);
+        step_end = {out};
+        break;
+    }
+    done[i] = out;
+  }
+  return step_end;
+}
+
+}  // namespace trainsim::sim::detail

@@ -1,0 +1,131 @@
+// The data-parallel step's optimizer and parameter update, and FSDP2's gradient offload
+// (data_parallel_builder.hpp).
+#include <algorithm>
+#include <cmath>
+
+#include "data_parallel_builder.hpp"
+#include "grad_shard_pieces.hpp"
+
+namespace trainsim::sim::detail {
+
+using wl::OffloadTarget;
+
+// FSDP2's offload of a bucket's reduced shards (training_stacks.md, "FSDP2"), tensor by tensor
+// (grad_shard_pieces.hpp), the node's ranks copying at once: the step's first micro-batch into
+// fresh pinned memory, asynchronously; every later one into fresh pageable memory with the host
+// waiting, then `.grad += new` on the CPU, after which the host goes on (host_block_).
+int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const std::vector<int>& deps) {
+  std::vector<const UnitCost*> units;
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    if (bucket_of_unit_[u] == in.bucket) units.push_back(&units_[u]);
+  }
+  const bool accumulate = in.micro_batch > 0;
+  double add_s = 0;
+  int out = -1;
+  for (const ShardPiece& p : grad_shard_pieces(m_, units, s_.tp, s_.dp, stack_.wire_grad)) {
+    Instruction d2h = copy(Tier::GPU, Tier::HOST, p.bytes * p.count, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
+    d2h.pageable = accumulate;
+    d2h.copiers = ranks_per_node_;
+    d2h.piece_bytes = p.bytes;
+    d2h.after = out < 0 ? deps : std::vector<int>{out};
+    out = writer_.add(std::move(d2h));
+    add_s += p.count * c_.torch_grad_add_seconds(p.bytes, ranks_per_node_);
+  }
+  if (!accumulate) return out;
+  Instruction add = base(InstrKind::HOST_COMPUTE, Stream::HOST, Category::OFFLOAD_IO, "cpu_grad_add", in);
+  add.seconds = add_s;
+  add.after = {out};
+  host_block_ = writer_.add(std::move(add));
+  return host_block_;
+}
+
+int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, std::vector<int> deps) {
+  if (previous_optimizer_ >= 0) deps.push_back(previous_optimizer_);
+  const double params = s_.zero_stage >= 1 ? shard(rank_params_) : rank_params_;
+  int out = -1;
+  if (s_.l2l) {
+    // One update of the node's copy on the CPU (L2L's eager parameter server), shared equally
+    // by the node's ranks.
+    Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+    op.params = rank_params_ / ranks_per_node_;
+    op.after = deps;
+    out = writer_.add(std::move(op));
+  } else if (s_.offload_optimizer == OffloadTarget::NONE) {
+    Instruction op = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::OPTIMIZER, "adam", in);
+    op.pass = ComputePass::OPTIMIZER;
+    // PyTorch's fused AdamW: fp32 parameter, gradient and both moments (28 bytes per parameter).
+    op.seconds = s_.stack.is_pytorch()     ? c_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
+                 : s_.stack.is_reference() ? c_.reference_adam_seconds(params, stack_.keeps_param_shard)
+                                           : c_.gpu_adam_seconds(params, m_.numerics);
+    op.after = deps;
+    out = writer_.add(std::move(op));
+  } else if (s_.offload_optimizer == OffloadTarget::CPU) {
+    // ZeRO-Offload: each rank's CPU-Adam over its shard; the node's cores are shared. A PyTorch
+    // stack runs torch's own CPU AdamW instead, at its calibrated rate per process with the
+    // node's ranks stepping at once (training_stacks.md, "FSDP2").
+    Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+    op.params = params;
+    if (s_.stack.is_pytorch()) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_);
+    op.after = deps;
+    out = writer_.add(std::move(op));
+  } else {
+    // ZeRO-Infinity with optimizer states on NVMe: sub-groups stream through host memory: read
+    // states and gradients, CPU-Adam, write the states back (and the fp16 parameters when they
+    // live on NVMe too). Reads, updates and writes of successive sub-groups overlap.
+    int read_id = -1, cpu_id = -1, write_id = -1;
+    for (double left = params; left > 0; left -= s_.buffers.sub_group_elems) {
+      const double n = std::min(left, s_.buffers.sub_group_elems);
+      Instruction read = copy(Tier::STORAGE, Tier::HOST, n * (bytes_.optimizer + (grads_on_storage() ? bytes_.grads : 0.0)), Stream::NODE,
+                              Category::OPTIMIZER, "nvme_read_optimizer", in);
+      read.after = deps;
+      if (read_id >= 0) read.after.push_back(read_id);
+      read_id = writer_.add(std::move(read));
+      Instruction cpu = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+      cpu.params = n;
+      cpu.after = {read_id};
+      if (cpu_id >= 0) cpu.after.push_back(cpu_id);
+      cpu_id = writer_.add(std::move(cpu));
+      Instruction write = copy(Tier::HOST, Tier::STORAGE,
+                               n * (bytes_.optimizer + (s_.offload_params == OffloadTarget::NVME ? bytes_.params : 0.0)),
+                               Stream::NODE, Category::OPTIMIZER, "nvme_write_optimizer", in);
+      write.after = {cpu_id};
+      if (write_id >= 0) write.after.push_back(write_id);
+      write_id = writer_.add(std::move(write));
+    }
+    out = write_id;
+  }
+  previous_optimizer_ = out;
+  // zero_grad(set_to_none=True) after the step.
+  for (const auto& [tier, bytes] : grads_alive_) {
+    if (bytes > 0) writer_.at(out).memory.push_back({tier, MemClass::GRADS, -bytes, true});
+  }
+  grads_alive_.clear();
+  grads_made_.clear();
+  return out;
+}
+
+int DataParallelBuilder::lower_update(const ScheduleItem& in, std::vector<int> deps) {
+  int out = deps.empty() ? -1 : deps.back();
+  if (s_.offload_optimizer != OffloadTarget::NONE) {
+    // The CPU optimizer's 16-bit result goes back to the GPU.
+    Instruction h2d = copy(Tier::HOST, Tier::GPU, shard(rank_params_) * bytes_.params, Stream::H2D, Category::OFFLOAD_IO,
+                           "h2d_updated_params", in);
+    h2d.after = deps;
+    out = writer_.add(std::move(h2d));
+  }
+  if (s_.zero_stage >= 1 && s_.zero_stage <= 2 && s_.dp > 1) {
+    // ZeRO 1-2: every rank needs all updated parameters: an all-gather per allgather bucket.
+    const double total = rank_params_ * bytes_.params;
+    const double bucket = s_.buffers.allgather_bucket_elems * bytes_.params;
+    std::vector<int> after{out};
+    for (double left = total; left > 0; left -= bucket) {
+      Instruction g = collective(CollectiveKind::ALL_GATHER, std::min(left, bucket), "gather_updated_params", in);
+      g.after = after;
+      out = writer_.add(std::move(g));
+      after.clear();
+    }
+  }
+  return out;
+}
+
+}  // namespace trainsim::sim::detail
