@@ -46,17 +46,7 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
     if (bucket_bytes_.size() <= k) bucket_bytes_.resize(k + 1, 0.0);
     bucket_bytes_[k] += grad_bytes[u];
   }
-  work_.units = &units_;
-  work_.activations = activation_sizes(m, s);
-  work_.recompute = s.recompute;
-  work_.transformer_layers = static_cast<int>(m.layers);
-  work_.tp = s.tp;
-  work_.sp = s.sp && s.tp > 1;
-  work_.tp_bytes = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) *
-                   wl::activation_element_bytes(m.numerics);
-  work_.dtype = m.numerics == wl::Numerics::FP32 ? Dtype::FP32
-                : m.numerics == wl::Numerics::FP16_MIXED ? Dtype::FP16
-                                                         : Dtype::BF16;
+  work_ = unit_work(m, s, units_);
   rank_params_ = st_.params_on_rank;
   ranks_per_node_ = std::min(s.gpus, gpus_per_node);
   micro_batches_ = micro_batches > 0 ? micro_batches : static_cast<int>(s.micro_batches());

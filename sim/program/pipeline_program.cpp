@@ -14,16 +14,6 @@
 namespace trainsim::sim {
 namespace {
 
-Dtype dtype_of(wl::Numerics n) {
-  switch (n) {
-    case wl::Numerics::BF16_MIXED:
-    case wl::Numerics::BF16: return Dtype::BF16;
-    case wl::Numerics::FP32: return Dtype::FP32;
-    case wl::Numerics::FP16_MIXED: return Dtype::FP16;
-  }
-  return Dtype::FP16;
-}
-
 enum Direction { ACTIVATION = 0, GRADIENT = 1 };
 
 class StageBuilder {
@@ -297,16 +287,7 @@ PipelineBuild build_pipeline_programs(const wl::ModelSpec& m, const wl::Strategy
   PipelineBuild out;
   out.partition = wl::partition_stages(m, s);
   const std::vector<UnitCost> units = unit_costs(m, s, costs, false);
-  UnitWork work;
-  work.units = &units;
-  work.activations = activation_sizes(m, s);
-  work.recompute = s.recompute;
-  work.transformer_layers = static_cast<int>(m.layers);
-  work.tp = s.tp;
-  work.sp = s.sp && s.tp > 1;
-  work.tp_bytes = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) *
-                  wl::activation_element_bytes(m.numerics);
-  work.dtype = dtype_of(m.numerics);
+  const UnitWork work = unit_work(m, s, units);
 
   const ScheduleEntry& entry = pipeline_schedule(wl::to_string(s.schedule));
   PipelineShape shape;

@@ -69,6 +69,25 @@ const char* name_of(ComputePass p) {
 
 }  // namespace
 
+UnitWork unit_work(const wl::ModelSpec& m, const wl::Strategy& s, const std::vector<UnitCost>& units) {
+  UnitWork work;
+  work.units = &units;
+  work.activations = activation_sizes(m, s);
+  work.recompute = s.recompute;
+  work.transformer_layers = static_cast<int>(m.layers);
+  work.tp = s.tp;
+  work.sp = s.sp && s.tp > 1;
+  work.tp_bytes = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) *
+                  wl::activation_element_bytes(m.numerics);
+  switch (m.numerics) {
+    case wl::Numerics::BF16_MIXED:
+    case wl::Numerics::BF16: work.dtype = Dtype::BF16; break;
+    case wl::Numerics::FP32: work.dtype = Dtype::FP32; break;
+    case wl::Numerics::FP16_MIXED: work.dtype = Dtype::FP16; break;
+  }
+  return work;
+}
+
 ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) {
   const wl::ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
   const wl::LayerActivations acts = wl::layer_activation_bytes(m, shape);

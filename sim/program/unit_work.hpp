@@ -70,4 +70,8 @@ int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassL
 // The activation bytes of a model and strategy, per rank.
 ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s);
 
+// The work of `units` (kept by pointer: they must outlive it) for a model and strategy: their
+// activations, recompute, tensor-parallel collectives and the dtype they travel in.
+UnitWork unit_work(const wl::ModelSpec& m, const wl::Strategy& s, const std::vector<UnitCost>& units);
+
 }  // namespace trainsim::sim
