@@ -20,6 +20,8 @@ namespace trainsim::planner {
 struct MachineStorage {
   double read_GBps = 0;
   double write_GBps = 0;
+  double mixed_read_GBps = 0;   // reads and writes in flight together (storage_mixed); 0: not measured
+  double mixed_write_GBps = 0;
   std::string source;  // where the figures come from: the bench's output, its command
 };
 

@@ -178,12 +178,19 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     if (profile.storage.kind == hw::StorageKind::NONE || profile.storage.count <= 0) {
       v.storage_basis = fmt::format("storage: the run's machine_storage not applied: profile {} has no storage tier", profile.name);
     } else {
+      const std::string mixed =
+          ms.mixed_read_GBps > 0 ? fmt::format(", reads and writes at once {:.3f} + {:.3f} GB/s", ms.mixed_read_GBps, ms.mixed_write_GBps)
+                                 : std::string();
       v.storage_basis = fmt::format(
-          "storage: the machine it ran on, read {:.3f} GB/s, write {:.3f} GB/s per device ({}), not profile {}'s "
-          "{:.3f} / {:.3f}",
-          ms.read_GBps, ms.write_GBps, ms.source, profile.name, profile.storage.read_GBps, profile.storage.write_GBps);
+          "storage: the machine it ran on, read {:.3f} GB/s, write {:.3f} GB/s per device{} ({}), not profile {}'s "
+          "{:.3f} / {:.3f}{}",
+          ms.read_GBps, ms.write_GBps, mixed, ms.source, profile.name, profile.storage.read_GBps, profile.storage.write_GBps,
+          profile.storage.mixed_read_GBps > 0 && ms.mixed_read_GBps == 0 ? " (the profile's mixed figure, of its own machine, dropped)" : "");
       profile.storage.read_GBps = ms.read_GBps;
       profile.storage.write_GBps = ms.write_GBps;
+      // A mixed figure is the run's machine's or none: the profile's was measured elsewhere.
+      profile.storage.mixed_read_GBps = ms.mixed_read_GBps;
+      profile.storage.mixed_write_GBps = ms.mixed_write_GBps;
       profile.storage.source = "the run's machine_storage: " + ms.source;
     }
   }

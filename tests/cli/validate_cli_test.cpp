@@ -156,6 +156,19 @@ TEST(ValidateCli, MachineStorageReplacesTheProfilesForThatRun) {
   EXPECT_NE(basis.find("h200x4-measured's 2.429 / 3.176"), std::string::npos) << basis;
   const CommandResult text = run_trainsim("validate --measured " + q(own) + " --no-trace");
   EXPECT_NE(text.out.find("storage: the machine it ran on, read 2.429 GB/s, write 1.588 GB/s"), std::string::npos) << text.out;
+  // Its machine's mixed read+write figure too: the L32 row's two 1e9-parameter sub-groups overlap
+  // a read with a write, which the figure caps (its own read/write figures are in the file).
+  const std::string big = "reports/validation/reference/h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2";
+  nlohmann::json l32 = read_source_json(big + ".json");
+  dir.write("h200x2_ref-infinity-storage_L32-h2560_mb1x2.model.json", read_file(source_path(big + ".model.json")));
+  nlohmann::json separate_row, mixed_row;
+  const double separate = step(dir.write("l32.json", l32.dump(1)), &separate_row);
+  l32["machine_storage"]["mixed_read_GBps"] = 1.1;
+  l32["machine_storage"]["mixed_write_GBps"] = 1.1;
+  const double capped = step(dir.write("l32_mixed.json", l32.dump(1)), &mixed_row);
+  EXPECT_GT(capped, separate + 1.0) << "the run's mixed figure must cap its overlapping reads and writes";
+  EXPECT_NE(mixed_row.at("storage_basis").get<std::string>().find("reads and writes at once 1.100 + 1.100 GB/s"), std::string::npos)
+      << mixed_row.at("storage_basis");
 }
 
 struct BadCase {
@@ -204,6 +217,13 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
                 }));
        },
        {"run.json", "machine_storage.iops"}},
+      {"machine storage mixed figure alone",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) {
+                  j["machine_storage"] = {{"read_GBps", 2.7}, {"write_GBps", 2.5}, {"mixed_read_GBps", 1.1}, {"source", "s"}};
+                }));
+       },
+       {"run.json", "machine_storage.mixed_write_GBps", "together"}},
       {"machine storage without source",
        [](const ScratchDir& d) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["machine_storage"] = {{"read_GBps", 2.7}, {"write_GBps", 2.5}}; }));
