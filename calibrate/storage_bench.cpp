@@ -9,7 +9,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <barrier>
 #include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "errors.hpp"
 
@@ -143,6 +147,148 @@ ScratchFile create_pattern_file(ScratchDir& dir, std::size_t bytes, const std::s
   return file;
 }
 
+namespace {
+
+// One stream of the mixed benchmark: a read file and a write file of its own, one io_uring.
+struct MixedStream {
+  MixedStream(ScratchFile r, ScratchFile w, std::unique_ptr<AsyncIo> q, std::size_t chunk)
+      : read_file(std::move(r)), write_file(std::move(w)), io(std::move(q)), buffers(2, chunk) {}
+  ScratchFile read_file;
+  ScratchFile write_file;
+  std::unique_ptr<AsyncIo> io;
+  AlignedBuffers buffers;  // 0: the chunk being read, 1: the chunk being written
+  std::size_t next_read = 0, next_write = 0;
+};
+
+// Issues one chunk read and one chunk written in `request` pieces, waits for both (as
+// StorageStates::adam_step does), checks every request and every sector read. Adds to `done_s`
+// how long after the round's start its reads ([0]) and its writes ([1]) were all done, and the round ([2]).
+void mixed_round(MixedStream& s, const MixedStorageConfig& c, double done_s[3]) {
+  const std::size_t chunk = c.chunk_bytes;
+  if (s.next_read + chunk > c.file_bytes) s.next_read = 0;
+  if (s.next_write + chunk > c.file_bytes) s.next_write = 0;
+  const std::size_t read_at = s.next_read, write_at = s.next_write;
+  s.next_read += chunk;
+  s.next_write += chunk;
+  stamp_sectors(s.buffers.at(1), chunk, write_at);
+  int requests = 0;
+  for (std::size_t at = 0; at < chunk; at += c.request_bytes) {
+    const std::size_t bytes = std::min(c.request_bytes, chunk - at);
+    s.io->prepare(false, s.read_file.fd(), static_cast<char*>(s.buffers.at(0)) + at, bytes,
+                  static_cast<off_t>(read_at + at), bytes);
+    s.io->prepare(true, s.write_file.fd(), static_cast<char*>(s.buffers.at(1)) + at, bytes,
+                  static_cast<off_t>(write_at + at), (std::uint64_t{1} << 63) | bytes);
+    requests += 2;
+  }
+  const double t0 = now_s();
+  s.io->submit();
+  std::vector<IoCompletion> done;
+  std::string error;
+  int left[2] = {requests / 2, requests / 2};
+  while (requests > 0) {
+    done.clear();
+    s.io->wait(done);
+    for (const auto& d : done) {
+      const int dir = static_cast<int>(d.tag >> 63);
+      if (--left[dir] == 0) done_s[dir] += now_s() - t0;
+      const long expected = static_cast<long>(d.tag & ~(std::uint64_t{1} << 63));
+      if (d.result != expected && error.empty()) {
+        error = std::string(d.tag >> 63 ? "mixed write" : "mixed read") + " of " + std::to_string(expected) +
+                " bytes returned " + (d.result < 0 ? std::strerror(static_cast<int>(-d.result)) : std::to_string(d.result));
+      }
+    }
+    requests -= static_cast<int>(done.size());
+  }
+  done_s[2] += now_s() - t0;
+  if (!error.empty()) throw CalibrationError(error);
+  const std::size_t bad = count_bad_sectors(s.buffers.at(0), chunk, read_at);
+  if (bad != 0) {
+    throw CalibrationError("mixed storage read check failed: " + std::to_string(bad) + " sectors at offset " +
+                           std::to_string(read_at) + " do not hold the data written there");
+  }
+}
+
+}  // namespace
+
+void run_mixed_storage_bench(const MixedStorageConfig& config, ScratchDir& dir, Results& results) {
+  if (config.chunk_bytes == 0 || config.request_bytes == 0 || config.chunk_bytes % SECTOR_BYTES != 0 ||
+      config.request_bytes % SECTOR_BYTES != 0 || config.file_bytes < config.chunk_bytes) {
+    throw CalibrationError("mixed storage bench: chunk and request must be positive multiples of 4 KiB, the file at least a chunk");
+  }
+  const int requests_per_chunk = static_cast<int>((config.chunk_bytes + config.request_bytes - 1) / config.request_bytes);
+  const int max_streams = *std::max_element(config.streams.begin(), config.streams.end());
+  const double t_fill = now_s();
+  std::vector<std::unique_ptr<MixedStream>> streams;
+  for (int i = 0; i < max_streams; ++i) {
+    // Both files exist in full before timing: the reference rewrites state files it wrote first.
+    ScratchFile r = create_pattern_file(dir, config.file_bytes, config.backend);
+    ScratchFile w = create_pattern_file(dir, config.file_bytes, config.backend);
+    streams.push_back(std::make_unique<MixedStream>(std::move(r), std::move(w),
+                                                    open_async_io(2 * requests_per_chunk, config.backend), config.chunk_bytes));
+  }
+  results.note("storage_mixed: " + std::to_string(2 * max_streams) + " files of " + std::to_string(config.file_bytes >> 20) +
+               " MiB written in " + std::to_string(now_s() - t_fill) + " s");
+  for (int n : config.streams) {
+    // Rounds per sample from one warm-up round of all streams together.
+    std::vector<double> wall;
+    int rounds = 1;
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    double done_s[3] = {0, 0, 0};  // timed samples, all streams: reads done, writes done, rounds
+    for (int s = -1; s < config.samples; ++s) {
+      std::barrier start(n + 1);
+      std::vector<std::thread> threads;
+      for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&, i] {
+          start.arrive_and_wait();
+          try {
+            MixedStream& st = *streams[static_cast<std::size_t>(i)];
+            double mine[3] = {0, 0, 0};
+            for (int k = 0; k < rounds; ++k) mixed_round(st, config, mine);
+            if (s >= 0) {
+              std::lock_guard<std::mutex> lock(failure_mutex);
+              for (int d = 0; d < 3; ++d) done_s[d] += mine[d];
+            }
+            if (::fdatasync(st.write_file.fd()) != 0) throw CalibrationError(std::string("fdatasync: ") + std::strerror(errno));
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+          }
+        });
+      }
+      const double t0 = now_s();
+      start.arrive_and_wait();
+      for (auto& t : threads) t.join();
+      const double seconds = now_s() - t0;
+      if (failure) std::rethrow_exception(failure);
+      if (s < 0) {
+        rounds = std::clamp(static_cast<int>(config.sample_seconds / seconds), 2, 1000);
+      } else {
+        wall.push_back(seconds);
+      }
+    }
+    const double bytes_one_way = static_cast<double>(config.chunk_bytes) * rounds * n;
+    for (const char* what : {"read", "write", "combined"}) {
+      Measurement m;
+      m.bench = "storage_mixed";
+      m.what = what;
+      m.params = {{"streams", n}, {"chunk_bytes", config.chunk_bytes}, {"request_bytes", config.request_bytes},
+                  {"depth", 2 * requests_per_chunk}, {"rounds_per_sample", rounds}, {"file_bytes", config.file_bytes},
+                  {"io", std::string(streams.front()->io->backend())}, {"o_direct", true},
+                  // When in a round (share of its time, mean over the timed rounds) the last read and
+                  // the last write of the pair completed: which direction the pair waited for.
+                  {"reads_done_share", done_s[0] / done_s[2]}, {"writes_done_share", done_s[1] / done_s[2]}};
+      m.unit = "GBps";
+      const double amount = std::string(what) == "combined" ? 2 * bytes_one_way : bytes_one_way;
+      m.stats = summarize(rates(amount / 1e9, wall));
+      m.check = "each stream: one chunk read and one written in flight together on two files of its own, both waited for "
+                "before the next; every request returned its full length, every 4 KiB sector read checked against its "
+                "offset; fdatasync of the written files inside the timing";
+      results.add(std::move(m));
+    }
+  }
+}
+
 void run_storage_bench(const StorageConfig& config, ScratchDir& dir, Results& results) {
   const std::size_t max_block = *std::max_element(config.block_bytes.begin(), config.block_bytes.end());
   const int max_depth = *std::max_element(config.depths.begin(), config.depths.end());
@@ -195,6 +341,10 @@ void run_storage_bench(const StorageConfig& config, ScratchDir& dir, Results& re
       measure(write, block, depth, 7, 1.5 * config.sample_seconds, write ? "write_confirm" : "read_confirm");
     }
   }
+  // Reads and writes at once, as the reference's optimizer streams its states; its own files.
+  MixedStorageConfig mixed = config.mixed;
+  mixed.backend = config.backend;
+  run_mixed_storage_bench(mixed, dir, results);
 }
 
 }  // namespace trainsim::calibrate

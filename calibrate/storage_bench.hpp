@@ -17,6 +17,21 @@ namespace trainsim::calibrate {
 
 inline constexpr std::size_t SECTOR_BYTES = 4096;  // O_DIRECT alignment and the check granularity
 
+// Reads and writes at once, as the reference step's optimizer streams its states
+// (calibrate/reference/storage_states.cpp): each stream (one per rank) keeps one chunk read and one
+// chunk written in flight together, in REQUEST_BYTES requests on its own io_uring, on two files of
+// its own, and waits for both before the next pair. Bench "storage_mixed", series "read", "write"
+// (bytes of that direction over the sample's wall time, all streams together) and "combined"
+// (both directions), one record per stream count; fdatasync of the written files inside the timing.
+struct MixedStorageConfig {
+  std::size_t chunk_bytes = std::size_t{48} << 20;    // 4 Mi parameters x 12 bytes (master, m, v)
+  std::size_t request_bytes = std::size_t{8} << 20;   // the reference's request size
+  std::vector<int> streams = {1, 2};
+  std::size_t file_bytes = std::size_t{1} << 30;      // per file; reads and writes wrap inside it
+  double sample_seconds = 1.0;
+  int samples = 5;
+  std::string backend = "auto";
+};
 struct StorageConfig {
   std::vector<std::size_t> block_bytes;
   std::vector<int> depths;
@@ -24,6 +39,7 @@ struct StorageConfig {
   double sample_seconds = 0;  // target duration of one timed sample
   int samples = 0;
   std::string backend = "auto";
+  MixedStorageConfig mixed;  // run after the sweeps, with the same backend
 };
 
 StorageConfig storage_config(Mode mode);
@@ -60,6 +76,8 @@ double sequential_transfer(AsyncIo& io, int fd, bool write, std::size_t block, i
 
 // Creates a file of `bytes` inside `dir`, written in full with the check pattern (O_DIRECT).
 ScratchFile create_pattern_file(ScratchDir& dir, std::size_t bytes, const std::string& backend = "auto");
+
+void run_mixed_storage_bench(const MixedStorageConfig& config, ScratchDir& dir, Results& results);
 
 void run_storage_bench(const StorageConfig& config, ScratchDir& dir, Results& results);
 

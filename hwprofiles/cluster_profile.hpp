@@ -66,6 +66,13 @@ struct StorageSpec {
   double capacity_TB = 0;      // per device, decimal terabytes as vendors print them
   double read_GBps = 0;        // per device, sequential
   double write_GBps = 0;       // per device, sequential
+  // Per device, reads and writes in flight together (trainsim-calibrate's storage_mixed bench:
+  // the reference step's 48 MiB chunks, one read and one written at once): what each direction
+  // moved under that load. 0 when not measured; then reads and writes each keep their own rate
+  // however they overlap. When measured, overlapping reads and writes together move at most
+  // mixed_read_GBps + mixed_write_GBps (sim/README.md, "Storage").
+  double mixed_read_GBps = 0;
+  double mixed_write_GBps = 0;
   std::string source;
 };
 

@@ -122,11 +122,23 @@ StorageSpec read_storage(StrictObject o) {
     for (const char* key : {"count", "capacity_TB", "read_GBps", "write_GBps"}) {
       o.number(key, NumberRange{0.0, 0.0, true, "0 when storage.kind is \"none\""});
     }
+    for (const char* key : {"mixed_read_GBps", "mixed_write_GBps"}) {
+      if (o.has(key)) throw ConfigError(o.source(), o.path_of(key), "no mixed figure when storage.kind is \"none\"", describe_json(o.raw(key)));
+    }
   } else {
     s.count = static_cast<int>(ranged_integer(o, "count"));
     s.capacity_TB = ranged_number(o, "capacity_TB");
     s.read_GBps = ranged_number(o, "read_GBps");
     s.write_GBps = ranged_number(o, "write_GBps");
+    const auto mixed_read = optional_ranged_number(o, "mixed_read_GBps");
+    const auto mixed_write = optional_ranged_number(o, "mixed_write_GBps");
+    if (mixed_read.has_value() != mixed_write.has_value()) {
+      throw ConfigError(o.source(), o.path_of(mixed_read ? "mixed_write_GBps" : "mixed_read_GBps"),
+                        "storage.mixed_read_GBps and storage.mixed_write_GBps together (both measured by one bench), or neither",
+                        "only " + o.path_of(mixed_read ? "mixed_read_GBps" : "mixed_write_GBps"));
+    }
+    s.mixed_read_GBps = mixed_read.value_or(0.0);
+    s.mixed_write_GBps = mixed_write.value_or(0.0);
   }
   s.source = o.string("source");
   o.finish();
@@ -339,7 +351,12 @@ nlohmann::ordered_json profile_to_json(const ClusterProfile& p) {
                {"memory_GBps", p.host.memory_GBps}, {"source", p.host.source}};
   j["storage"] = {{"kind", to_string(p.storage.kind)}, {"count", p.storage.count},
                   {"capacity_TB", p.storage.capacity_TB}, {"read_GBps", p.storage.read_GBps},
-                  {"write_GBps", p.storage.write_GBps}, {"source", p.storage.source}};
+                  {"write_GBps", p.storage.write_GBps}};
+  if (p.storage.mixed_read_GBps > 0) {
+    j["storage"]["mixed_read_GBps"] = p.storage.mixed_read_GBps;
+    j["storage"]["mixed_write_GBps"] = p.storage.mixed_write_GBps;
+  }
+  j["storage"]["source"] = p.storage.source;
   j["inter_node"] = {{"topology", to_string(p.inter_node.topology)},
                      {"oversubscription", p.inter_node.oversubscription},
                      {"latency_us", p.inter_node.latency_us},

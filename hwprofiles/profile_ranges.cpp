@@ -11,7 +11,7 @@ namespace {
 // Bounds are generous for any machine built or planned (a GPU of 16 TiB, a NIC of 100 Tb/s) and
 // tight enough that bytes stay below 2^63 and times below 1e15 s. Rates have a floor, not 0:
 // a rate of 1e-300 is a typo, not a machine.
-constexpr std::array<QuantityRange, 34> RANGES{{
+constexpr std::array<QuantityRange, 36> RANGES{{
     {"node_count", 1, 1 << 20, true, true, "nodes"},
     {"gpu.count_per_node", 1, 1024, true, true, "GPUs"},
     {"gpu.memory_GiB", 0, 16384, false, false, "GiB"},
@@ -33,6 +33,8 @@ constexpr std::array<QuantityRange, 34> RANGES{{
     {"storage.capacity_TB", 0, 1000, false, false, "TB"},
     {"storage.read_GBps", 0.001, 1e4, true, false, "GB/s"},
     {"storage.write_GBps", 0.001, 1e4, true, false, "GB/s"},
+    {"storage.mixed_read_GBps", 0.001, 1e4, true, false, "GB/s"},
+    {"storage.mixed_write_GBps", 0.001, 1e4, true, false, "GB/s"},
     {"nic.count", 1, 1024, true, true, "NICs"},
     {"nic.link_Gbps", 0.1, 1e5, true, false, "Gb/s"},
     {"nic.latency_us", 0, 1e6, true, false, "microseconds"},

@@ -3,6 +3,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -106,6 +107,17 @@ class Replayer {
     link->set_bandwidth(bytes_per_s);
   }
 
+  // Storage reads and writes in flight on a node's device: while both directions run, together
+  // they move at most the measured mixed rate (the profile's mixed_read_GBps + mixed_write_GBps,
+  // shared max-min fairly); either alone keeps its own rate (sim/README.md, "Storage").
+  void storage_flows(const Op& op, bool read, int delta) {
+    sg::Link* shared = platform_.storage_mixed(op.gpu);
+    if (shared == nullptr) return;
+    auto& n = storage_in_flight_[shared];
+    n[read ? 0 : 1] += delta;
+    set_cap(shared, n[0] > 0 && n[1] > 0 ? platform_.storage_mixed_bytes_per_s() : UNCAPPED);
+  }
+
   // A delay (latency) on the delay host, or nothing when there is none.
   void launch_delay(OpId id, double seconds) {
     phase_[id] = 1;
@@ -149,6 +161,7 @@ class Replayer {
         if (op.bytes <= 0) break;
         if (!platform_.has_storage()) throw std::logic_error("replay: storage op on a platform without storage");
         const bool read = op.kind == OpKind::STORAGE_READ;
+        storage_flows(op, read, +1);
         sg::Host* io = platform_.io_endpoint(op.gpu);
         sg::Host* host = platform_.host_of(op.gpu);
         launch_flow(id, read ? io : host, read ? host : io, op.bytes);
@@ -272,6 +285,9 @@ class Replayer {
   void finish(OpId id) {
     result_.timing[id].end = sg::Engine::get_clock();
     if (graph_[id].kind == OpKind::COMPUTE && graph_[id].seconds > 0) --computing_[graph_[id].gpu];
+    if ((graph_[id].kind == OpKind::STORAGE_READ || graph_[id].kind == OpKind::STORAGE_WRITE) && graph_[id].bytes > 0) {
+      storage_flows(graph_[id], graph_[id].kind == OpKind::STORAGE_READ, -1);
+    }
     // SimGrid still touches an activity after its completion signal, also after the signals of
     // other activities that end at the same instant (releasing one then crashed a 35-stage
     // replay); keeping every one to the end makes SimGrid's own bookkeeping scan them all. So
@@ -312,6 +328,7 @@ class Replayer {
   double graveyard_time_ = -1;
   std::unordered_map<const sg::Link*, double> caps_in_force_;
   std::unordered_map<int, int> computing_;  // simulated GPU -> compute ops running on it
+  std::unordered_map<const sg::Link*, std::array<int, 2>> storage_in_flight_;  // reads, writes per device
   std::vector<sg::ExecPtr> phantoms_;      // interference execs, kept to the end of the replay
   std::map<std::pair<int, double>, hw::InterferenceEffect> effects_;  // by (collective kind, bytes)
   std::size_t completed_ = 0;

@@ -55,6 +55,7 @@ struct NodeLinks {
   sg::Link* spine = nullptr;                      // the node's even share of an oversubscribed spine
   sg::Link* storage_read = nullptr;
   sg::Link* storage_write = nullptr;
+  sg::Link* storage_mixed = nullptr;              // crossed by reads and writes: the engine's cap
   sg::Link* cpu = nullptr;                        // CPU-Adam, in parameters per second
   sg::Host* host = nullptr;                       // the node's host memory (copies' endpoint)
 };
@@ -193,6 +194,10 @@ class Builder {
       // list: 40k such activities took 2.4 s instead of 0.04 s.)
       l.storage_read = simplex(fmt::format("n{}.storage_read", n), p_.storage.read_GBps * p_.storage.count * 1e9);
       l.storage_write = simplex(fmt::format("n{}.storage_write", n), p_.storage.write_GBps * p_.storage.count * 1e9);
+      // Reads and writes in flight together were measured to move mixed_read + mixed_write in all
+      // (hwprofiles/README.md): both directions cross this link, which the engine caps to that
+      // while both run and leaves uncapped otherwise, so each direction alone keeps its own rate.
+      if (p_.storage.mixed_read_GBps > 0) l.storage_mixed = simplex(fmt::format("n{}.storage_mixed", n), UNCAPPED);
     }
     l.cpu = simplex(fmt::format("n{}.cpu_adam", n), cpu_adam_params_per_s(p_));
     l.host = zone_->create_host(fmt::format("n{}.host", n), 1.0)->seal();
@@ -274,6 +279,7 @@ Route ring_route(Builder& b, const std::vector<RingLocation>& ring, bool reaches
 Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) {
   sg::NetZone* zone = sg::create_full_zone("cluster");
   Builder b(profile, zone);
+  storage_mixed_rate_ = (profile.storage.mixed_read_GBps + profile.storage.mixed_write_GBps) * profile.storage.count * 1e9;
   // How often every directed link is listed across all routes: a ring nothing else shares is
   // timed in closed form (below).
   std::map<Hop, int> usage;
@@ -311,12 +317,18 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     auto* io = zone->create_host(fmt::format("gpu{}.io", i), 1.0)->seal();
     auto* cpu_end = zone->create_host(fmt::format("gpu{}.cpu", i), 1.0)->seal();
     io_.push_back(io);
+    storage_mixed_.push_back(l.storage_mixed);
     cpu_end_.push_back(cpu_end);
     const std::size_t k = copies.size();
     if (l.storage_read) {
       has_storage_ = true;
-      add_route(io, l.host, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_read)));
-      add_route(l.host, io, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.storage_write)));
+      std::vector<sg::LinkInRoute> read(k, sg::LinkInRoute(l.storage_read)), write(k, sg::LinkInRoute(l.storage_write));
+      if (l.storage_mixed) {
+        read.insert(read.end(), k, sg::LinkInRoute(l.storage_mixed));
+        write.insert(write.end(), k, sg::LinkInRoute(l.storage_mixed));
+      }
+      add_route(io, l.host, read);
+      add_route(l.host, io, write);
     }
     add_route(io, cpu_end, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.cpu)));
   }

@@ -98,6 +98,10 @@ class Platform {
   simgrid::s4u::Host* io_endpoint(int g) const { return io_[static_cast<std::size_t>(g)]; }
   simgrid::s4u::Host* cpu_work_end(int g) const { return cpu_end_[static_cast<std::size_t>(g)]; }
   bool has_storage() const { return has_storage_; }
+  // GPU g's node's link that both storage directions cross (nullptr when the profile has no mixed
+  // read+write figure), and the rate the engine caps it to while reads and writes overlap.
+  simgrid::s4u::Link* storage_mixed(int g) const { return storage_mixed_[static_cast<std::size_t>(g)]; }
+  double storage_mixed_bytes_per_s() const { return storage_mixed_rate_; }
   const RingRoute& ring(int id) const { return rings_[static_cast<std::size_t>(id)]; }
   const TransferRoute& transfer(int id) const { return transfers_[static_cast<std::size_t>(id)]; }
   // The private rate-cap link of a GPU's host-to-device or device-to-host copies.
@@ -114,6 +118,8 @@ class Platform {
   std::vector<RingRoute> rings_;
   std::vector<TransferRoute> transfers_;
   std::vector<simgrid::s4u::Link*> h2d_caps_, d2h_caps_;
+  std::vector<simgrid::s4u::Link*> storage_mixed_;
+  double storage_mixed_rate_ = 0;
 };
 
 // CPU-Adam throughput of a node: the profile's calibration, else scaled from the ZeRO-Offload

@@ -84,6 +84,27 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
     st.finish();
     r.strategy.stack.set(stack, doc.source + ": stack");
   }
+  if (auto ms = root.optional_object("machine_storage")) {
+    const NumberRange gbps{0.0, 1e4, false, "GB/s in (0, 1e4]"};
+    MachineStorage storage;
+    storage.read_GBps = ms->number("read_GBps", gbps);
+    storage.write_GBps = ms->number("write_GBps", gbps);
+    const auto mixed_read = ms->optional_number("mixed_read_GBps", gbps);
+    const auto mixed_write = ms->optional_number("mixed_write_GBps", gbps);
+    if (mixed_read.has_value() != mixed_write.has_value()) {
+      throw ConfigError(doc.source, ms->path_of(mixed_read ? "mixed_write_GBps" : "mixed_read_GBps"),
+                        "mixed_read_GBps and mixed_write_GBps together (one storage_mixed bench), or neither",
+                        "only " + ms->path_of(mixed_read ? "mixed_read_GBps" : "mixed_write_GBps"));
+    }
+    storage.mixed_read_GBps = mixed_read.value_or(0.0);
+    storage.mixed_write_GBps = mixed_write.value_or(0.0);
+    storage.source = ms->string("source");
+    if (storage.source.empty()) {
+      throw ConfigError(doc.source, ms->path_of("source"), "where the figures were measured (a non-empty string)", "\"\"");
+    }
+    ms->finish();
+    r.machine_storage = storage;
+  }
   {
     StrictObject m = root.object("measured");
     r.step_time_s = m.number("step_time_s", SECONDS);

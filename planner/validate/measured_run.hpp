@@ -14,6 +14,17 @@
 
 namespace trainsim::planner {
 
+// machine_storage (optional): the storage of the machine the run ran on, measured by
+// trainsim-calibrate's storage bench in the same device call. Validate then costs this run's
+// storage tier with these figures instead of the profile's (reports/validation/README.md).
+struct MachineStorage {
+  double read_GBps = 0;
+  double write_GBps = 0;
+  double mixed_read_GBps = 0;   // reads and writes in flight together (storage_mixed); 0: not measured
+  double mixed_write_GBps = 0;
+  std::string source;  // where the figures come from: the bench's output, its command
+};
+
 struct MeasuredRun {
   std::string path;            // the file read
   std::string name;
@@ -34,6 +45,7 @@ struct MeasuredRun {
   std::optional<double> bubble_fraction;
   // measured.bytes (optional): bytes rank 0 moved per step, by path.
   std::vector<std::pair<std::string, double>> bytes_moved;
+  std::optional<MachineStorage> machine_storage;
   std::optional<std::string> trace_path;     // resolved beside the file, when the run has one
   bool from_trace = false;                   // the step time is the profiled step's (no timed steps)
 };

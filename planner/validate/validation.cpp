@@ -170,12 +170,36 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   }
   // The run is known to have fit: it is simulated whatever the memory model says about fitting,
   // so its predicted peak can be compared with the measured one.
-  const double ops = sim::estimated_replay_ops(request.inputs.model, request.inputs.strategy, request.profile);
+  // The storage of the machine the run ran on, measured in the same device call, replaces the
+  // profile's: each lent VM's disk is its own (reports/validation/reference/README.md).
+  hw::ClusterProfile profile = request.profile;
+  if (run.machine_storage) {
+    const MachineStorage& ms = *run.machine_storage;
+    if (profile.storage.kind == hw::StorageKind::NONE || profile.storage.count <= 0) {
+      v.storage_basis = fmt::format("storage: the run's machine_storage not applied: profile {} has no storage tier", profile.name);
+    } else {
+      const std::string mixed =
+          ms.mixed_read_GBps > 0 ? fmt::format(", reads and writes at once {:.3f} + {:.3f} GB/s", ms.mixed_read_GBps, ms.mixed_write_GBps)
+                                 : std::string();
+      v.storage_basis = fmt::format(
+          "storage: the machine it ran on, read {:.3f} GB/s, write {:.3f} GB/s per device{} ({}), not profile {}'s "
+          "{:.3f} / {:.3f}{}",
+          ms.read_GBps, ms.write_GBps, mixed, ms.source, profile.name, profile.storage.read_GBps, profile.storage.write_GBps,
+          profile.storage.mixed_read_GBps > 0 && ms.mixed_read_GBps == 0 ? " (the profile's mixed figure, of its own machine, dropped)" : "");
+      profile.storage.read_GBps = ms.read_GBps;
+      profile.storage.write_GBps = ms.write_GBps;
+      // A mixed figure is the run's machine's or none: the profile's was measured elsewhere.
+      profile.storage.mixed_read_GBps = ms.mixed_read_GBps;
+      profile.storage.mixed_write_GBps = ms.mixed_write_GBps;
+      profile.storage.source = "the run's machine_storage: " + ms.source;
+    }
+  }
+  const double ops = sim::estimated_replay_ops(request.inputs.model, request.inputs.strategy, profile);
   if (ops > sim::MAX_REPLAY_OPS) {
     v.error = fmt::format("not simulated: the replay would hold about {:.3g} million ops, beyond trainsim's limit", ops / 1e6);
     return v;
   }
-  const sim::SimResult r = sim::simulate(request.inputs.model, request.inputs.strategy, request.profile, memory.estimate);
+  const sim::SimResult r = sim::simulate(request.inputs.model, request.inputs.strategy, profile, memory.estimate);
   if (!r.simulated) {
     v.error = "not simulated: " + r.infeasible_reason.value_or("the simulator gave no result");
     return v;
@@ -189,7 +213,8 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   for (const auto& g : r.per_gpu) v.predicted_peaks.push_back(g.peak_memory_bytes);
 
   v.rows.push_back(row(run, "step_time", "s", r.step_time_s, run.step_time_s, true, STEP_TOLERANCE_PCT,
-                       "measured: median of the timed steps (slowest rank)"));
+                       v.storage_basis.empty() ? "measured: median of the timed steps (slowest rank)"
+                                               : "measured: median of the timed steps (slowest rank); predicted with " + v.storage_basis));
   const double predicted_peak = max_of(v.predicted_peaks);
   if (!run.peak_allocated_bytes.empty()) {
     v.rows.push_back(row(run, "peak_allocated", "bytes", predicted_peak, max_of(run.peak_allocated_bytes), true, MEMORY_TOLERANCE_PCT,

@@ -50,6 +50,7 @@ struct RunValidation {
   std::optional<TraceSummary> trace;
   std::vector<ValidationRow> rows;
   std::vector<std::string> notes;        // the simulation's assumptions and notes, once each
+  std::string storage_basis;             // when the run's machine_storage replaced the profile's: what and whence
   std::string error;                     // when nothing could be predicted: why
 };
 

@@ -91,6 +91,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
                                   {"measured", r.measured}, {"error_pct", r.error_pct}, {"error_abs", r.error_abs},
                                   {"unit", r.unit},        {"toleranced", r.toleranced}, {"within_tolerance", r.within}};
       if (!r.gap.empty()) e["known_gap"] = r.gap;
+      if (r.metric == "step_time" && !v.storage_basis.empty()) e["storage_basis"] = v.storage_basis;
       rows.push_back(e);
     }
   }
@@ -114,6 +115,7 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
       out += fmt::format("{:<42} {:<22} {:>12} {:>12} {:>9}  {}\n", r.name, r.metric, value_text(r, r.predicted),
                          value_text(r, r.measured), error_text(r), status_text(r));
     }
+    if (!v.storage_basis.empty()) out += fmt::format("{:<42} {}\n", v.run.name, v.storage_basis);
     if (v.run.peak_allocated_bytes.size() > 1) {
       auto gib = [](const std::vector<double>& b) {
         std::vector<std::string> t;

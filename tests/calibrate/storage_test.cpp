@@ -189,6 +189,11 @@ TEST(StorageBench, SmallSweepMeasuresAndLeavesNothingBehind) {
   c.file_bytes = 16u << 20;
   c.sample_seconds = 0.01;
   c.samples = 2;
+  c.mixed.chunk_bytes = 1u << 20;
+  c.mixed.request_bytes = 256u << 10;
+  c.mixed.file_bytes = 8u << 20;
+  c.mixed.sample_seconds = 0.01;
+  c.mixed.samples = 2;
   Results results(false);
   {
     ScratchDir dir(parent.str());
@@ -196,8 +201,55 @@ TEST(StorageBench, SmallSweepMeasuresAndLeavesNothingBehind) {
   }
   EXPECT_EQ(results.select("storage", "write").size(), 4u);
   EXPECT_EQ(results.select("storage", "read").size(), 4u);
+  EXPECT_EQ(results.select("storage_mixed", "combined").size(), 2u);
   for (const auto& m : results.all()) EXPECT_GT(m.stats.median, 0.0);
   EXPECT_TRUE(parent.empty());
+}
+
+// Reads and writes in flight together (the reference's pattern): per stream count, what each
+// direction and both moved; each round waits for its read and its write, so they move as much.
+TEST(StorageBench, MixedReadsAndWritesInFlightTogether) {
+  TempDir parent;
+  if (!direct_io_supported(parent)) GTEST_SKIP() << "the temp directory's filesystem has no O_DIRECT";
+  MixedStorageConfig c;
+  c.chunk_bytes = 1u << 20;
+  c.request_bytes = 256u << 10;
+  c.file_bytes = 4u << 20;  // wraps: more rounds than the file holds chunks
+  c.streams = {1, 2};
+  c.sample_seconds = 0.02;
+  c.samples = 3;
+  Results results(false);
+  {
+    ScratchDir dir(parent.str());
+    run_mixed_storage_bench(c, dir, results);
+  }
+  const auto read = results.select("storage_mixed", "read");
+  const auto write = results.select("storage_mixed", "write");
+  const auto combined = results.select("storage_mixed", "combined");
+  ASSERT_EQ(read.size(), 2u);
+  ASSERT_EQ(write.size(), 2u);
+  ASSERT_EQ(combined.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(param_number(read[i]->params, "streams"), static_cast<double>(i + 1));
+    EXPECT_EQ(param_number(read[i]->params, "depth"), 8.0);  // a chunk read and a chunk written, 4 requests each
+    EXPECT_GT(read[i]->stats.median, 0.0);
+    EXPECT_DOUBLE_EQ(read[i]->stats.median, write[i]->stats.median);
+    EXPECT_NEAR(combined[i]->stats.median, 2 * read[i]->stats.median, 1e-9 * combined[i]->stats.median);
+    const double share = param_number(read[i]->params, "reads_done_share");
+    EXPECT_GT(share, 0.0);
+    EXPECT_LE(share, 1.0);
+    EXPECT_EQ(read[i]->stats.n, 3);
+  }
+  EXPECT_TRUE(parent.empty());
+}
+
+TEST(StorageBench, MixedRejectsAChunkThatIsNotWholeSectors) {
+  TempDir parent;
+  MixedStorageConfig c;
+  c.chunk_bytes = 1000;
+  Results results(false);
+  ScratchDir dir(parent.str());
+  EXPECT_THROW(run_mixed_storage_bench(c, dir, results), CalibrationError);
 }
 
 }  // namespace

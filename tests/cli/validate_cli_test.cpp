@@ -121,6 +121,56 @@ TEST(ValidateCli, TraceWithFlags) {
   EXPECT_NEAR(j.at("rows").at(0).at("measured").get<double>(), 0.15, 1e-9);
 }
 
+// The storage of the machine a run ran on (machine_storage) replaces the profile's for that run,
+// and the step-time row says so. A reference storage-offload row, its disk half as fast to write.
+TEST(ValidateCli, MachineStorageReplacesTheProfilesForThatRun) {
+  const std::string row = "reports/validation/reference/h200x2/h200x2_ref-infinity-storage_L24-h1024_mb4x2";
+  ScratchDir dir;
+  nlohmann::json run = read_source_json(row + ".json");
+  dir.write("h200x2_ref-infinity-storage_L24-h1024_mb4x2.model.json", read_file(source_path(row + ".model.json")));
+  const std::string plain = dir.write("plain.json", run.dump(1));
+  auto step = [](const std::string& path, nlohmann::json* step_row) {
+    const CommandResult r = run_trainsim("validate --measured " + q(path) + " --no-trace --format json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    for (const auto& e : j.at("rows")) {
+      if (e.at("metric") == "step_time") {
+        *step_row = e;
+        return e.at("predicted").get<double>();
+      }
+    }
+    return 0.0;
+  };
+  nlohmann::json plain_row, own_row;
+  const double at_profile = step(plain, &plain_row);
+  EXPECT_FALSE(plain_row.contains("storage_basis"));
+  // h200x4-measured's storage is 2.429 read, 3.176 write: writing at half of it costs the writes' time again.
+  run["machine_storage"] = {{"read_GBps", 2.429}, {"write_GBps", 1.588}, {"source", "a test"}};
+  const std::string own = dir.write("own.json", run.dump(1));
+  const double at_own = step(own, &own_row);
+  EXPECT_GT(at_own, at_profile + 1.0) << "the run's own storage must replace the profile's";
+  ASSERT_TRUE(own_row.contains("storage_basis"));
+  const std::string basis = own_row.at("storage_basis").get<std::string>();
+  EXPECT_NE(basis.find("write 1.588 GB/s"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("a test"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("h200x4-measured's 2.429 / 3.176"), std::string::npos) << basis;
+  const CommandResult text = run_trainsim("validate --measured " + q(own) + " --no-trace");
+  EXPECT_NE(text.out.find("storage: the machine it ran on, read 2.429 GB/s, write 1.588 GB/s"), std::string::npos) << text.out;
+  // Its machine's mixed read+write figure too: the L32 row's two 1e9-parameter sub-groups overlap
+  // a read with a write, which the figure caps (its own read/write figures are in the file).
+  const std::string big = "reports/validation/reference/h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2";
+  nlohmann::json l32 = read_source_json(big + ".json");
+  dir.write("h200x2_ref-infinity-storage_L32-h2560_mb1x2.model.json", read_file(source_path(big + ".model.json")));
+  nlohmann::json separate_row, mixed_row;
+  const double separate = step(dir.write("l32.json", l32.dump(1)), &separate_row);
+  l32["machine_storage"]["mixed_read_GBps"] = 1.1;
+  l32["machine_storage"]["mixed_write_GBps"] = 1.1;
+  const double capped = step(dir.write("l32_mixed.json", l32.dump(1)), &mixed_row);
+  EXPECT_GT(capped, separate + 1.0) << "the run's mixed figure must cap its overlapping reads and writes";
+  EXPECT_NE(mixed_row.at("storage_basis").get<std::string>().find("reads and writes at once 1.100 + 1.100 GB/s"), std::string::npos)
+      << mixed_row.at("storage_basis");
+}
+
 struct BadCase {
   const char* what;
   std::function<std::string(const ScratchDir&)> args;  // the command's arguments
@@ -153,6 +203,32 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"bubble_fraction", 1.5}}; }));
        },
        {"run.json", "measured.busy.bubble_fraction", "a fraction in [0, 1]"}},
+      {"machine storage not positive",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) {
+                  j["machine_storage"] = {{"read_GBps", 0}, {"write_GBps", 2.5}, {"source", "s"}};
+                }));
+       },
+       {"run.json", "machine_storage.read_GBps", "GB/s in (0, 1e4]"}},
+      {"machine storage unknown key",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) {
+                  j["machine_storage"] = {{"read_GBps", 2.7}, {"write_GBps", 2.5}, {"source", "s"}, {"iops", 1}};
+                }));
+       },
+       {"run.json", "machine_storage.iops"}},
+      {"machine storage mixed figure alone",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) {
+                  j["machine_storage"] = {{"read_GBps", 2.7}, {"write_GBps", 2.5}, {"mixed_read_GBps", 1.1}, {"source", "s"}};
+                }));
+       },
+       {"run.json", "machine_storage.mixed_write_GBps", "together"}},
+      {"machine storage without source",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["machine_storage"] = {{"read_GBps", 2.7}, {"write_GBps", 2.5}}; }));
+       },
+       {"run.json", "machine_storage.source"}},
       {"model not beside",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["model"] = "../x/model.json"; })); },
        {"run.json", "model", "beside"}},

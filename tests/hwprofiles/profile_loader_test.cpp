@@ -99,7 +99,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadProfileCase{"schema version", [](nlohmann::json& j) { j["schema_version"] = 7; }, "schema_version",
                        "schema version 1"},
         BadProfileCase{"missing section", [](nlohmann::json& j) { j.erase("storage"); }, "storage",
-                       "expected an object"}));
+                       "expected an object"},
+        BadProfileCase{"mixed storage figure alone", [](nlohmann::json& j) { j["storage"]["mixed_read_GBps"] = 1.1; },
+                       "storage.mixed_write_GBps", "together (both measured by one bench), or neither"},
+        BadProfileCase{"mixed storage figure out of range",
+                       [](nlohmann::json& j) {
+                         j["storage"]["mixed_read_GBps"] = 0;
+                         j["storage"]["mixed_write_GBps"] = 1.1;
+                       },
+                       "storage.mixed_read_GBps", "expected a number in [0.001, 10000] (GB/s), got 0"}));
+
+// The mixed read+write figure (hwprofiles/README.md): read, kept through the JSON form.
+TEST(ProfileLoader, MixedStorageFigureIsReadAndRoundTrips) {
+  nlohmann::json j = test::read_source_json("hwprofiles/dgx2.json");
+  j["storage"]["mixed_read_GBps"] = 1.1;
+  j["storage"]["mixed_write_GBps"] = 1.2;
+  const ClusterProfile p = load_profile(JsonDocument{j, "mixed.json"});
+  EXPECT_DOUBLE_EQ(p.storage.mixed_read_GBps, 1.1);
+  EXPECT_DOUBLE_EQ(p.storage.mixed_write_GBps, 1.2);
+  const ClusterProfile q = load_profile(JsonDocument{nlohmann::json::parse(profile_to_json(p).dump()), "roundtrip.json"});
+  EXPECT_DOUBLE_EQ(q.storage.mixed_write_GBps, 1.2);
+  EXPECT_DOUBLE_EQ(builtin_profile("dgx2").storage.mixed_read_GBps, 0.0);
+}
 
 TEST(ProfileLoader, MissingUnitKeyIsReportedWhenTheRightKeyIsOptional) {
   // A "link" key beside an existing link_GBps is an unknown key whose message suggests the unit.

@@ -41,6 +41,8 @@ const std::map<std::string, std::string>& pointers() {
       {"storage.capacity_TB", "/storage/capacity_TB"},
       {"storage.read_GBps", "/storage/read_GBps"},
       {"storage.write_GBps", "/storage/write_GBps"},
+      {"storage.mixed_read_GBps", "/storage/mixed_read_GBps"},
+      {"storage.mixed_write_GBps", "/storage/mixed_write_GBps"},
       {"nic.count", "/nic/count"},
       {"nic.link_Gbps", "/nic/link_Gbps"},
       {"nic.latency_us", "/nic/latency_us"},

@@ -149,6 +149,40 @@ TEST(ExactToy, StorageReadOverlapsCompute) {
                1.0);
 }
 
+// The storage's measured mixed figure (reads and writes in flight together moved 0.6 + 0.6 GB/s):
+// overlapping reads and writes share 1.2 GB/s max-min fairly; either alone keeps its own rate.
+TEST(ExactToy, StorageReadsAndWritesTogetherShareTheMixedRate) {
+  auto io = [](OpKind kind, double bytes) {
+    Op op;
+    op.kind = kind;
+    op.stream = Stream::NODE;
+    op.category = Category::OFFLOAD_IO;
+    op.gpu = 0;
+    op.bytes = bytes;
+    return op;
+  };
+  hw::ClusterProfile mixed = toy_profile();
+  mixed.storage.mixed_read_GBps = 0.6;
+  mixed.storage.mixed_write_GBps = 0.6;
+  auto both = [&](GraphBuilder& b) {
+    b.add(io(OpKind::STORAGE_READ, 1.2e9));
+    b.add(io(OpKind::STORAGE_WRITE, 0.6e9));
+  };
+  // Separate channels: the read 0.6 s at 2 GB/s, the write 0.6 s at 1 GB/s, side by side.
+  expect_exact(simulate_on(one_node(), both), 0.6);
+  // Shared: 0.6 GB/s each until the write ends (1.0 s), then the read's last 0.6 GB alone at 2 GB/s.
+  expect_exact(simulate_on(one_node(), both, mixed), 1.0 + 0.3);
+  // Alone, each at its own rate.
+  expect_exact(simulate_on(one_node(), [&](GraphBuilder& b) { b.add(io(OpKind::STORAGE_READ, 2e9)); }, mixed), 1.0);
+  expect_exact(simulate_on(one_node(), [&](GraphBuilder& b) { b.add(io(OpKind::STORAGE_WRITE, 1e9)); }, mixed), 1.0);
+  // One after the other: no cap in between.
+  expect_exact(simulate_on(one_node(), [&](GraphBuilder& b) {
+                 const OpId r = b.add(io(OpKind::STORAGE_READ, 2e9));
+                 b.add(io(OpKind::STORAGE_WRITE, 1e9), {r});
+               }, mixed),
+               2.0);
+}
+
 TEST(ExactToy, PrefetchHiddenBehindComputeAndNot) {
   // Layer 1's parameters (1 GB, 0.1 s + latency) are prefetched while layer 0 computes.
   auto two_layers = [](double layer0_seconds) {

@@ -1,7 +1,7 @@
 # The storage-offload rows beside the replay and the two storage figures of the machine each ran
 # on: where the time of the optimizer phase goes. Run from the repository root:
 #   python3 reports/validation/reference/scripts/storage_rows.py
-# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-storage2's build:
+# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-storage-mixed's build:
 # logs/ref-storage2-h200x2/storage_rows.txt.
 #
 # Per row: the measured step, the reference's optimizer phase (cpu_optimizer_s: the whole
@@ -9,9 +9,11 @@
 # (storage_busy_s), both ranks' bytes; what those bytes take read and written one after the
 # other at the storage figures of the machine the row ran on (its own storage calibration, same
 # call or same lease) and at the profile's (what `trainsim validate` replays on); then the replay
-# (rank 0 of `trainsim simulate`, as validate runs it) and two what-ifs of the replay: the row's
-# own machine's storage figures, and the reference's own chunk of 4 Mi parameters instead of
-# DeepSpeed's sub_group_size (1e9), which the replay of this stack uses today.
+# (rank 0 of `trainsim simulate` on the profile) and what-ifs of the replay: the row's own machine's
+# storage figures (what `trainsim validate` uses where the row has machine_storage), the
+# reference's own chunk of 4 Mi parameters instead of DeepSpeed's sub_group_size (1e9), which the
+# replay of this stack uses today, and (branch ref-storage-mixed) the mixed read+write figure of
+# h200x2-measured, measured on another VM instance, so a what-if only.
 import json, os, subprocess, collections, copy
 
 BIN = os.environ.get('TS', 'build-ref-nocuda/trainsim')
@@ -53,6 +55,10 @@ def simulate(model, strategy, hw, sub_group=None):
 
 
 profile = json.load(open(HW))
+MIXED = json.load(open('hwprofiles/h200x2-measured.json'))
+print(f"mixed read+write figure (what-if rows only): hwprofiles/h200x2-measured.json {MIXED['storage']['mixed_read_GBps']} + "
+      f"{MIXED['storage']['mixed_write_GBps']} GB/s, measured on another VM instance than either row's "
+      f"(reports/calibration/h200x2/storage_mixed/)")
 pr, pw = profile['storage']['read_GBps'], profile['storage']['write_GBps']
 for name, (where, cal) in ROWS.items():
     d = json.load(open(R + 'h200x2/' + name + '.json'))
@@ -74,9 +80,17 @@ for name, (where, cal) in ROWS.items():
     own = copy.deepcopy(profile)
     own['storage']['read_GBps'], own['storage']['write_GBps'] = round(mr, 3), round(mw, 3)
     json.dump(own, open('/tmp/storage_rows.hw.json', 'w'))
-    for label, hw, sg in (('replay (validate)', HW, None), ("replay, its machine's storage", '/tmp/storage_rows.hw.json', None),
+    # What-if only: the mixed read+write figure of h200x2-measured, measured on another VM instance
+    # (reports/calibration/h200x2/storage_mixed/), not the machine either row ran on.
+    mixed = copy.deepcopy(own)
+    mixed['storage']['mixed_read_GBps'] = MIXED['storage']['mixed_read_GBps']
+    mixed['storage']['mixed_write_GBps'] = MIXED['storage']['mixed_write_GBps']
+    json.dump(mixed, open('/tmp/storage_rows.mixed.json', 'w'))
+    for label, hw, sg in (('replay on the profile', HW, None), ("replay, its machine's storage", '/tmp/storage_rows.hw.json', None),
                           ('replay, 4 Mi-parameter sub-groups', HW, 4 << 20),
-                          ("replay, its machine's storage and 4 Mi sub-groups", '/tmp/storage_rows.hw.json', 4 << 20)):
+                          ("replay, its machine's storage and 4 Mi sub-groups", '/tmp/storage_rows.hw.json', 4 << 20),
+                          ("  + another VM's mixed figure (what-if)", '/tmp/storage_rows.mixed.json', None),
+                          ("  + another VM's mixed figure and 4 Mi sub-groups", '/tmp/storage_rows.mixed.json', 4 << 20)):
         t, r, w, u = simulate(model, d['strategy'], hw, sg)
         print(f"  {label:52s} step {t:7.3f} s ({100 * (t / step - 1):+6.1f}%); storage read {r:6.3f} s, write {w:6.3f} s, "
               f"busy {u:6.3f} s (read and write overlapped {r + w - u:6.3f} s)")
