@@ -86,6 +86,25 @@ TEST(StepBound, NeverAboveTheReplay) {
   }
 }
 
+// A valid, fitting configuration's closed-form bound, walk bound and replayed step; nullopt (with
+// a test failure) where it is invalid, does not fit or cannot be walked.
+struct WalkAndReplay {
+  double closed_form_s = 0, walk_bound_s = 0, replay_s = 0;
+};
+std::optional<WalkAndReplay> walk_and_replay(const wl::ModelSpec& m, const hw::ClusterProfile& p, const wl::Strategy& s) {
+  const Config config{&m, &p, s};
+  const std::vector<Issue> issues = validate(config);
+  EXPECT_TRUE(issues.empty()) << wl::canonical_text(s) << ": " << (issues.empty() ? "" : issues.front().message);
+  if (!issues.empty()) return std::nullopt;
+  const Bound b = bound(config);
+  EXPECT_FALSE(b.misfit) << (b.misfit ? b.misfit->message : "");
+  if (b.misfit) return std::nullopt;
+  const std::optional<sim::StepWalk> walk = sim::contention_free_step(m, s, p, b.memory);
+  EXPECT_TRUE(walk.has_value()) << "no walk";
+  if (!walk) return std::nullopt;
+  return WalkAndReplay{b.step.seconds, sim::walk_bound_s(*walk), replay(config, b.memory).step_time_s};
+}
+
 // Where ZeRO-3's gathers, issued one compute ahead, outlast the computes they hide behind (one
 // sample per micro-batch: short computes; many GPUs: slow rings), the closed forms see only that
 // the sums of computes and of gathers each fit the step. The walk follows the program's
@@ -107,18 +126,13 @@ TEST(WalkBound, TightWhereGathersAreExposed) {
       s.offload_optimizer = OffloadTarget::CPU;
       s.offload_params = OffloadTarget::CPU;
       s.delayed_update = delayed;
-      const Config config{&m, &p, s};
-      ASSERT_TRUE(validate(config).empty()) << wl::canonical_text(s);
-      const Bound b = bound(config);
-      ASSERT_FALSE(b.misfit) << b.misfit->message;
-      const sim::SimResult r = replay(config, b.memory);
-      const std::optional<sim::StepWalk> walk = sim::contention_free_step(m, s, p, b.memory);
-      ASSERT_TRUE(walk.has_value());
-      const double w = sim::walk_bound_s(*walk);
+      const std::optional<WalkAndReplay> wr = walk_and_replay(m, p, s);
+      ASSERT_TRUE(wr.has_value()) << wl::canonical_text(s);
+      const double w = wr->walk_bound_s;
       const std::string what = wl::canonical_text(s);
-      EXPECT_LE(w, r.step_time_s * (1 + 1e-9)) << what;
-      EXPECT_GE(w, 0.97 * r.step_time_s) << what << ": walk " << w << " s, replay " << r.step_time_s << " s";
-      EXPECT_GE(w, b.step.seconds) << what << ": the walk is looser than the closed forms";
+      EXPECT_LE(w, wr->replay_s * (1 + 1e-9)) << what;
+      EXPECT_GE(w, 0.97 * wr->replay_s) << what << ": walk " << w << " s, replay " << wr->replay_s << " s";
+      EXPECT_GE(w, wr->closed_form_s) << what << ": the walk is looser than the closed forms";
     }
   }
 }
@@ -137,14 +151,9 @@ TEST(WalkBound, UnequalStagesFoldOverTheirPeriod) {
   s.recompute = wl::Recompute::SELECTIVE;
   s.global_batch = 1152;
   s.seq = 2048;
-  const Config config{&m, &p, s};
-  ASSERT_TRUE(validate(config).empty()) << wl::canonical_text(s);
-  const Bound b = bound(config);
-  ASSERT_FALSE(b.misfit) << b.misfit->message;
-  const sim::SimResult r = replay(config, b.memory);
-  const std::optional<sim::StepWalk> walk = sim::contention_free_step(m, s, p, b.memory);
-  ASSERT_TRUE(walk.has_value());
-  EXPECT_LE(sim::walk_bound_s(*walk), r.step_time_s * (1 + 1e-9)) << "walk " << walk->step_s << " s, replay " << r.step_time_s << " s";
+  const std::optional<WalkAndReplay> wr = walk_and_replay(m, p, s);
+  ASSERT_TRUE(wr.has_value()) << wl::canonical_text(s);
+  EXPECT_LE(wr->walk_bound_s, wr->replay_s * (1 + 1e-9)) << "walk bound " << wr->walk_bound_s << " s, replay " << wr->replay_s << " s";
 }
 
 // The floor under the model states (estimator.cpp) never refuses what the full memory model
