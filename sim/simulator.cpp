@@ -334,10 +334,11 @@ double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const
   const double gpus = static_cast<double>(plan_fold(placement, options.fold_ranks).ranks.size());
   const double units = (s.zero_stage == 3 && s.pp == 1 ? 4.0 : 1.0) * static_cast<double>(m.layers) / s.pp + 2;
   const double m_total = static_cast<double>(s.micro_batches());
-  // Folded, three replays past the warm-up (replay_folded).
-  const double period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
-  const double first = s.pp > 1 ? std::ceil((s.pp + 1) / period) * period : 2;
-  const double replayed = options.fold_micro_batches && m_total > 3 * first + 3 * period ? 3 * first + 3 * period : m_total;
+  // Folded: the three counts of the fold's first try (MicroBatchFold), or every micro-batch.
+  const std::vector<int> kinds = s.pp > 1 ? stage_kind_counts(wl::partition_stages(m, s)) : std::vector<int>{};
+  const std::vector<FoldTry> tries = options.fold_micro_batches ? fold_tries(s, static_cast<int>(s.micro_batches()), kinds)
+                                                                : std::vector<FoldTry>{};
+  const double replayed = tries.empty() ? m_total : 3.0 * tries.front().b + 3.0 * tries.front().k;
   const bool asynchronous = s.pp > 1 && (s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW);
   const double steps = s.delayed_update || asynchronous ? 3 : 1;
   return 16.0 * gpus * units * replayed * steps;
