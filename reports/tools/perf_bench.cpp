@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -164,7 +165,27 @@ struct PlanMeasurement {
   double max_rss_MiB = 0;
   long enumerated = 0, fit = 0, replayed = 0, pruned = 0;
   std::string best;  // the best configuration (single node count) or the fastest (range)
+  // A range only: by the family of each node count's answer (with the delayed update apart),
+  // how many node counts it won and how many replays those counts made.
+  std::map<std::string, std::pair<int, long>> replays_by_winner;
 };
+
+// Where a range's replays go: each node count's replays, under the family of its answer.
+std::map<std::string, std::pair<int, long>> replays_by_winner(const nlohmann::json& answer) {
+  std::map<std::string, std::pair<int, long>> out;
+  if (!answer.contains("per_node_count")) return out;
+  for (const auto& g : answer["per_node_count"]) {
+    std::string key = "nothing fits";
+    if (!g["ranked"].empty()) {
+      const auto& best = g["ranked"].front();
+      key = best["family"].get<std::string>() + (best["strategy"]["delayed_update"].get<bool>() ? ", delayed update" : "");
+    }
+    auto& [counts, replays] = out[key];
+    ++counts;
+    replays += g["search"]["replayed"].get<long>();
+  }
+  return out;
+}
 
 PlanMeasurement measure_plan(const std::string& trainsim, const std::string& name, const std::string& args, double target_s,
                              int repeat) {
@@ -183,6 +204,7 @@ PlanMeasurement measure_plan(const std::string& trainsim, const std::string& nam
   m.fit = search["fit_memory_model"].get<long>();
   m.replayed = search["replayed"].get<long>();
   m.pruned = search["pruned_by_bound"].get<long>();
+  m.replays_by_winner = replays_by_winner(last.answer);
   const auto& best = last.answer["fastest"];
   if (!best.is_null()) m.best = fmt::format("{} nodes: {}", best["nodes"].get<int>(), best["description"].get<std::string>());
   std::cerr << fmt::format("  {:<52} {:>8.2f} s (target {:.0f} s)  {:>7.1f} MiB  {} replays\n", name, m.wall_s, target_s,
@@ -250,10 +272,15 @@ void plan_section(const std::string& trainsim, const std::string& out_dir, int r
         "How a plan spends its time: enumerating and checking the space (about 20 us a strategy, 5 to 25 thousand per node "
         "count); walking each candidate whose closed-form bound lies below the K-th best replay through its real program "
         "without contention (sim/critical_path.hpp, 10 to 30 ms each: a bound equal to the replay where no two flows share a "
-        "link, below it by what sharing costs where they do); and replaying what the walk cannot rule out (0.1 s to 3 s each, on every core). What remains replayed "
-        "is mostly exact ties and near-ties: the offload and checkpoint variants of one layout that the replay times alike "
-        "(each must be replayed, the ranking breaks ties by simulated memory), and, with the delayed update, the 1% room the "
-        "walk leaves over several simulated steps. A node range pays all of this once per node count (dgx2 lists 96 "
+        "link, below it by what sharing costs where they do); and replaying what the walk cannot rule out (0.1 s to 3 s each, on every core). "
+        "Unequal pipeline stages fold over the count of their heaviest kind (sim/micro_batch_fold.hpp), so a long pipeline "
+        "replays a few micro-batches, not all. What remains replayed is mostly exact ties and near-ties, nearly all in the "
+        "node counts that ZeRO-Offload's delayed update wins (the table below the main one): the offload and checkpoint "
+        "variants of one layout that the replay times alike (each must be replayed, the ranking breaks ties by simulated "
+        "memory), and the 1% room the walk leaves over several simulated steps (sim/step_bound.hpp, STEADY_STATE_ROOM), which "
+        "holds about twenty candidates of each such node count. That room is needed: the difference of two step ends is not "
+        "bounded by the contention-free walk, and on 1T at 24 nodes (tp 4, dp 96, delayed update) the walk's own step "
+        "exceeds the replay's by 0.04%. A node range pays all of this once per node count (dgx2 lists 96 "
         "nodes): its warm run, every replay and walk from the cache, is the enumeration alone. With `--gap 0.01` a node count "
         "stops replaying once nothing left could beat its answer by more than 1% of its step time: the near-ties are no "
         "longer replayed, and the answers may differ from the exact ones by at most that.\n\n";
@@ -263,6 +290,14 @@ void plan_section(const std::string& trainsim, const std::string& out_dir, int r
     md += fmt::format("| {} | {:.2f} [{:.2f}, {:.2f}] | {:.0f} | {} | {:.0f} | {} | {} | {} | {} |\n", m.name, m.wall_s, m.wall_min_s,
                       m.wall_max_s, m.target_s, m.wall_s <= m.target_s ? "yes" : "**no**", m.max_rss_MiB, m.enumerated, m.fit,
                       m.replayed, m.pruned);
+  }
+  for (const auto& m : ms) {
+    if (m.replays_by_winner.empty() || m.name.find("cold") == std::string::npos) continue;
+    md += fmt::format("\nWhere the replays of `{}` go, by the family of each node count's answer:\n\n", m.name);
+    md += "| answer's family | node counts | replays | replays per node count |\n| --- | --- | --- | --- |\n";
+    for (const auto& [family, cr] : m.replays_by_winner) {
+      md += fmt::format("| {} | {} | {} | {:.1f} |\n", family, cr.first, cr.second, cr.first > 0 ? double(cr.second) / cr.first : 0.0);
+    }
   }
   md += "\nCommands and answers:\n\n";
   for (const auto& m : ms) md += fmt::format("- `trainsim plan {}`: {}\n", m.args, m.best.empty() ? "nothing fits" : m.best);
