@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include <boost/range/iterator_range.hpp>
+
 namespace trainsim::sim {
 namespace {
 
@@ -79,6 +81,53 @@ std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay
     } else if (op.gpu >= 0) {
       credit(op.gpu);
     }
+  }
+  // Call spans (GpuBusy::call_span_*): per call, when its host starts issuing it, its first GPU
+  // op, when its last GPU op ends.
+  struct Call {
+    double host_start = -1;
+    OpId first = GraphBuilder::NONE;
+    double end = 0;
+    int gpu = -1;
+    bool optimizer = false;
+  };
+  std::vector<Call> calls;
+  for (std::size_t v = 0; v < boost::num_vertices(graph); ++v) {
+    const Op& op = graph[v];
+    if (op.action < 0 || op.gpu < 0) continue;
+    if (calls.size() <= static_cast<std::size_t>(op.action)) calls.resize(static_cast<std::size_t>(op.action) + 1);
+    Call& c = calls[static_cast<std::size_t>(op.action)];
+    const auto& t = replay.timing[v];
+    if (op.stream == Stream::HOST) {
+      c.host_start = c.host_start < 0 ? t.start : std::min(c.host_start, t.start);
+      continue;
+    }
+    if (c.first == GraphBuilder::NONE) c.first = v;  // ops are added in stream order
+    c.end = std::max(c.end, t.end);
+    c.gpu = op.gpu;
+    c.optimizer = c.optimizer || op.category == Category::OPTIMIZER;
+  }
+  std::vector<std::array<std::vector<Interval>, 2>> spans(static_cast<std::size_t>(gpus));
+  for (const Call& c : calls) {
+    if (c.first == GraphBuilder::NONE || c.gpu < 0 || c.gpu >= gpus) continue;
+    double start = replay.timing[c.first].start;
+    if (c.host_start >= 0) {
+      // The call's start event is queued when the host begins the call and passes on the stream
+      // once the stream's earlier work and the waits queued before it are done.
+      double ready = 0;
+      for (const auto& e : boost::make_iterator_range(boost::in_edges(c.first, graph))) {
+        const OpId src = boost::source(e, graph);
+        if (graph[src].stream != Stream::HOST) ready = std::max(ready, replay.timing[src].end);
+      }
+      start = std::max(c.host_start, ready);
+    }
+    spans[static_cast<std::size_t>(c.gpu)][c.optimizer ? 1 : 0].push_back({start, c.end});
+  }
+  for (int g = 0; g < gpus; ++g) {
+    auto& s = spans[static_cast<std::size_t>(g)];
+    const auto compute = normalize(s[0], from, to);
+    out[static_cast<std::size_t>(g)].call_span_compute_s = length(compute);
+    out[static_cast<std::size_t>(g)].call_span_optimizer_s = length(subtract(normalize(s[1], from, to), compute));
   }
   for (int g = 0; g < gpus; ++g) {
     auto& r = raw[static_cast<std::size_t>(g)];

@@ -19,6 +19,14 @@ struct GpuBusy {
   double optimizer_s = 0;
   double idle_s = 0;
   double hardware_flops = 0;
+  // Busy as CUDA events around a stack's calls count it (reports/validation/README.md, "The
+  // pipeline bubble"): the union of each call's span (Op::action) from the moment its first work
+  // could reach the compute stream (its host dispatch starting, the stream's earlier work and the
+  // waits it was queued behind, such as a receive, done) to its last kernel's end. A GPU waiting
+  // inside a call for its host to issue kernels is busy here and idle above. Forward and backward
+  // calls, and the optimizer step's time outside them.
+  double call_span_compute_s = 0;
+  double call_span_optimizer_s = 0;
 };
 
 // Busy time of each simulated GPU over [from, to); hardware FLOPs of the ops of steps >=

@@ -44,7 +44,8 @@ struct Outcome {
 std::vector<double> flatten(const Outcome& o) {
   std::vector<double> v{o.step_time_s};
   for (const auto& b : o.busy) {
-    v.insert(v.end(), {b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, b.hardware_flops});
+    v.insert(v.end(), {b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, b.hardware_flops,
+                       b.call_span_compute_s, b.call_span_optimizer_s});
   }
   v.insert(v.end(), o.gpu_peak.begin(), o.gpu_peak.end());
   for (const auto& a : o.gpu_at_peak) v.insert(v.end(), a.begin(), a.end());
@@ -64,6 +65,8 @@ Outcome unflatten(const std::vector<double>& v, const Outcome& shape) {
     b.optimizer_s = v[i++];
     b.idle_s = v[i++];
     b.hardware_flops = v[i++];
+    b.call_span_compute_s = v[i++];
+    b.call_span_optimizer_s = v[i++];
   }
   for (auto& p : o.gpu_peak) p = v[i++];
   for (auto& a : o.gpu_at_peak) {
@@ -143,6 +146,8 @@ class Replays {
       b.optimizer_s /= steps;
       b.idle_s /= steps;
       b.hardware_flops /= steps;
+      b.call_span_compute_s /= steps;
+      b.call_span_optimizer_s /= steps;
     }
     for (const auto& g : timeline.gpus) {
       o.gpu_peak.push_back(g.peak_bytes);
@@ -301,6 +306,8 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
     gr.optimizer_s = b.optimizer_s;
     gr.idle_s = b.idle_s;
     gr.hardware_flops = b.hardware_flops;
+    gr.call_span_compute_s = b.call_span_compute_s;
+    gr.call_span_optimizer_s = b.call_span_optimizer_s;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, gr.peak_memory_bytes);
     // Averages over all ranks: each simulated GPU counts for the ranks it stands for.
     idle += gr.idle_s * gr.copies;
@@ -386,7 +393,9 @@ nlohmann::ordered_json to_json(const SimResult& r) {
                               {"exposed_communication", g.exposed_communication_s},
                               {"exposed_offload_io", g.exposed_offload_io_s},
                               {"optimizer", g.optimizer_s},
-                              {"idle", g.idle_s}}},
+                              {"idle", g.idle_s},
+                              {"call_span_compute", g.call_span_compute_s},
+                              {"call_span_optimizer", g.call_span_optimizer_s}}},
                             {"hardware_flops", g.hardware_flops}});
   }
   j["simulated_gpus"] = r.simulated_gpus;
@@ -428,6 +437,8 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
     gr.exposed_offload_io_s = b.at("exposed_offload_io").get<double>();
     gr.optimizer_s = b.at("optimizer").get<double>();
     gr.idle_s = b.at("idle").get<double>();
+    gr.call_span_compute_s = b.at("call_span_compute").get<double>();
+    gr.call_span_optimizer_s = b.at("call_span_optimizer").get<double>();
     gr.hardware_flops = g.at("hardware_flops").get<double>();
     r.per_gpu.push_back(gr);
   }

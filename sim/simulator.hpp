@@ -30,6 +30,10 @@ struct GpuResult {
   std::vector<std::pair<std::string, double>> at_peak;  // the rest of the peak, by class
   double compute_s = 0, exposed_communication_s = 0, exposed_offload_io_s = 0, optimizer_s = 0, idle_s = 0;
   double hardware_flops = 0;
+  // Busy as CUDA events around the stack's calls count it (metrics.hpp, GpuBusy::call_span_*):
+  // what `trainsim validate` compares with a measured run whose busy.definition is "call_spans".
+  // Carried from the simulating child; not in planner results (planner/result_json.cpp).
+  double call_span_compute_s = 0, call_span_optimizer_s = 0;
 };
 
 struct SimResult {

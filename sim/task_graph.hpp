@@ -64,6 +64,11 @@ struct Op {
   int layer = -1;
   int micro_batch = -1;
   int step = 0;
+  // The stack call this op's work belongs to (COMPUTE instructions and their host dispatch): one
+  // pass of one micro-batch and chunk (a pipeline stage's forward_one_chunk or backward_one_chunk,
+  // recompute inside the backward), or one optimizer step; numbered per graph by the interpreter.
+  // -1: none. metrics.cpp measures each call's span from it.
+  int action = -1;
   std::vector<MemEvent> memory;
 };
 

@@ -14,7 +14,8 @@ wall time spent in:
   micro-batch splitting, gradient scaling).
 The slope of the step time over the micro-batch count is the host time per micro-batch of the
 schedule; the split above says how much of it is the compute calls and how much the schedule's own.
-Optionally (--row) the same for one validation row's model, where GPU work is not negligible.
+Optionally (--row) the same for the validation rows' model (24 layers split over the stages,
+micro-batch 2 x 2048 tokens, --row-micro-batches), where GPU work is not negligible.
 Writes DIR/torch_pipeline_actions.json (rank 0).
 """
 import argparse
@@ -124,7 +125,10 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--row", action="store_true", help="also L24-h1024 micro-batch 2 x 8, 12 layers per stage")
+    ap.add_argument("--row", action="store_true",
+                    help="also the validation rows' model, L24-h1024 micro-batch 2, 24 / stages layers per stage")
+    ap.add_argument("--row-micro-batches", type=int, nargs="+", default=[8],
+                    help="micro-batch counts of the --row runs (default 8)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     run_step.setup()
@@ -139,7 +143,8 @@ def main():
     plan += [(s, TINY, 4, 8) for s in ("gpipe", "1f1b")]
     if a.row:
         row = dict(hidden=1024, heads=16, vocab=50304, seq=2048, micro_batch=2)
-        plan += [("1f1b", row, 12, 8), ("gpipe", row, 12, 8)]
+        per = 24 // dist.get_world_size()
+        plan += [(s, row, per, m) for m in a.row_micro_batches for s in ("1f1b", "gpipe")]
     for stack, cfg, L, M in plan:
         t0 = time.time()
         try:

@@ -147,6 +147,8 @@ def pipe_stack(stack, layers_per_stage, micro_batches):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--stacks", nargs="+", default=None,
+                    help="only these stacks (default: single at 1 rank, every other stack at more)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     run_step.setup()
@@ -159,6 +161,8 @@ def main():
                           "threads_per_rank": torch.get_num_threads()},
            "stacks": {}, "errors": {}}
     stacks = ["single"] if world == 1 else ["ddp", "fsdp2-zero2", "fsdp2-zero3", "fsdp2-offload", "pipe-gpipe", "pipe-1f1b"]
+    if args.stacks:
+        stacks = [s for s in stacks if s in args.stacks]
     out_path = os.path.join(args.out, f"torch_stack_dispatch_w{world}.json")
     for stack in stacks:
         t0 = time.time()

@@ -126,6 +126,11 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
       r.optimizer_busy_s = busy->optional_number("optimizer_s", busy_s);
       r.host_busy_s = busy->optional_number("host_s", busy_s);
       r.bubble_fraction = busy->optional_number("bubble_fraction", {0.0, 1.0, true, "a fraction in [0, 1]"});
+      if (auto d = busy->optional_string("definition")) {
+        if (*d == "kernels") r.busy_definition = BusyDefinition::KERNELS;
+        else if (*d == "call_spans") r.busy_definition = BusyDefinition::CALL_SPANS;
+        else throw ConfigError(doc.source, busy->path_of("definition"), "\"kernels\" or \"call_spans\"", "\"" + *d + "\"");
+      }
       busy->finish();
     }
     if (auto bytes = m.optional_object("bytes")) {

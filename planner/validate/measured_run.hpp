@@ -25,6 +25,14 @@ struct MachineStorage {
   std::string source;  // where the figures come from: the bench's output, its command
 };
 
+// What measured.busy counts as busy (optional key "definition"; absent: kernels).
+//  KERNELS: the GPU running work (kernels, copies): a trace's union, or events around kernels.
+//  CALL_SPANS: the union of CUDA-event pairs around a stack's calls (run_step.py BusyTimer:
+//   forward_one_chunk, backward_one_chunk, ..., optimizer.step), each from the call's start
+//   event passing the stream to its end event: a GPU waiting inside a call for its host counts
+//   as busy. The replay reports the same quantity (sim::GpuResult::call_span_*).
+enum class BusyDefinition { KERNELS, CALL_SPANS };
+
 struct MeasuredRun {
   std::string path;            // the file read
   std::string name;
@@ -43,6 +51,7 @@ struct MeasuredRun {
   std::optional<double> compute_busy_s, communication_busy_s, exposed_communication_s, offload_io_busy_s,
       optimizer_busy_s, host_busy_s;
   std::optional<double> bubble_fraction;
+  BusyDefinition busy_definition = BusyDefinition::KERNELS;
   // measured.bytes (optional): bytes rank 0 moved per step, by path.
   std::vector<std::pair<std::string, double>> bytes_moved;
   std::optional<MachineStorage> machine_storage;

@@ -235,24 +235,36 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     v.rows.push_back(row(run, "exposed_communication", "s", first->exposed_communication_s, exposed_measured, false, 0,
                          "rank 0: NCCL kernels running while no other GPU work does (profiler trace)"));
   }
-  // Per-stream busy times a reference step reports (measured.busy), where the replay has the same.
+  // Per-stream busy times a reference step reports (measured.busy), where the replay has the same;
+  // busy as the run defines it (measured_run.hpp, BusyDefinition): the GPU's kernels, or the spans
+  // of the stack's calls, CUDA events around each (the replay measures both).
+  const bool call_spans = run.busy_definition == BusyDefinition::CALL_SPANS;
+  const double compute_busy = first == nullptr ? 0 : call_spans ? first->call_span_compute_s : first->compute_s;
+  const double optimizer_busy = first == nullptr ? 0 : call_spans ? first->call_span_optimizer_s : first->optimizer_s;
   if (first != nullptr && run.compute_busy_s) {
-    v.rows.push_back(row(run, "compute_busy", "s", first->compute_s, *run.compute_busy_s, false, 0, "rank 0: compute stream busy"));
+    v.rows.push_back(row(run, "compute_busy", "s", compute_busy, *run.compute_busy_s, false, 0,
+                         call_spans ? "rank 0: its forward and backward calls' spans (CUDA events around each call)"
+                                    : "rank 0: compute stream busy"));
   }
   if (first != nullptr && run.optimizer_busy_s) {
-    v.rows.push_back(row(run, "optimizer_busy", "s", first->optimizer_s, *run.optimizer_busy_s, false, 0, "rank 0: optimizer step"));
+    v.rows.push_back(row(run, "optimizer_busy", "s", optimizer_busy, *run.optimizer_busy_s, false, 0,
+                         call_spans ? "rank 0: the optimizer step call's span" : "rank 0: optimizer step"));
   }
   const bool pipeline = request.inputs.strategy.pp > 1;
   const double bubble_measured = run.bubble_fraction.value_or(v.trace ? v.trace->no_compute_fraction : -1.0);
   if (pipeline && first != nullptr && bubble_measured >= 0 && r.step_time_s > 0) {
-    // The same definition on both sides: the share of stage 0's step its GPU runs no compute
-    // (idle, or waiting in a transfer), whatever the cause (schedule, host dispatch).
-    const double predicted = std::clamp(1.0 - (first->compute_s + first->optimizer_s) / r.step_time_s, 0.0, 1.0);
+    // The same definition on both sides: the share of stage 0's step its GPU is not busy, busy
+    // being what the run counts (run.busy_definition; a profiled step's trace counts kernels).
+    const double predicted = std::clamp(1.0 - (compute_busy + optimizer_busy) / r.step_time_s, 0.0, 1.0);
     ValidationRow b = row(run, "bubble_fraction", "fraction", predicted, bubble_measured, true, 0,
-                          run.bubble_fraction ? "stage 0: share of the step its GPU runs no compute (measured: the run's own timing "
-                                                "of its timed steps)"
-                                              : "stage 0: share of the step its GPU runs no compute (measured: the profiled step's "
-                                                "trace, idle or in NCCL kernels alone)");
+                          !run.bubble_fraction ? "stage 0: share of the step its GPU runs no compute (measured: the profiled step's "
+                                                 "trace, idle or in NCCL kernels alone)"
+                          : call_spans ? "stage 0: share of the step outside its compute calls' spans (call_spans: CUDA events "
+                                         "around each forward, backward, loss and optimizer call over the timed steps; replay: "
+                                         "each call from its host dispatch starting, or the stream's earlier work and the waits "
+                                         "queued before it ending, to its last kernel's end)"
+                                       : "stage 0: share of the step its GPU runs no compute (measured: the run's own timing "
+                                         "of its timed steps)");
     b.within = std::abs(b.error_abs) <= BUBBLE_TOLERANCE;
     v.rows.push_back(b);
   }

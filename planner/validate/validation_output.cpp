@@ -227,11 +227,30 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "trace, against its exposed communication in the replay; data-parallel runs only (in a pipeline a stage waiting "
         "for its neighbour sits inside an NCCL receive kernel, which the trace counts as communication and the replay "
         "as idle: the bubble row covers it). No target yet.\n"
-        "- `bubble_fraction` (pipelines): the share of stage 0's step its GPU runs no compute, on both sides: measured, "
-        "the run's own `busy.bubble_fraction` where it gives one (CUDA events around each stage's compute over the timed "
-        "steps, or the reference step's own events), else from the profiled step's trace, 1 - (union of non-NCCL kernels, "
-        "copies and memsets) / (first to last GPU activity); from the replay, 1 - (compute + optimizer) / step, where the "
-        "host's dispatch of kernels is CPU time, not the GPU's.\n";
+        "- `bubble_fraction` (pipelines): the share of stage 0's step its GPU is not busy, busy defined the same way on "
+        "both sides, as the run's `busy.definition` says. `call_spans` (the PyTorch pipelines' own timing, "
+        "`run_step.py` `BusyTimer`): busy is the union of CUDA-event pairs around each forward, backward, loss and "
+        "optimizer call over the timed steps, so a GPU waiting inside a call for its host to issue kernels is busy; "
+        "the replay counts each call (one micro-batch's forward or backward of the stage, or the optimizer step) from "
+        "its host dispatch starting, or the stream's earlier work and the waits queued before it (a receive) ending, "
+        "whichever is later, to its last kernel's end. `kernels` (the default; the reference step's events, or the "
+        "profiled step's trace, 1 - (union of non-NCCL kernels, copies and memsets) / (first to last GPU activity) "
+        "where the run gives no `busy`): busy is the GPU running work, and the replay's is 1 - (compute + optimizer) / "
+        "step, the host's dispatch of kernels being CPU time, not the GPU's.\n";
+  {
+    std::vector<std::string> spans, kernels, traced;
+    for (const auto& v : runs) {
+      for (const auto& r : v.rows) {
+        if (r.metric != "bubble_fraction") continue;
+        if (!v.run.bubble_fraction) traced.push_back("`" + r.name + "`");
+        else if (v.run.busy_definition == BusyDefinition::CALL_SPANS) spans.push_back("`" + r.name + "`");
+        else kernels.push_back("`" + r.name + "`");
+      }
+    }
+    auto list = [](const std::vector<std::string>& names) { return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")); };
+    md += fmt::format("  Here `call_spans`: {}; `kernels` from the run's own `busy`: {}; `kernels` from the profiled step's trace: {}.\n",
+                      list(spans), list(kernels), list(traced));
+  }
   md += "\n## Per GPU (pipelines: stage by stage)\n\n"
         "The `peak_allocated` rows compare the largest GPU. Here every GPU: the replay simulates one GPU per pipeline "
         "stage (identical data-parallel ranks folded); where it has one per measured rank, the signed error of each "

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace trainsim::sim {
 namespace {
@@ -113,8 +114,9 @@ class Interpreter {
   // of the GPU. It waits for the GPU only where the step begins (the step's synchronize) and
   // for nothing else; every later GPU op of the rank that the host launches (collectives, copies,
   // sends) waits for the host to have reached it.
-  OpId issue_on_host(const Instruction& in, int g, const std::vector<OpId>& deps) {
+  OpId issue_on_host(const Instruction& in, int g, const std::vector<OpId>& deps, int action) {
     Op host;
+    host.action = action;
     host.kind = OpKind::DELAY;
     host.category = Category::COMPUTE;
     host.stream = Stream::HOST;
@@ -130,6 +132,23 @@ class Interpreter {
     const OpId id = builder_.add(std::move(host), new_step ? deps : std::vector<OpId>{});
     last_host_[g] = id;
     return id;
+  }
+
+  // The stack call a compute instruction belongs to (Op::action): one per (GPU, step, micro-batch,
+  // chunk, pass), recompute counted in the backward that runs it (as host_dispatch.cpp charges
+  // the per-micro-batch host time once per pass), the optimizer step one call per step.
+  int action_of(const Instruction& in, int g) {
+    ComputePass pass = in.pass;
+    if (pass == ComputePass::RECOMPUTE) pass = ComputePass::BACKWARD;
+    if (pass == ComputePass::OTHER) return -1;
+    const int mb = pass == ComputePass::OPTIMIZER ? -1 : in.micro_batch;
+    const int chunk = pass == ComputePass::OPTIMIZER ? 0 : in.chunk;
+    const auto key = std::make_tuple(g, in.step, mb, chunk, static_cast<int>(pass));
+    // A call's instructions mostly follow each other: the last one answers without a lookup.
+    if (last_action_ >= 0 && key == last_action_key_) return last_action_;
+    last_action_key_ = key;
+    last_action_ = actions_.emplace(key, static_cast<int>(actions_.size())).first->second;
+    return last_action_;
   }
 
   void lower_rank(int g) {
@@ -153,8 +172,9 @@ class Interpreter {
         Op op = base(in, OpKind::COMPUTE, g);
         op.seconds = in.seconds;
         op.flops = in.flops;
+        op.action = action_of(in, g);
         std::vector<OpId> all = deps;
-        if (in.host_seconds > 0) all.push_back(issue_on_host(in, g, deps));
+        if (in.host_seconds > 0) all.push_back(issue_on_host(in, g, deps, op.action));
         return add(std::move(op), all);
       }
       case InstrKind::HOST_COMPUTE: {
@@ -347,6 +367,9 @@ class Interpreter {
   std::map<int, int> explicit_of_rank_;
   std::map<int, int> host_step_;     // simulated GPU -> step + 1 of its last host op
   std::map<int, OpId> last_host_;    // simulated GPU -> its last host op
+  std::map<std::tuple<int, int, int, int, int>, int> actions_;  // (GPU, step, micro-batch, chunk, pass) -> Op::action
+  std::tuple<int, int, int, int, int> last_action_key_;
+  int last_action_ = -1;
   std::map<std::pair<int, int>, GroupInfo> groups_;  // (rank, group kind)
   std::map<std::tuple<int, int, std::int64_t>, OpId> collectives_;
   std::map<std::tuple<int, int, std::int64_t>, OpId> sends_;

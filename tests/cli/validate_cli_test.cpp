@@ -177,6 +177,34 @@ struct BadCase {
   std::vector<std::string> message;                     // what the error must say
 };
 
+// A pipeline run's busy.definition picks what the replay's bubble counts as busy: "call_spans"
+// (CUDA events around the stack's calls: a GPU waiting for its host inside a call is busy) or
+// "kernels" (the default: the GPU running work). The committed 2-GPU pipeline runs time calls.
+TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
+  const std::string run2 = "reports/validation/measured/h200x2/h200x2_pipe-gpipe_L24-h1024_mb2x4";
+  nlohmann::json run = read_source_json(run2 + ".json");
+  ASSERT_EQ(run.at("measured").at("busy").at("definition"), "call_spans");
+  run["measured"]["trace"] = nullptr;
+  auto bubble_of = [&](const char* definition) {
+    ScratchDir dir;
+    nlohmann::json r = run;
+    r["measured"]["busy"]["definition"] = definition;
+    dir.write("h200x2_pipe-gpipe_L24-h1024_mb2x4.model.json", read_file(source_path(run2 + ".model.json")));
+    const CommandResult out = run_trainsim("validate --measured " + q(dir.write("run.json", r.dump(1))) + " --no-trace --format json");
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    const nlohmann::json summary = nlohmann::json::parse(out.out);
+    for (const auto& row : summary.at("rows")) {
+      if (row.at("metric") == "bubble_fraction") return row.at("predicted").get<double>();
+    }
+    ADD_FAILURE() << "no bubble row";
+    return -1.0;
+  };
+  const double spans = bubble_of("call_spans"), kernels = bubble_of("kernels");
+  // Host-bound: the calls cover much of what the kernels leave idle.
+  EXPECT_LT(spans, kernels - 0.1);
+  EXPECT_GT(spans, 0.0);
+}
+
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
   const std::vector<BadCase> cases = {
       {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured", "no such file"}},
@@ -198,6 +226,11 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
       {"unknown busy key",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"gpu_s", 1}}; })); },
        {"run.json", "measured.busy.gpu_s"}},
+      {"unknown busy definition",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"definition", "events"}}; }));
+       },
+       {"run.json", "measured.busy.definition", "call_spans"}},
       {"bubble out of range",
        [](const ScratchDir& d) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"bubble_fraction", 1.5}}; }));

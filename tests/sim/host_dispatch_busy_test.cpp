@@ -45,5 +45,46 @@ TEST(HostDispatch, TheGpuWaitingForItsHostIsIdleNotComputing) {
   EXPECT_GT(a.per_gpu.front().idle_s, b.per_gpu.front().idle_s);
 }
 
+// A torch.distributed.pipelining step of 2 stages, small enough to be bound by its hosts.
+SimResult pipeline_step(const hw::ClusterProfile& p) {
+  wl::StrategyInput in;
+  in.gpus.set(2, "t");
+  in.pp.set(2, "t");
+  in.schedule.set(wl::Schedule::ONE_F_ONE_B, "t");
+  in.micro_batch.set(1, "t");
+  in.global_batch.set(4, "t");
+  in.seq.set(128, "t");
+  in.precision.set(wl::Numerics::BF16_MIXED, "t");
+  wl::TrainingStack stack;
+  stack.kind = wl::StackKind::PYTORCH_PIPELINING;
+  in.stack.set(stack, "t");
+  const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
+  return simulate(r.model, r.strategy, p, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node()));
+}
+
+// Busy as CUDA events around the stack's calls count it (GpuBusy::call_span_*, what validate
+// compares with a run whose busy.definition is "call_spans"): the GPU waiting inside a call for
+// its host is busy there. Without host dispatch a call's kernels follow each other, so the calls'
+// spans are the kernels' time; with it the spans hold the waits for the host as well.
+TEST(HostDispatch, CallSpansHoldTheGpusWaitsForItsHostInsideACall) {
+  hw::ClusterProfile with = hw::builtin_profile("h200x4-measured");
+  with.calibration.interference.reset();
+  ASSERT_TRUE(with.calibration.host_dispatch.has_value());
+  hw::ClusterProfile without = with;
+  without.calibration.host_dispatch.reset();
+  const SimResult a = pipeline_step(with), b = pipeline_step(without);
+  ASSERT_TRUE(a.simulated && b.simulated);
+  for (const GpuResult& g : b.per_gpu) {
+    EXPECT_NEAR(g.call_span_compute_s, g.compute_s, 1e-9 * g.compute_s) << "stage " << g.stage;
+    EXPECT_NEAR(g.call_span_optimizer_s, g.optimizer_s, 1e-9 * g.optimizer_s) << "stage " << g.stage;
+  }
+  for (const GpuResult& g : a.per_gpu) {
+    // Host-bound: the calls span more than twice their kernels, and no more than the step.
+    EXPECT_GT(g.call_span_compute_s, 2 * g.compute_s) << "stage " << g.stage;
+    EXPECT_LE(g.call_span_compute_s + g.call_span_optimizer_s, a.step_time_s * (1 + 1e-9));
+    EXPECT_GE(g.call_span_optimizer_s, 0.0);
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::sim

@@ -530,8 +530,11 @@ def run_config(cfg):
                               "the timed steps",
                 "per_stage": stage_busy}
             s0 = stage_busy[0]
-            doc["measured"]["busy"] = {"compute_s": s0["compute_s"], "optimizer_s": s0["optimizer_s"],
-                                       "bubble_fraction": s0["bubble_fraction"]}
+            # "call_spans": busy is the union of the timed calls' event spans (README, "The pipeline
+            # bubble"), not of the GPU's kernels; trainsim validate compares it with the replay's same
+            # quantity.
+            doc["measured"]["busy"] = {"definition": "call_spans", "compute_s": s0["compute_s"],
+                                       "optimizer_s": s0["optimizer_s"], "bubble_fraction": s0["bubble_fraction"]}
         write_json(os.path.join(out, f"{name}.json"), doc)
         log(f"{name}: step {med:.4f} s (spread {doc['measured']['step_time_spread']:.3f}), peak alloc "
             f"{max(doc['measured']['peak_allocated_bytes'])/2**30:.2f} GiB, reserved "
