@@ -71,6 +71,16 @@ struct StackStates {
   // added into .grad on the CPU (FSDP2's foreach_reduce); the first micro-batch's copy is an
   // asynchronous one into pinned memory.
   bool blocking_pageable_grad_offload = false;
+  // Optimizer states on storage, streamed through host memory chunk by chunk: parameters per chunk
+  // (0: the strategy's sub_group_size, DeepSpeed's sub-groups), and whether the stream runs in lock
+  // step (read chunk c + 1 while CPU-Adam updates chunk c, then write chunk c back, and wait for that
+  // read and that write before chunk c + 1) rather than DeepSpeed's chain, where reads run ahead of
+  // the updates and writes.
+  // `storage_whole_chunks`: every transfer moves a whole chunk, the last one too (its file is laid
+  // out in whole chunks).
+  double storage_chunk_elems = 0;
+  bool storage_lockstep = false;
+  bool storage_whole_chunks = false;
   const char* row = "";         // the row of training_stacks.md these come from
 };
 

@@ -71,25 +71,34 @@ int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, std::vector<int
   } else {
     // ZeRO-Infinity with optimizer states on NVMe: sub-groups stream through host memory: read
     // states and gradients, CPU-Adam, write the states back (and the fp16 parameters when they
-    // live on NVMe too). Reads, updates and writes of successive sub-groups overlap.
-    int read_id = -1, cpu_id = -1, write_id = -1;
-    for (double left = params; left > 0; left -= s_.buffers.sub_group_elems) {
-      const double n = std::min(left, s_.buffers.sub_group_elems);
-      Instruction read = copy(Tier::STORAGE, Tier::HOST, n * (bytes_.optimizer + (grads_on_storage() ? bytes_.grads : 0.0)), Stream::NODE,
+    // live on NVMe too). Reads, updates and writes of successive sub-groups overlap. The chunk is
+    // the stack's where it states one (StackStates::storage_chunk_elems), else sub_group_size.
+    // In lock step (the trainsim reference, StorageStates::adam_step) the read of chunk k is issued
+    // together with chunk k - 1's update, once chunk k - 2's write is done, and chunk k's update
+    // starts once chunk k - 1's write is done; otherwise reads run ahead of updates and writes.
+    const double chunk = stack_.storage_chunk_elems > 0 ? stack_.storage_chunk_elems : s_.buffers.sub_group_elems;
+    int read_id = -1, cpu_id = -1, write_id = -1, older_write_id = -1;  // write_id: chunk k - 1's; older: k - 2's
+    for (double left = params; left > 0; left -= chunk) {
+      const double n = std::min(left, chunk);
+      const double moved = stack_.storage_whole_chunks ? chunk : n;  // parameters a transfer carries
+      Instruction read = copy(Tier::STORAGE, Tier::HOST, moved * (bytes_.optimizer + (grads_on_storage() ? bytes_.grads : 0.0)), Stream::NODE,
                               Category::OPTIMIZER, "nvme_read_optimizer", in);
       read.after = deps;
       if (read_id >= 0) read.after.push_back(read_id);
+      if (stack_.storage_lockstep && older_write_id >= 0) read.after.push_back(older_write_id);
       read_id = writer_.add(std::move(read));
       Instruction cpu = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
       cpu.params = n;
       cpu.after = {read_id};
       if (cpu_id >= 0) cpu.after.push_back(cpu_id);
+      if (stack_.storage_lockstep && write_id >= 0) cpu.after.push_back(write_id);
       cpu_id = writer_.add(std::move(cpu));
       Instruction write = copy(Tier::HOST, Tier::STORAGE,
-                               n * (bytes_.optimizer + (s_.offload_params == OffloadTarget::NVME ? bytes_.params : 0.0)),
+                               moved * (bytes_.optimizer + (s_.offload_params == OffloadTarget::NVME ? bytes_.params : 0.0)),
                                Stream::NODE, Category::OPTIMIZER, "nvme_write_optimizer", in);
       write.after = {cpu_id};
       if (write_id >= 0) write.after.push_back(write_id);
+      older_write_id = write_id;
       write_id = writer_.add(std::move(write));
     }
     out = write_id;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -70,11 +72,15 @@ TEST(ReferenceStackProgram, StatesOnlyThroughStorageWholeLayersAndFetchesInOrder
   const wl::ModelSpec m = l24();
   const Seen ref = look(program(m, infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE)));
   const Seen ds = look(program(m, infinity_on_storage(wl::StackKind::DEEPSPEED)));
-  // Master weights and both moments (12 bytes per parameter of the rank's shard) are read; no
-  // gradient is written to storage. DeepSpeed writes every gradient partition and reads it back.
+  // Master weights and both moments (12 bytes per parameter of the rank's shard) are read, in
+  // whole chunks of 4 Mi parameters (StorageStates: the file is laid out in whole chunks, the last
+  // one read whole too: the measured row's bytes_storage_read, 43 x 48 MiB per rank); no gradient
+  // is written to storage. DeepSpeed writes every gradient partition and reads it back.
   const double shard = static_cast<double>(wl::total_params(m)) / 2;
+  const double chunk = 4.0 * 1024 * 1024;
   EXPECT_EQ(ref.grads_to_storage, 0);
-  EXPECT_NEAR(ref.storage_read_bytes / (12 * shard), 1.0, 0.01);
+  EXPECT_DOUBLE_EQ(ref.storage_read_bytes, std::ceil(shard / chunk) * chunk * 12);
+  EXPECT_DOUBLE_EQ(ref.storage_read_bytes, 43.0 * 48 * 1024 * 1024);
   EXPECT_GT(ds.grads_to_storage, 0);
   EXPECT_NEAR(ds.storage_read_bytes / (16 * shard), 1.0, 0.01);
   // Whole layers: per micro-batch at most one gather per unit and pass (24 layers, embedding and
@@ -183,6 +189,48 @@ TEST(ReferenceStackProgram, CopiesTheGradientShardToTheHostOnceOnTheCollectiveSt
   const ProgramSet ds = program(m, s);
   EXPECT_EQ(copies(ds, &on_comm), look(ds).reduce_scatters);
   EXPECT_EQ(on_comm, 0);
+}
+
+// The optimizer states stream through storage as the reference's StorageStates::adam_step does
+// (calibrate/reference/storage_states.cpp, chunks of 4 Mi parameters: calibrate/cuda/ref_param_store.cpp):
+// chunk k's read waits for chunk k - 1's read and chunk k - 2's write (issued with chunk k - 1's
+// update, after the wait for chunk k - 2's pair); chunk k's update for its read, the previous update
+// and chunk k - 1's write. DeepSpeed's one sub-group (sub_group_size 1e9) has one read and one write.
+TEST(ReferenceStackProgram, StorageStatesStreamInLockStepChunks) {
+  const wl::ModelSpec m = l24();
+  const ProgramSet ref = program(m, infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE));
+  const ProgramSet ds = program(m, infinity_on_storage(wl::StackKind::DEEPSPEED));
+  auto ids = [](const ProgramSet& ps, std::string_view name) {
+    std::vector<int> out;
+    const auto& ins = ps.stages.at(0).instructions;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      if (ins[i].name == name) out.push_back(static_cast<int>(i));
+    }
+    return out;
+  };
+  const auto reads = ids(ref, "nvme_read_optimizer"), writes = ids(ref, "nvme_write_optimizer");
+  std::vector<int> adams;
+  for (int i : ids(ref, "cpu_adam")) adams.push_back(i);
+  ASSERT_EQ(reads.size(), 43u);  // ceil(177.96 M / 4 Mi)
+  ASSERT_EQ(writes.size(), 43u);
+  ASSERT_EQ(adams.size(), 43u);
+  const auto& ins = ref.stages.at(0).instructions;
+  auto after = [&](int op, int dep) {
+    const auto& a = ins.at(static_cast<std::size_t>(op)).after;
+    return std::find(a.begin(), a.end(), dep) != a.end();
+  };
+  for (std::size_t k = 1; k < reads.size(); ++k) {
+    EXPECT_TRUE(after(reads[k], reads[k - 1])) << k;
+    if (k >= 2) {
+      EXPECT_TRUE(after(reads[k], writes[k - 2])) << k;
+    }
+    EXPECT_FALSE(after(reads[k], writes[k - 1])) << k;
+    EXPECT_TRUE(after(adams[k], reads[k])) << k;
+    EXPECT_TRUE(after(adams[k], writes[k - 1])) << k;
+    EXPECT_TRUE(after(writes[k], adams[k])) << k;
+  }
+  EXPECT_EQ(ids(ds, "nvme_read_optimizer").size(), 1u);
+  EXPECT_EQ(ids(ds, "nvme_write_optimizer").size(), 1u);
 }
 
 }  // namespace

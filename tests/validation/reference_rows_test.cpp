@@ -15,15 +15,16 @@
 namespace trainsim::test {
 namespace {
 
-// reports/validation/reference/README.md, "The storage row at a second size (branch
-// ref-storage2)": the replay reads the second of DeepSpeed's two 1e9-parameter sub-groups while
-// it writes the first, on storage whose reads and writes each keep their full rate, where the
-// reference's optimizer phase, a read and a write in flight together, took 1.12 times what its
-// bytes take read and written one after the other at its machine's calibrated rates. Costed with
-// its own machine's storage (machine_storage: writes 23% slower than the profile's), -19.8%. The
-// mixed read+write figure that would cap the overlap (measured on another VM instance,
-// reports/calibration/h200x2/storage_mixed: -8.6% as a what-if) is not that machine's, so it is
-// not applied.
+// reports/validation/reference/README.md, "The reference's own storage chunking (branch
+// ref-storage3)": the replay streams this stack's optimizer states as the reference does (4 Mi-
+// parameter chunks, a read and a write in flight together, StackStates::storage_lockstep); the
+// L32 row's machine (call 16) measured reads and writes each alone, not at once, so its replay moves
+// them on separate channels, each at its full rate, and nearly every read hides behind a write:
+// -50.6%. With its own machine's mixed figure it would come in only if that figure held for its
+// 16 GB-per-rank files: a rerun of the row on another VM (ref-storage3 call 1, 33.07 s, its JSON
+// lost) replays at that VM's own mixed figure at -17.2% (not known why the row streams slower than
+// the bench: the bench's files are 1 GiB, the row's 16 GB per rank, and the disk drifted within
+// that call, writes alone 3.17 then 2.37 GB/s). No constant is fitted to it.
 const std::set<std::string> STEP_TIME_OUTSIDE = {"h200x2_ref-infinity-storage_L32-h2560_mb1x2"};
 
 std::string regenerated() {

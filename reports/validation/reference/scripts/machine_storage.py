@@ -4,26 +4,51 @@
 #   python3 reports/validation/reference/scripts/machine_storage.py
 # Idempotent: the key is (re)written in place, just before "measured"; the rest of the file is kept
 # byte for byte (logs/.../runs.sha256 records the file as it came back, before this key).
-import json, sys
+#
+# A row's figures come from one or more runs of `trainsim-calibrate --quick --only storage` in its
+# own device call, each given as its summary.json or, where only the tool's printed output came
+# back, that text (its "headline figures" are summary.json's storage_read_GBps / storage_write_GBps
+# to 4 digits, and its storage_mixed lines the records of raw_results.json). With several runs (one
+# before the rows, one after: logs/ref-storage3-h200x2/) each figure is the mean over them: the
+# row ran between them, and the disk drifted. The mixed read+write figure, where measured, is the
+# 2-stream record (storage_mixed: one 48 MiB chunk read and one written in flight per stream;
+# two streams are the row's two ranks, each running StorageStates::adam_step on its own file).
+import json, re, sys
 R = 'reports/validation/reference/'
-# row -> (its JSON, the storage bench's summary.json of the same device call, how that call is named)
+S3 = R + 'logs/ref-storage3-h200x2/call1/'
+# row -> (its JSON, the storage bench runs of the same device call, how that call is named)
 ROWS = {
     'h200x2_ref-infinity-storage_L32-h2560_mb1x2': (
         R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json',
-        R + 'logs/ref-storage2-h200x2/call1/storage_calibration/summary.json',
+        [R + 'logs/ref-storage2-h200x2/call1/storage_calibration/summary.json'],
         'ref-storage2 call 1, the storage bench right after the row: '
         'logs/ref-storage2-h200x2/call1/storage_calibration/summary.json'),
+    'h200x2_ref-infinity-storage_L24-h1024_mb4x2': (
+        R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb4x2.json',
+        [S3 + 'storage1.txt', S3 + 'storage2.txt'],
+        'ref-storage3 call 1, the storage bench before the rows and after them on the same machine, mean of the two '
+        '(logs/ref-storage3-h200x2/call1/storage1.txt, storage2.txt); mixed: their 2-stream storage_mixed records'),
 }
 def sig4(x):
     return float(f'{x:.4g}')
+def bench(path):
+    """(read, write, mixed read or None, mixed write or None) of one storage bench run."""
+    if path.endswith('.json'):
+        s = json.load(open(path))
+        return s['storage_read_GBps'], s['storage_write_GBps'], None, None
+    text = open(path).read()
+    head = lambda k: float(re.search(r'^  ' + k + r'\s+([0-9.]+) GB/s', text, re.M).group(1))
+    mixed = lambda what: float(re.search(r'^  storage_mixed ' + what + r'\s+\{"streams":2,.*?\s([0-9.]+) GBps', text, re.M).group(1))
+    return head('storage_read_GBps'), head('storage_write_GBps'), mixed('read'), mixed('write')
 def main():
-    for name, (path, summary_path, where) in ROWS.items():
-        s = json.load(open(summary_path))
-        entry = {
-            'read_GBps': sig4(s['storage_read_GBps']),
-            'write_GBps': sig4(s['storage_write_GBps']),
-            'source': where,
-        }
+    for name, (path, runs, where) in ROWS.items():
+        b = [bench(r) for r in runs]
+        mean = lambda i: sum(x[i] for x in b) / len(b)
+        entry = {'read_GBps': sig4(mean(0)), 'write_GBps': sig4(mean(1))}
+        if all(x[2] is not None for x in b):
+            entry['mixed_read_GBps'] = sig4(mean(2))
+            entry['mixed_write_GBps'] = sig4(mean(3))
+        entry['source'] = where
         text = open(path).read()
         lines = text.split('\n')
         lines = [l for l in lines if not l.startswith(' "machine_storage": ')]

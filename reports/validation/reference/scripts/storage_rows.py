@@ -1,41 +1,38 @@
-# The storage-offload rows beside the replay and the two storage figures of the machine each ran
-# on: where the time of the optimizer phase goes. Run from the repository root:
+# The storage-offload rows beside the replay and the storage figures of the machine each ran on:
+# where the time of the optimizer phase goes. Run from the repository root:
 #   python3 reports/validation/reference/scripts/storage_rows.py
-# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-storage-mixed's build:
-# logs/ref-storage2-h200x2/storage_rows.txt.
+# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-storage3's build:
+# logs/ref-storage3-h200x2/storage_rows.txt (branch ref-storage-mixed's, with DeepSpeed's
+# sub-groups in the replay of this stack: logs/ref-storage2-h200x2/storage_rows.txt).
 #
-# Per row: the measured step, the reference's optimizer phase (cpu_optimizer_s: the whole
-# chunked read / CPU-Adam / write-back loop, storage_states.cpp) and its wait for the storage
-# (storage_busy_s), both ranks' bytes; what those bytes take read and written one after the
-# other at the storage figures of the machine the row ran on (its own storage calibration, same
-# call or same lease) and at the profile's (what `trainsim validate` replays on); then the replay
-# (rank 0 of `trainsim simulate` on the profile) and what-ifs of the replay: the row's own machine's
-# storage figures (what `trainsim validate` uses where the row has machine_storage), the
-# reference's own chunk of 4 Mi parameters instead of DeepSpeed's sub_group_size (1e9), which the
-# replay of this stack uses today, and (branch ref-storage-mixed) the mixed read+write figure of
-# h200x2-measured, measured on another VM instance, so a what-if only.
-import json, os, subprocess, collections, copy
+# Per row: the measured step, the reference's optimizer phase (cpu_optimizer_s: the whole chunked
+# read / CPU-Adam / write-back loop, storage_states.cpp) and its wait for the storage
+# (storage_busy_s), both ranks' bytes; what those bytes take read and written one after the other
+# at the storage figures of the machine the row ran on and at the profile's (what `trainsim
+# validate` replays on); then the replay (rank 0 of `trainsim simulate` on the profile, the stack's
+# own storage chunking: 4 Mi parameters, lock step, whole chunks; StackStates in
+# workloads/training_stack.cpp) on the profile's storage and on the row's machine_storage (what
+# `trainsim validate` uses), and, where the row's call ran two storage benches (before and after the
+# rows), on each bench alone (how much the answer depends on the drift between them).
+#
+# Last, a what-if: the L32 storage row as ref-storage3's call 1 ran it on the L24 row's machine
+# (step 33.071 s, from logs/ref-storage3-h200x2/call1/run_L32.txt; its JSON did not come back, so
+# it is not a row), replayed with that machine's figures.
+import json, os, re, subprocess, collections, copy, importlib.util
 
 BIN = os.environ.get('TS', 'build-ref-nocuda/trainsim')
 HW = 'hwprofiles/h200x4-measured.json'
 R = 'reports/validation/reference/'
-# The machine each row ran on: its storage figures (trainsim-calibrate --quick --only storage).
-ROWS = {
-    'h200x2_ref-infinity-storage_L24-h1024_mb4x2': ('call 11 (4 x H200 VM)', R + 'logs/reference3-call2/storage_calibration/summary.json'),
-    'h200x2_ref-infinity-storage_L32-h2560_mb1x2': ('ref-storage2 call 1 (2 x H200 VM)', R + 'logs/ref-storage2-h200x2/call1/storage_calibration/summary.json'),
-}
+spec = importlib.util.spec_from_file_location('machine_storage', R + 'scripts/machine_storage.py')
+ms = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ms)
 
 
-def simulate(model, strategy, hw, sub_group=None):
+def simulate(model, strategy, hw):
     json.dump(strategy, open('/tmp/storage_rows.strategy.json', 'w'))
     args = [BIN, 'simulate', '--model', model, '--hw', hw, '--gpus', str(strategy['gpus']), '--stack', 'trainsim-reference',
-            '--format', 'json', '-o', '/tmp/storage_rows.o.json', '--trace', '/tmp/storage_rows.t.json']
-    if sub_group:
-        ds = {'bf16': {'enabled': True}, 'zero_optimization': {'stage': 3, 'sub_group_size': sub_group,
-              'offload_optimizer': {'device': 'nvme'}, 'offload_param': {'device': 'cpu'}}}
-        json.dump(ds, open('/tmp/storage_rows.ds.json', 'w'))
-        args += ['--deepspeed', '/tmp/storage_rows.ds.json']
-    args += ['--strategy', '/tmp/storage_rows.strategy.json']
+            '--format', 'json', '-o', '/tmp/storage_rows.o.json', '--trace', '/tmp/storage_rows.t.json',
+            '--strategy', '/tmp/storage_rows.strategy.json']
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     o = json.load(open('/tmp/storage_rows.o.json'))
     t = json.load(open('/tmp/storage_rows.t.json'))
@@ -54,43 +51,67 @@ def simulate(model, strategy, hw, sub_group=None):
     return o['step_time_s'], busy.get('nvme_read_optimizer', 0.0), busy.get('nvme_write_optimizer', 0.0), union
 
 
+def with_storage(fig, path):
+    """The profile with a machine's storage figures (read, write, mixed read or None, mixed write)."""
+    p = copy.deepcopy(profile)
+    p['storage']['read_GBps'], p['storage']['write_GBps'] = fig[0], fig[1]
+    p['storage'].pop('mixed_read_GBps', None)
+    p['storage'].pop('mixed_write_GBps', None)
+    if fig[2] is not None:
+        p['storage']['mixed_read_GBps'], p['storage']['mixed_write_GBps'] = fig[2], fig[3]
+    json.dump(p, open(path, 'w'))
+    return path
+
+
+def fmt(fig):
+    return f"read {fig[0]:.3f}, write {fig[1]:.3f}" + (f", mixed {fig[2]:.3f} + {fig[3]:.3f}" if fig[2] is not None else ", no mixed figure")
+
+
+def replays(model, strategy, step, cases):
+    for label, hw in cases:
+        t, r, w, u = simulate(model, strategy, hw)
+        print(f"  {label:58s} step {t:7.3f} s ({100 * (t / step - 1):+6.1f}%); storage read {r:6.3f} s, write {w:6.3f} s, "
+              f"busy {u:6.3f} s (read and write overlapped {r + w - u:6.3f} s)")
+
+
 profile = json.load(open(HW))
-MIXED = json.load(open('hwprofiles/h200x2-measured.json'))
-print(f"mixed read+write figure (what-if rows only): hwprofiles/h200x2-measured.json {MIXED['storage']['mixed_read_GBps']} + "
-      f"{MIXED['storage']['mixed_write_GBps']} GB/s, measured on another VM instance than either row's "
-      f"(reports/calibration/h200x2/storage_mixed/)")
-pr, pw = profile['storage']['read_GBps'], profile['storage']['write_GBps']
-for name, (where, cal) in ROWS.items():
-    d = json.load(open(R + 'h200x2/' + name + '.json'))
+prof = (profile['storage']['read_GBps'], profile['storage']['write_GBps'], profile['storage'].get('mixed_read_GBps'),
+        profile['storage'].get('mixed_write_GBps'))
+for name, (path, runs, where) in ms.ROWS.items():
+    d = json.load(open(path))
     model = R + 'h200x2/' + d['model']
     streams = d['stack']['details']['streams_per_rank']
     step = d['measured']['step_time_s']
     rd = sum(s['bytes_storage_read'] for s in streams) * 1e-9
     wr = sum(s['bytes_storage_written'] for s in streams) * 1e-9
-    s = json.load(open(cal))
-    mr, mw = s['storage_read_GBps'], s['storage_write_GBps']
-    print(f"{name}: ran on {where}; its storage {mr:.3f} GB/s read, {mw:.3f} write; the profile's ({HW}) {pr:.3f}, {pw:.3f}")
+    m = d['machine_storage']
+    own = (m['read_GBps'], m['write_GBps'], m.get('mixed_read_GBps'), m.get('mixed_write_GBps'))
+    print(f"{name}: machine_storage {fmt(own)} GB/s ({where}); the profile's ({HW}) {fmt(prof)}")
     print(f"  measured: step {step:.3f} s; optimizer phase {' / '.join('%.3f' % x['cpu_optimizer_s'] for x in streams)} s, "
           f"storage wait {' / '.join('%.3f' % x['storage_busy_s'] for x in streams)} s (ranks 0 / 1); "
           f"both ranks read {rd:.2f} GB, write {wr:.2f} GB per step")
-    seq_own, seq_prof = rd / mr + wr / mw, rd / pr + wr / pw
+    seq_own, seq_prof = rd / own[0] + wr / own[1], rd / prof[0] + wr / prof[1]
     opt = max(x['cpu_optimizer_s'] for x in streams)
-    print(f"  read then written, one after the other: {seq_own:.3f} s at its machine's figures "
-          f"(slowest rank's optimizer phase {opt / seq_own:.3f} x that), {seq_prof:.3f} s at the profile's")
-    own = copy.deepcopy(profile)
-    own['storage']['read_GBps'], own['storage']['write_GBps'] = round(mr, 3), round(mw, 3)
-    json.dump(own, open('/tmp/storage_rows.hw.json', 'w'))
-    # What-if only: the mixed read+write figure of h200x2-measured, measured on another VM instance
-    # (reports/calibration/h200x2/storage_mixed/), not the machine either row ran on.
-    mixed = copy.deepcopy(own)
-    mixed['storage']['mixed_read_GBps'] = MIXED['storage']['mixed_read_GBps']
-    mixed['storage']['mixed_write_GBps'] = MIXED['storage']['mixed_write_GBps']
-    json.dump(mixed, open('/tmp/storage_rows.mixed.json', 'w'))
-    for label, hw, sg in (('replay on the profile', HW, None), ("replay, its machine's storage", '/tmp/storage_rows.hw.json', None),
-                          ('replay, 4 Mi-parameter sub-groups', HW, 4 << 20),
-                          ("replay, its machine's storage and 4 Mi sub-groups", '/tmp/storage_rows.hw.json', 4 << 20),
-                          ("  + another VM's mixed figure (what-if)", '/tmp/storage_rows.mixed.json', None),
-                          ("  + another VM's mixed figure and 4 Mi sub-groups", '/tmp/storage_rows.mixed.json', 4 << 20)):
-        t, r, w, u = simulate(model, d['strategy'], hw, sg)
-        print(f"  {label:52s} step {t:7.3f} s ({100 * (t / step - 1):+6.1f}%); storage read {r:6.3f} s, write {w:6.3f} s, "
-              f"busy {u:6.3f} s (read and write overlapped {r + w - u:6.3f} s)")
+    line = (f"  read then written, one after the other: {seq_own:.3f} s at its machine's figures "
+            f"(slowest rank's optimizer phase {opt / seq_own:.3f} x that), {seq_prof:.3f} s at the profile's")
+    if own[2] is not None:
+        line += f"; at its machine's mixed figure {(rd + wr) / (own[2] + own[3]):.3f} s"
+    print(line)
+    cases = [('replay on the profile', HW), ("replay, its machine_storage (what validate does)", with_storage(own, '/tmp/storage_rows.own.json'))]
+    if len(runs) > 1:
+        for i, r in enumerate(runs):
+            cases.append((f"replay, bench {i + 1} alone ({os.path.basename(r)})", with_storage(ms.bench(r), f'/tmp/storage_rows.b{i}.json')))
+    replays(model, d['strategy'], step, cases)
+
+# The what-if: the L32 row's configuration (the committed row's model and strategy: the same flags)
+# at ref-storage3 call 1's measured step and machine.
+S3 = R + 'logs/ref-storage3-h200x2/call1/'
+step32 = float(re.search(r'step ([0-9.]+) s \(median', open(S3 + 'run_L32.txt').read()).group(1))
+benches = [ms.bench(S3 + 'storage1.txt'), ms.bench(S3 + 'storage2.txt')]
+mean = tuple(ms.sig4(sum(b[i] for b in benches) / 2) for i in range(4))
+d = json.load(open(R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json'))
+print(f"what-if, not a row: h200x2_ref-infinity-storage_L32-h2560_mb1x2 as ref-storage3 call 1 ran it (step {step32:.3f} s, "
+      f"run_L32.txt; its JSON did not come back), on that machine's figures ({fmt(mean)} GB/s, the L24 row's machine_storage)")
+replays(R + 'h200x2/' + d['model'], d['strategy'], step32,
+        [("replay, that machine's storage (mean of its two benches)", with_storage(mean, '/tmp/storage_rows.m.json'))] +
+        [(f"replay, bench {i + 1} alone", with_storage(b, f'/tmp/storage_rows.c{i}.json')) for i, b in enumerate(benches)])
