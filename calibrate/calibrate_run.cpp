@@ -167,7 +167,13 @@ int run_calibration(const Options& o) {
       case Part::HOST_COPY: run_host_copy_bench(o.mode, gpu, results); break;
       case Part::NCCL: run_nccl_bench(o.mode, gpu, results); break;
       case Part::STORAGE_GPU: run_storage_gpu_bench(o.mode, gpu, *scratch, results); break;
-      case Part::STORAGE: run_storage_bench(storage_config(o.mode), *scratch, results); break;
+      case Part::STORAGE: {
+        StorageConfig c = storage_config(o.mode);
+        if (o.storage_file_mib != 0) c.file_bytes = static_cast<std::size_t>(o.storage_file_mib) << 20;
+        if (o.storage_mixed_file_mib != 0) c.mixed.file_bytes = static_cast<std::size_t>(o.storage_mixed_file_mib) << 20;
+        run_storage_bench(c, *scratch, results);
+        break;
+      }
       case Part::CPU_ADAM: run_cpu_adam_bench(o.mode, o.threads, results); break;
       case Part::HOST_MEMORY: run_host_memory_bench(o.mode, results); break;
       case Part::INTERFERENCE: run_interference_bench(o.mode, gpu, results); break;

@@ -57,6 +57,10 @@ std::set<Part> parse_parts(const std::string& flag, const std::string& text) {
   return parts;
 }
 
+// Storage bench file sizes: at least a mixed chunk (48 MiB) and a whole sweep request; at most 1 TiB.
+constexpr int MIN_FILE_MIB = 64;
+constexpr int MAX_FILE_MIB = 1 << 20;
+
 int parse_count(const std::string& flag, const std::string& text, int min, int max) {
   int value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -126,6 +130,10 @@ std::string usage_text() {
          "  --storage-dir DIR    directory the storage benchmarks may write into (nothing is\n"
          "                       written outside it; temporary files are removed on exit)\n"
          "  --storage-kind KIND  nvme, sata_ssd, virtio or hdd (default: detected)\n"
+         "  --storage-file-mib N the storage bench's test file, MiB (64 to 1048576; default 1024\n"
+         "                       quick, 2048 full)\n"
+         "  --storage-mixed-file-mib N  each of the mixed read+write bench's files (two per\n"
+         "                       stream), MiB (64 to 1048576; default 1024)\n"
          "  --only LIST          run only these parts: " + part_list() + ",\n"
          "                       or cpu (= storage,cpu_adam,host_memory)\n"
          "  --skip LIST          run everything except these parts\n"
@@ -248,6 +256,10 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
       o.gpus = parse_count("--gpus", value_of(i), 1, 1024);
     } else if (a == "--threads") {
       o.threads = parse_count("--threads", value_of(i), 1, 4096);
+    } else if (a == "--storage-file-mib") {
+      o.storage_file_mib = parse_count("--storage-file-mib", value_of(i), MIN_FILE_MIB, MAX_FILE_MIB);
+    } else if (a == "--storage-mixed-file-mib") {
+      o.storage_mixed_file_mib = parse_count("--storage-mixed-file-mib", value_of(i), MIN_FILE_MIB, MAX_FILE_MIB);
     } else {
       throw UsageError(a, "no such flag (see --help)");
     }
@@ -276,6 +288,12 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
     o.skipped_notes.push_back("storage and storage_gpu skipped: no --storage-dir given");
   }
   if (o.storage_kind && !o.storage_dir) throw UsageError("--storage-kind", "--storage-dir as well");
+  for (const auto& [flag, mib] : {std::pair<const char*, int>{"--storage-file-mib", o.storage_file_mib},
+                                  std::pair<const char*, int>{"--storage-mixed-file-mib", o.storage_mixed_file_mib}}) {
+    if (mib != 0 && !o.parts.contains(Part::STORAGE)) {
+      throw UsageError(flag, "the storage part to run (--storage-dir, and storage in --only if given)");
+    }
+  }
   if (o.parts.empty()) throw UsageError(only ? "--only" : "--skip", "at least one part left to run");
   return cmd;
 }

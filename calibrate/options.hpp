@@ -30,6 +30,11 @@ struct Options {
   bool parts_explicit = false;             // --only given: a missing prerequisite is an error
   int gpus = 0;                            // --gpus: use the first N GPUs (0 = all)
   int threads = 0;                         // --threads: most CPU-Adam threads (0 = all logical CPUs)
+  // --storage-file-mib / --storage-mixed-file-mib: the storage bench's test file (reads and writes
+  // alone) and each of the mixed bench's files, in MiB; 0 = the default (storage_config: 1 GiB
+  // quick, 2 GiB full; MixedStorageConfig::file_bytes, 1 GiB).
+  int storage_file_mib = 0;
+  int storage_mixed_file_mib = 0;
   std::vector<std::string> skipped_notes;  // parts dropped by default rules, with the reason
   std::string command_line;                // as typed, for provenance
 };
