@@ -13,16 +13,23 @@
 # row ran between them, and the disk drifted. The mixed read+write figure, where measured, is the
 # 2-stream record (storage_mixed: one 48 MiB chunk read and one written in flight per stream;
 # two streams are the row's two ranks, each running StorageStates::adam_step on its own file).
+# Where a call ran the bench at more than one file size (logs/ref-storage4-h200x2/: 16 GiB and the
+# default 1 GiB), the runs whose files are the size of the row's per-rank state file feed it: each
+# rank streams its own state file (12 bytes a parameter) front to back once a step, and a file of
+# that size is what that working set looks like to the device. The rule was set before any replay.
 import json, re, sys
 R = 'reports/validation/reference/'
 S3 = R + 'logs/ref-storage3-h200x2/call1/'
+S4 = R + 'logs/ref-storage4-h200x2/call1/'
 # row -> (its JSON, the storage bench runs of the same device call, how that call is named)
 ROWS = {
     'h200x2_ref-infinity-storage_L32-h2560_mb1x2': (
         R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json',
-        [R + 'logs/ref-storage2-h200x2/call1/storage_calibration/summary.json'],
-        'ref-storage2 call 1, the storage bench right after the row: '
-        'logs/ref-storage2-h200x2/call1/storage_calibration/summary.json'),
+        [S4 + 'storage_16g_1.txt', S4 + 'storage_16g_2.txt'],
+        'ref-storage4 call 1, the storage bench with row-sized files (16 GiB: the test file and each storage_mixed '
+        'file) before the row and after it on the same machine, mean of the two (logs/ref-storage4-h200x2/call1/'
+        'storage_16g_1.txt, storage_16g_2.txt); mixed: their 2-stream storage_mixed records; the same call\'s 1 GiB '
+        'benches (storage_1g_*.txt) feed nothing'),
     'h200x2_ref-infinity-storage_L24-h1024_mb4x2': (
         R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb4x2.json',
         [S3 + 'storage1.txt', S3 + 'storage2.txt'],
