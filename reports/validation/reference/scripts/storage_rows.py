@@ -1,8 +1,8 @@
 # The storage-offload rows beside the replay and the storage figures of the machine each ran on:
 # where the time of the optimizer phase goes. Run from the repository root:
 #   python3 reports/validation/reference/scripts/storage_rows.py
-# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-storage3's build:
-# logs/ref-storage3-h200x2/storage_rows.txt (branch ref-storage-mixed's, with DeepSpeed's
+# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-storage4's build:
+# logs/ref-storage4-h200x2/storage_rows.txt (ref-storage3's: logs/ref-storage3-h200x2/storage_rows.txt) (branch ref-storage-mixed's, with DeepSpeed's
 # sub-groups in the replay of this stack: logs/ref-storage2-h200x2/storage_rows.txt).
 #
 # Per row: the measured step, the reference's optimizer phase (cpu_optimizer_s: the whole chunked
@@ -74,6 +74,13 @@ def replays(model, strategy, step, cases):
               f"busy {u:6.3f} s (read and write overlapped {r + w - u:6.3f} s)")
 
 
+# Bench runs of a row's own call that feed nothing (machine_storage.py), replayed for comparison:
+# ref-storage4's call ran the bench at the default 1 GiB files as well as at the row's 16 GiB.
+S4 = R + 'logs/ref-storage4-h200x2/call1/'
+COMPARE = {'h200x2_ref-infinity-storage_L32-h2560_mb1x2': [
+    ('replay, 1 GiB bench before the row alone (comparison)', S4 + 'storage_1g_1.txt'),
+    ('replay, 1 GiB bench after the row alone (comparison)', S4 + 'storage_1g_2.txt')]}
+
 profile = json.load(open(HW))
 prof = (profile['storage']['read_GBps'], profile['storage']['write_GBps'], profile['storage'].get('mixed_read_GBps'),
         profile['storage'].get('mixed_write_GBps'))
@@ -101,6 +108,8 @@ for name, (path, runs, where) in ms.ROWS.items():
     if len(runs) > 1:
         for i, r in enumerate(runs):
             cases.append((f"replay, bench {i + 1} alone ({os.path.basename(r)})", with_storage(ms.bench(r), f'/tmp/storage_rows.b{i}.json')))
+    for label, r in COMPARE.get(name, []):
+        cases.append((label, with_storage(ms.bench(r), '/tmp/storage_rows.x%d.json' % len(cases))))
     replays(model, d['strategy'], step, cases)
 
 # The what-if: the L32 row's configuration (the committed row's model and strategy: the same flags)
