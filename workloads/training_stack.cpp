@@ -78,6 +78,7 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       st.wire_grad = dtype_bytes(s.reduce_dtype);
       st.shard_params = st.shard_grads = st.shard_optimizer = true;
       st.blocking_pageable_grad_offload = true;  // CPUOffloadPolicy (training_stacks.md, "FSDP2")
+      st.whole_unit_collectives = true;          // fully_shard per block, one reduce-scatter per block
       st.row = "FSDP2";
       break;
     case StackKind::MEGATRON:
@@ -118,6 +119,18 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       st.storage_chunk_elems = 4.0 * 1024 * 1024;
       st.storage_lockstep = true;
       st.storage_whole_chunks = true;
+      // Its ZeRO-3 schedule (calibrate/cuda/ref_param_store.cpp): whole layers gathered and
+      // reduce-scattered one by one, a layer gathered once for its recompute and backward, host
+      // copies of shards on the collective stream, each scattered shard added into a GPU gradient
+      // shard (grads_done) that goes to the host after the last micro-batch, fp32 gradients kept
+      // in pinned host memory beside storage (calibrate/reference/storage_states.cpp), and
+      // whole-layer units whose head holds no tied embedding (unit_costs.cpp).
+      st.whole_unit_collectives = true;
+      st.gather_serves_recompute = true;
+      st.shard_copies_on_collective_stream = true;
+      st.accumulates_grad_shard_on_gpu = true;
+      st.grads_stay_on_host = true;
+      st.head_gathers_tied_embedding = false;
       st.row = "trainsim-reference";
       break;
   }

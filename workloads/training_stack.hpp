@@ -81,6 +81,23 @@ struct StackStates {
   double storage_chunk_elems = 0;
   bool storage_lockstep = false;
   bool storage_whole_chunks = false;
+  // How its ZeRO step is scheduled where it departs from DeepSpeed's (training_stacks.md):
+  // one all-gather and one reduce-scatter per layer unit, and no gradient buckets (FSDP2, the
+  // trainsim reference);
+  bool whole_unit_collectives = false;
+  // a unit gathered for its recompute is kept for its backward: one gather serves both;
+  bool gather_serves_recompute = false;
+  // shard copies between host and GPU run on the collective stream, in order with the collectives;
+  bool shard_copies_on_collective_stream = false;
+  // every micro-batch's scattered gradient shard is added into a GPU gradient shard (a kernel on
+  // the collective stream), and that shard goes to the host once, after the step's last micro-batch;
+  bool accumulates_grad_shard_on_gpu = false;
+  // with the optimizer states on storage, the gradients stay in pinned host memory: only master
+  // weights and moments stream through storage (ZeRO-Infinity writes gradients there too);
+  bool grads_stay_on_host = false;
+  // ZeRO-3's head unit gathers the word embedding tied to it (unit_costs.hpp); false where the
+  // units are whole layers and the head's has none.
+  bool head_gathers_tied_embedding = true;
   const char* row = "";         // the row of training_stacks.md these come from
 };
 

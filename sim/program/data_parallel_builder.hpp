@@ -45,7 +45,7 @@ class DataParallelBuilder {
   // with the states (Rajbhandari et al. 2021, Sec. 5); the trainsim reference keeps its fp32
   // gradient copy in pinned host memory and streams only master weights and moments through
   // storage (training_stacks.md, "trainsim-reference"; calibrate/reference/storage_states.cpp).
-  bool grads_on_storage() const { return !s_.stack.is_reference(); }
+  bool grads_on_storage() const { return !stack_.grads_stay_on_host; }
 
   Instruction base(InstrKind kind, Stream stream, Category cat, const char* name, const ScheduleItem& from) const {
     Instruction in;

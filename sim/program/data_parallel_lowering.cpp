@@ -48,7 +48,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         }
         // The trainsim reference copies a unit's shard from the host on its collective stream, in
         // order with the all-gathers and reduce-scatters (calibrate/cuda/ref_param_store.cpp).
-        const Stream fetch_stream = s_.stack.is_reference() ? Stream::COMM : Stream::H2D;
+        const Stream fetch_stream = stack_.shard_copies_on_collective_stream ? Stream::COMM : Stream::H2D;
         Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, fetch_stream, Category::OFFLOAD_IO, "h2d_params", in);
         h2d.memory.push_back({Tier::GPU, MemClass::STAGING, bytes, false});
         h2d.after = deps;
@@ -66,7 +66,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // The trainsim reference keeps no bf16 shard: it casts the unit's fp32 master shard to
         // bf16 on its collective stream right before the all-gather (ref_param_store.cpp,
         // gather_into; a fetched shard arrives in bf16). A kernel of the GPU beside its compute.
-        if (s_.stack.is_reference() && staged == 0) {
+        if (!stack_.keeps_param_shard && staged == 0) {
           const double elems = shard(units_[static_cast<std::size_t>(in.unit)].params);
           deps = {collective_stream_kernel("cast_shard", {"ref:cast_fp32_to_bf16", elems * (4 + 2)}, in, deps)};
         }
@@ -161,7 +161,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         out = writer_.add(std::move(r));
         // The reference adds each scattered fp32 shard into its gradient shard on the collective
         // stream (ref_param_store.cpp, grads_done): read both, write one.
-        if (s_.stack.is_reference() && scatter) {
+        if (stack_.accumulates_grad_shard_on_gpu && scatter) {
           const double elems = shard(bytes / stack_.wire_grad);
           out = collective_stream_kernel("accumulate_grad_shard", {"ref:add_inplace_fp32", elems * 3 * 4}, in, {out});
         }
@@ -176,7 +176,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // Each rank moves its shard; L2L's ranks of a node share the node's one copy.
         const double bytes = s_.l2l ? bucket / ranks_per_node_ : std::ceil(bucket / s_.dp);
         // The reference copies it on its collective stream, in order with the collectives (grads_done).
-        const Stream d2h_stream = s_.stack.is_reference() ? Stream::COMM : Stream::D2H;
+        const Stream d2h_stream = stack_.shard_copies_on_collective_stream ? Stream::COMM : Stream::D2H;
         Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, d2h_stream, Category::OFFLOAD_IO, "d2h_grads", in);
         d2h.after = deps;
         out = writer_.add(std::move(d2h));

@@ -29,10 +29,9 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
   // frees them, and that input lives until the next unit's post-backward (or the end of the
   // backward) (training_stacks.md, "FSDP2"; reports/validation/memory_peak/).
   transient_reduce_ = fsdp_ && s.zero_stage >= 2 && !s.l2l;
-  // The trainsim reference, as FSDP2, gathers whole layers (one all-gather per unit, the next
-  // one prefetched) and reduce-scatters each unit's fp32 gradients after its backward
-  // (training_stacks.md, "trainsim-reference"; calibrate/cuda/ref_param_store.cpp).
-  const bool whole_units = fsdp_ || s.stack.is_reference();
+  // FSDP2 and the trainsim reference gather whole layers (one all-gather per unit, the next one
+  // prefetched) and reduce-scatter each unit's gradients after its backward.
+  const bool whole_units = stack_.whole_unit_collectives;
   units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !whole_units);
   std::vector<double> grad_bytes;
   for (const auto& u : units_) grad_bytes.push_back(u.params * stack_.wire_grad);
@@ -88,11 +87,8 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
   plan.gather_for_backward = !keep_gathered_;
   plan.recompute_full = s_.recompute == Recompute::FULL;
   plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;
-  // The trainsim reference gathers a layer once for its recompute and backward.
-  plan.recompute_shares_gather = s_.stack.is_reference();
-  // It adds every micro-batch's scattered gradients into its GPU shard and copies the shard to
-  // the host after the last one (ref_param_store.cpp, grads_done).
-  plan.offload_grads_once = s_.stack.is_reference();
+  plan.recompute_shares_gather = stack_.gather_serves_recompute;
+  plan.offload_grads_once = stack_.accumulates_grad_shard_on_gpu;
   plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
   plan.reduce_every_micro_batch = s_.zero_stage >= 2 && !s_.l2l;
   plan.offload_grads = s_.l2l || s_.offload_optimizer != OffloadTarget::NONE;
@@ -122,7 +118,7 @@ void DataParallelBuilder::allocate_model_states() {
     // without it (unit_costs.cpp, one unit per layer), so nothing is held twice there. (FSDP2's
     // per-layer head has none either; its accounting is left as the committed PyTorch rows were
     // validated with it.)
-    const bool head_holds_tied = !s_.stack.is_reference();
+    const bool head_holds_tied = stack_.head_gathers_tied_embedding;
     if (u.holds_head && head_holds_tied && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) &&
         s_.zero_stage == 3 && !s_.l2l) {
       u.params -= static_cast<double>(m_.vocab * m_.hidden) / s_.tp;
