@@ -6,22 +6,25 @@
 #include <gtest/gtest.h>
 
 #include "metrics.hpp"
+#include "task_graph.hpp"
 
 namespace trainsim::sim {
 namespace {
 
+// Built through GraphBuilder (which adds each stream's order, already among the dependencies
+// below) as the interpreter builds graphs.
 struct Toy {
-  TaskGraph g;
+  GraphBuilder b{1};
   ReplayResult r;
-  OpId add(OpKind kind, Stream stream, Category cat, int action, double start, double end, std::vector<OpId> deps = {}) {
+  const TaskGraph& g = b.graph();
+  OpId add(OpKind kind, Stream stream, Category cat, int action, double start, double end, const std::vector<OpId>& deps = {}) {
     Op op;
     op.kind = kind;
     op.stream = stream;
     op.category = cat;
     op.gpu = 0;
     op.action = action;
-    const OpId id = boost::add_vertex(op, g);
-    for (OpId d : deps) boost::add_edge(d, id, g);
+    const OpId id = b.add(std::move(op), deps);
     r.timing.push_back({start, end});
     return id;
   }
