@@ -6,6 +6,9 @@
 // waited for its neighbour while its host issued ahead looked busy (reports/validation).
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <utility>
+
 #include "memory_model.hpp"
 #include "model_loader.hpp"
 #include "profile_loader.hpp"
@@ -15,28 +18,49 @@
 namespace trainsim::sim {
 namespace {
 
-SimResult ddp_step(const hw::ClusterProfile& p) {
+// A small gpt2-1.5b step on 2 GPUs of `p` (sequences of 128, bf16) under `kind`, laid out by
+// `layout`.
+SimResult small_step(const hw::ClusterProfile& p, wl::StackKind kind, const std::function<void(wl::StrategyInput&)>& layout) {
   wl::StrategyInput in;
   in.gpus.set(2, "t");
-  in.dp.set(2, "t");
   in.micro_batch.set(1, "t");
   in.seq.set(128, "t");
   in.precision.set(wl::Numerics::BF16_MIXED, "t");
+  layout(in);
   wl::TrainingStack stack;
-  stack.kind = wl::StackKind::PYTORCH_DDP;
+  stack.kind = kind;
   in.stack.set(stack, "t");
   const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
   return simulate(r.model, r.strategy, p, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node()));
 }
 
-TEST(HostDispatch, TheGpuWaitingForItsHostIsIdleNotComputing) {
-  // Without the interference table, whose slowdown of kernels beside NCCL would change with
-  // what overlaps once dispatch spreads the kernels out.
+SimResult ddp_step(const hw::ClusterProfile& p) {
+  return small_step(p, wl::StackKind::PYTORCH_DDP, [](wl::StrategyInput& in) { in.dp.set(2, "t"); });
+}
+
+// A torch.distributed.pipelining step of 2 stages, small enough to be bound by its hosts.
+SimResult pipeline_step(const hw::ClusterProfile& p) {
+  return small_step(p, wl::StackKind::PYTORCH_PIPELINING, [](wl::StrategyInput& in) {
+    in.pp.set(2, "t");
+    in.schedule.set(wl::Schedule::ONE_F_ONE_B, "t");
+    in.global_batch.set(4, "t");
+  });
+}
+
+// The calibrated H200 profile without the interference table (whose slowdown of kernels beside
+// NCCL would change with what overlaps once dispatch spreads the kernels out), with its host
+// dispatch and without.
+std::pair<hw::ClusterProfile, hw::ClusterProfile> with_and_without_dispatch() {
   hw::ClusterProfile with = hw::builtin_profile("h200x4-measured");
   with.calibration.interference.reset();
-  ASSERT_TRUE(with.calibration.host_dispatch.has_value());
   hw::ClusterProfile without = with;
   without.calibration.host_dispatch.reset();
+  return {with, without};
+}
+
+TEST(HostDispatch, TheGpuWaitingForItsHostIsIdleNotComputing) {
+  const auto [with, without] = with_and_without_dispatch();
+  ASSERT_TRUE(with.calibration.host_dispatch.has_value());
   const SimResult a = ddp_step(with), b = ddp_step(without);
   ASSERT_TRUE(a.simulated && b.simulated);
   // Small sequences: the host issues kernels slower than the GPU runs them.
@@ -45,33 +69,13 @@ TEST(HostDispatch, TheGpuWaitingForItsHostIsIdleNotComputing) {
   EXPECT_GT(a.per_gpu.front().idle_s, b.per_gpu.front().idle_s);
 }
 
-// A torch.distributed.pipelining step of 2 stages, small enough to be bound by its hosts.
-SimResult pipeline_step(const hw::ClusterProfile& p) {
-  wl::StrategyInput in;
-  in.gpus.set(2, "t");
-  in.pp.set(2, "t");
-  in.schedule.set(wl::Schedule::ONE_F_ONE_B, "t");
-  in.micro_batch.set(1, "t");
-  in.global_batch.set(4, "t");
-  in.seq.set(128, "t");
-  in.precision.set(wl::Numerics::BF16_MIXED, "t");
-  wl::TrainingStack stack;
-  stack.kind = wl::StackKind::PYTORCH_PIPELINING;
-  in.stack.set(stack, "t");
-  const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
-  return simulate(r.model, r.strategy, p, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node()));
-}
-
 // Busy as CUDA events around the stack's calls count it (GpuBusy::call_span_*, what validate
 // compares with a run whose busy.definition is "call_spans"): the GPU waiting inside a call for
 // its host is busy there. Without host dispatch a call's kernels follow each other, so the calls'
 // spans are the kernels' time; with it the spans hold the waits for the host as well.
 TEST(HostDispatch, CallSpansHoldTheGpusWaitsForItsHostInsideACall) {
-  hw::ClusterProfile with = hw::builtin_profile("h200x4-measured");
-  with.calibration.interference.reset();
+  const auto [with, without] = with_and_without_dispatch();
   ASSERT_TRUE(with.calibration.host_dispatch.has_value());
-  hw::ClusterProfile without = with;
-  without.calibration.host_dispatch.reset();
   const SimResult a = pipeline_step(with), b = pipeline_step(without);
   ASSERT_TRUE(a.simulated && b.simulated);
   for (const GpuResult& g : b.per_gpu) {
