@@ -59,22 +59,25 @@ void GraphBuilder::chain(OpId id, int gpu, Stream stream) {
   previous = id;
 }
 
-OpId GraphBuilder::add(Op op, const std::vector<OpId>& deps) {
-  const int gpu = op.gpu;
-  const Stream stream = op.stream;
-  const std::vector<int> participants = op.participants;
-  const OpId id = boost::add_vertex(std::move(op), *graph_);
-  if (participants.empty()) {
-    chain(id, gpu, stream);
+OpId GraphBuilder::add_with_deps(Op&& op, const OpId* first, const OpId* last) {
+  // boost::add_vertex(property, graph) copies the property (two vectors' allocations per op):
+  // the op is moved into a default vertex instead.
+  const OpId id = boost::add_vertex(*graph_);
+  Op& stored = (*graph_)[id];
+  stored = std::move(op);
+  if (stored.participants.empty()) {
+    chain(id, stored.gpu, stored.stream);
   } else {
-    for (int g : participants) chain(id, g, stream);
+    for (int g : stored.participants) chain(id, g, stored.stream);
   }
-  for (OpId d : deps) {
-    if (d != NONE) boost::add_edge(d, id, *graph_);
+  for (const OpId* d = first; d != last; ++d) {
+    if (*d != NONE) boost::add_edge(*d, id, *graph_);
   }
   return id;
 }
 
-OpId GraphBuilder::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(op), std::vector<OpId>(deps)); }
+OpId GraphBuilder::add(Op op, const std::vector<OpId>& deps) { return add_with_deps(std::move(op), deps.data(), deps.data() + deps.size()); }
+
+OpId GraphBuilder::add(Op op, std::initializer_list<OpId> deps) { return add_with_deps(std::move(op), deps.begin(), deps.end()); }
 
 }  // namespace trainsim::sim

@@ -72,7 +72,10 @@ struct Op {
   std::vector<MemEvent> memory;
 };
 
-using TaskGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op>;
+// Edges in one vector (the last vecS; boost's default is a list, one allocation per edge): the
+// graph only ever grows, so nothing depends on a list's stable iterators.
+using TaskGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op, boost::no_property, boost::no_property,
+                                        boost::vecS>;
 using OpId = TaskGraph::vertex_descriptor;
 
 // Builds a graph while keeping each GPU stream's order: adding an op makes it depend on the
@@ -99,6 +102,7 @@ class GraphBuilder {
  private:
   static constexpr std::size_t STREAMS = 6;  // COMPUTE, COMM, H2D, D2H and HOST are per GPU (NODE is not)
   void chain(OpId id, int gpu, Stream stream);
+  OpId add_with_deps(Op&& op, const OpId* first, const OpId* last);
   std::unique_ptr<TaskGraph> graph_;
   std::vector<OpId> last_;
 };
