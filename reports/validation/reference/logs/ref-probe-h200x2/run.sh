@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+# Branch ref-probe, as run (call 1 of this branch; the only one): the folder devrun-probe/
+# (untracked in /work/main, removed after) held this script and build-ref/trainsim-calibrate built
+# from commit f76bd73 (calibrate/ of that commit: --storage-probe-chunks), stripped (sha256
+# e44384d1...bde362b8 in call1/env.txt). The run tool's command was
+#   export NCCL_NVLS_ENABLE=0; OUT=$OUT bash devrun-probe/run.sh
+# with kind nvidia-h200-x2, needs_h200 true, timeout_s 590. What came: 2 x NVIDIA H200, driver
+# 580.159.04, 32 CPUs, 251 GiB memory, the 256 GiB virtio disk /dev/vda (mq-deadline, 128 GiB
+# free); the script ran 421.5 s (wall_s), rc 0. One file came back, $OUT/probe.tar.gz (sha256
+# 0290ab38...7fb2); call1/ is it unpacked, except the rows' JSONs, which are in h200x2/ byte for
+# byte as they came (call1/runs.sha256; scripts/machine_storage.py then added machine_storage to
+# each). call1/diskstats.txt: /proc/diskstats (every disk but loop and ram devices, sectors of 512
+# bytes) around each bench and row.
+# (The file below the header is the script as sent, its first line, the shebang, dropped.)
 # Branch ref-probe (see the header of the committed copy for how it was run).
 # One device call on one machine: the storage bench with row-sized files (16 GiB: the plain bench's
 # test file and each of storage_mixed's files), then both storage-offload reference rows with the
