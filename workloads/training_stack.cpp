@@ -113,7 +113,7 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       st.wire_grad = 4;
       st.keeps_param_shard = zero_stage < 3;
       // Its storage tier (calibrate/reference/storage_states.cpp, StorageStates::adam_step): chunks
-      // of 4 Mi parameters (std::size_t{4} << 20, calibrate/cuda/ref_param_store.cpp), two host
+      // of 4 Mi parameters (STATE_CHUNK_PARAMS, calibrate/reference/storage_states.hpp), two host
       // buffers, read c + 1 / CPU-Adam c / write c, both transfers waited for before chunk c + 1;
       // each transfer is a whole chunk (issue(): chunk_bytes(), the last chunk's too).
       st.storage_chunk_elems = 4.0 * 1024 * 1024;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "../cpu_adam.hpp"
+#include "../errors.hpp"
 #include "../reference/init_hash.hpp"
 #include "../reference/storage_states.hpp"
 #include "../thread_pool.hpp"
@@ -170,7 +171,7 @@ void ParamStore::init_host() {
   });
   if (storage) {
     // One file per rank: every rank's ScratchDir numbers its names from 0, so the rank goes in the stem.
-    h.states = std::make_unique<StorageStates>(storage_dir_, shard_total_, std::size_t{4} << 20, 16,
+    h.states = std::make_unique<StorageStates>(storage_dir_, shard_total_, STATE_CHUNK_PARAMS, 16,
                                                "optimizer-states-rank" + std::to_string(rank_));
     h.states->initialize([&](std::size_t first, std::size_t n, float* out) { std::copy_n(h.master + first, n, out); });
     h.master = nullptr;
@@ -361,6 +362,11 @@ void ParamStore::adam(float lr, int step) {
   adam_step(master_, m_, v_, grad_shard_, param_shard_, static_cast<long>(shard_total_), lr, 0.9f, 0.95f, 1e-8f, step,
             compute_);
   optimizer_log.end(compute_);
+}
+
+StorageProbe ParamStore::probe_storage(std::size_t chunks) {
+  if (!host_ || !host_->states) throw CalibrationError("storage probe: the optimizer states are not on storage");
+  return host_->states->probe_stream(chunks);
 }
 
 std::vector<float> ParamStore::gradient_shard() const {

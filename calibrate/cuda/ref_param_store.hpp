@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../reference/gpt_layout.hpp"
+#include "../reference/storage_probe.hpp"
 #include "ref_arena.hpp"
 #include "ref_kernels.hpp"
 
@@ -68,6 +69,9 @@ class ParamStore {
   void set_last_micro_batch(bool last) { last_micro_batch_ = last; }
   void finish_backward();       // the compute stream waits for the last reduce-scatter
   void adam(float lr, int step);
+  // Storage tier only: StorageStates::probe_stream over the first `chunks` chunks (a calibration
+  // of the disk, not a step; the states are unchanged).
+  StorageProbe probe_storage(std::size_t chunks);
   // The rank's gradient shard and parameter count (for checks and the record).
   std::vector<float> gradient_shard() const;
   std::size_t shard_elements() const { return shard_total_; }

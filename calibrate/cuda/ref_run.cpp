@@ -87,6 +87,7 @@ ReferenceRun run_reference_gpu(const ReferenceOptions& o) {
   job.offload = o.mode == RefMode::OFFLOAD;
   job.cpu_threads = o.cpu_threads;
   job.storage_dir = o.storage_dir;
+  job.storage_probe_chunks = o.storage_probe_chunks;
   job.grad_accum = o.grad_accum;
   job.warmup = o.warmup;
   job.steps = o.steps;

@@ -95,6 +95,14 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     store.optimizer_log.clear();
     store.host_log.clear();
     store.collective_bytes = store.bytes_h2d = store.bytes_d2h = 0;
+    StorageProbe probe;
+    const bool probing = job.storage_probe_chunks > 0 && step >= job.warmup;
+    if (probing) {
+      // Every rank at once, as in the step every rank streams its states at once after the last
+      // reduce-scatter; the barrier below keeps the probe out of the step's timing.
+      sync.arrive_and_wait();
+      probe = store.probe_storage(static_cast<std::size_t>(job.storage_probe_chunks));
+    }
     sync.arrive_and_wait();
     const auto t0 = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(start, st.compute));
@@ -132,6 +140,7 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     // collective and, offloaded, for CPU-Adam: what it spent running kernels or between launches.
     b.compute_s = span_ms * 1e-3 - b.exposed_collective_s - b.cpu_optimizer_s;
     m.busy.push_back(b);
+    if (probing) m.storage_probes.push_back(probe);
     m.collective_bytes = store.collective_bytes;
     m.bytes_h2d = store.bytes_h2d;
     m.bytes_d2h = store.bytes_d2h;

@@ -20,6 +20,7 @@ struct RankJob {
   int pipeline = 0;      // 0 none, 1 GPipe, 2 1F1B (ref_pipeline.hpp)
   int cpu_threads = 1;
   std::string storage_dir;  // with offload: the optimizer states on storage
+  int storage_probe_chunks = 0;  // with storage_dir: probe this many chunks before each timed step
   int grad_accum = 1;
   int warmup = 0, steps = 1;
   double lr = 1e-4;

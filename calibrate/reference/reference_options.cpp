@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "../errors.hpp"
+#include "storage_states.hpp"
 
 namespace trainsim::calibrate::ref {
 namespace {
@@ -51,6 +52,11 @@ std::string reference_usage() {
          "  --layers N --hidden N --heads N --vocab N --seq N   the GPT (default 24, 1024, 16, 50304, 2048)\n"
          "  --storage-dir DIR     infinity: fp32 master and Adam moments in an O_DIRECT file there, streamed\n"
          "                        through CPU-Adam each step (ZeRO-Infinity's NVMe tier; default: host memory)\n"
+         "  --storage-probe-chunks N  with --storage-dir: before each timed step, all ranks together stream the\n"
+         "                        first N chunks (4 Mi parameters, 48 MiB) of their state files through the\n"
+         "                        step's read/write pattern, writing back what they read (states unchanged), and\n"
+         "                        the JSON records each probe's bytes and seconds: the disk's rate beside each\n"
+         "                        step, outside its timing (default 0: no probe)\n"
          "  --cpu-threads N       CPU-Adam threads per GPU under infinity (default: logical CPUs / GPUs)\n"
          "  --micro-batch N       sequences per micro-batch per GPU (default 4)\n"
          "  --grad-accum N        micro-batches per step (default 1)\n"
@@ -59,6 +65,12 @@ std::string reference_usage() {
          "  --lr F                Adam learning rate (default 1e-4)\n"
          "  --name NAME           run name (default from the configuration)\n"
          "\nExit codes: 0 done, 1 failed (a check or a CUDA call), 2 bad command line, 3 no GPU.\n";
+}
+
+int state_file_chunks(const ReferenceOptions& o) {
+  // ParamStore's shard (calibrate/cuda/ref_param_store.cpp): the padded layout over the ranks.
+  const std::size_t shard = make_layout(o.model, o.gpus).total / static_cast<std::size_t>(o.gpus);
+  return static_cast<int>((shard + STATE_CHUNK_PARAMS - 1) / STATE_CHUNK_PARAMS);
 }
 
 std::string default_run_name(const ReferenceOptions& o) {
@@ -98,6 +110,7 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
       else throw UsageError("--recompute", "none or layer", "\"" + r + "\"");
     } else if (a == "--gpus") o.gpus = parse_int(a, value(), 1, 64);
     else if (a == "--storage-dir") o.storage_dir = value();
+    else if (a == "--storage-probe-chunks") o.storage_probe_chunks = parse_int(a, value(), 0, 1 << 20);
     else if (a == "--cpu-threads") o.cpu_threads = parse_int(a, value(), 1, 4096);
     else if (a == "--layers") o.model.layers = parse_int(a, value(), 1, 4096);
     else if (a == "--hidden") o.model.hidden = parse_int(a, value(), 8, 1 << 17);
@@ -134,6 +147,16 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
   }
   if (!o.storage_dir.empty() && o.mode != RefMode::OFFLOAD) {
     throw UsageError("--storage-dir", "--mode infinity as well (the storage tier holds its optimizer states)");
+  }
+  if (o.storage_probe_chunks > 0) {
+    if (o.storage_dir.empty()) throw UsageError("--storage-probe-chunks", "--storage-dir as well (it probes the state files)");
+    if (o.check) throw UsageError("--storage-probe-chunks", "a measured run, not --check");
+    const int chunks = state_file_chunks(o);
+    if (o.storage_probe_chunks > chunks) {
+      throw UsageError("--storage-probe-chunks",
+                       "at most the " + std::to_string(chunks) + " chunks of a rank's state file at this model and --gpus",
+                       std::to_string(o.storage_probe_chunks));
+    }
   }
   if (o.cpu_threads == 0) o.cpu_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.gpus);
   if (o.name.empty()) o.name = default_run_name(o);

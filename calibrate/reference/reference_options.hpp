@@ -20,8 +20,12 @@ struct ReferenceOptions {
   RefMode mode = RefMode::SINGLE;
   Recompute recompute = Recompute::NONE;
   int gpus = 1;
-  int cpu_threads = 0;
-  std::string storage_dir;  // --storage-dir: infinity's optimizer states on storage (empty: host memory)      // CPU-Adam threads per rank under infinity (0: logical CPUs / gpus)
+  int cpu_threads = 0;      // CPU-Adam threads per rank under infinity (0: logical CPUs / gpus)
+  std::string storage_dir;  // --storage-dir: infinity's optimizer states on storage (empty: host memory)
+  // --storage-probe-chunks: before each timed step every rank streams this many chunks of its
+  // state file through the step's read/write pattern, unchanged (StorageStates::probe_stream;
+  // 0: none). A calibration of the disk beside each step, outside the step's timing.
+  int storage_probe_chunks = 0;
   int grad_accum = 1;
   int steps = 5;
   int warmup = 2;
@@ -34,6 +38,8 @@ struct ReferenceOptions {
 
 ReferenceOptions parse_reference_options(const std::vector<std::string>& args);  // args after "reference"
 std::string reference_usage();
+// Chunks of STATE_CHUNK_PARAMS in one rank's state file under --storage-dir (its shard, padding included).
+int state_file_chunks(const ReferenceOptions& o);
 // e.g. "zero3_L24-h1024_mb4x2": the run's name when --name is not given.
 std::string default_run_name(const ReferenceOptions& o);
 std::string to_string(RefMode m);

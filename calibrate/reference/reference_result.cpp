@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "storage_states.hpp"
+
 namespace trainsim::calibrate::ref {
 namespace {
 
@@ -156,6 +158,32 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                        {"collective_bytes_sent", r.collective_bytes}});
   }
   details["streams_per_rank"] = streams;
+  if (o.storage_probe_chunks > 0) {
+    // Raw per rank and step; how a row's storage figure is taken from them is the reader's rule
+    // (reports/validation/reference/scripts/machine_storage.py), not the tool's.
+    nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+    for (const RankMeasurement& r : run.ranks) {
+      nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+      for (const StorageProbe& p : r.storage_probes) {
+        steps.push_back({{"bytes_read", p.bytes_read},
+                         {"bytes_written", p.bytes_written},
+                         {"seconds", p.seconds},
+                         {"read_GBps", p.seconds > 0 ? p.bytes_read / p.seconds / 1e9 : 0.0},
+                         {"write_GBps", p.seconds > 0 ? p.bytes_written / p.seconds / 1e9 : 0.0}});
+      }
+      probes.push_back(steps);
+    }
+    details["storage_probes"] = {
+        {"chunks", o.storage_probe_chunks},
+        {"chunk_bytes", static_cast<double>(STATE_CHUNK_PARAMS * 3 * sizeof(float))},
+        {"what", "a calibration of the disk beside each timed step, not part of it: right before the step (outside "
+                 "its timing), after a barrier, every rank at once streams the first `chunks` chunks of its own state "
+                 "file through the step's pattern (StorageStates::probe_stream: chunk 0 read, then chunk c + 1 read in "
+                 "flight while chunk c is written back, both waited for; the step's buffers, 8 MiB O_DIRECT requests "
+                 "and queue) with no CPU-Adam between, writing back what it read (states unchanged); per rank, per "
+                 "timed step: bytes read and written, the probe's wall seconds, and its read and write rates at once"},
+        {"per_rank", probes}};
+  }
   j["stack"] = {{"name", "trainsim-reference"}, {"details", details}};
   j["strategy"] = {{"schema_version", 1},
                    {"gpus", n},

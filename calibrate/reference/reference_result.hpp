@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reference_options.hpp"
+#include "storage_probe.hpp"
 
 namespace trainsim::calibrate::ref {
 
@@ -34,6 +35,7 @@ struct RankMeasurement {
   std::int64_t params = 0;          // parameters this rank owns (its shard under ZeRO-3)
   double bytes_h2d = 0, bytes_d2h = 0, bytes_storage_read = 0, bytes_storage_written = 0;  // per step
   double collective_bytes = 0;  // per step, sent by this rank
+  std::vector<StorageProbe> storage_probes;  // --storage-probe-chunks: one per timed step, taken before it
 };
 
 struct ReferenceRun {

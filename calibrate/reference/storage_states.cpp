@@ -98,6 +98,25 @@ void StorageStates::adam_step(const AdamHyper& hyper, const float* grads, std::u
   }
 }
 
+StorageProbe StorageStates::probe_stream(std::size_t n) {
+  if (n == 0 || n > chunks()) {
+    throw CalibrationError("storage probe: " + std::to_string(n) + " chunks asked, the state file has " +
+                           std::to_string(chunks()) + " (1 to " + std::to_string(chunks()) + ")");
+  }
+  const double r0 = bytes_read, w0 = bytes_written;
+  const auto t0 = std::chrono::steady_clock::now();
+  // adam_step's loop with the update taken out: what was read into a buffer goes back from it.
+  drain(issue(false, 0, buffers_.at(0)));
+  for (std::size_t c = 0; c < n; ++c) {
+    int pending = 0;
+    if (c + 1 < n) pending += issue(false, c + 1, buffers_.at(static_cast<int>((c + 1) % 2)));
+    pending += issue(true, c, buffers_.at(static_cast<int>(c % 2)));
+    drain(pending);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {bytes_read - r0, bytes_written - w0, seconds};
+}
+
 void StorageStates::read_master(float* out) {
   for (std::size_t c = 0; c < chunks(); ++c) {
     float* b = static_cast<float*>(buffers_.at(0));

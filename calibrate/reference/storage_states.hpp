@@ -17,14 +17,20 @@
 #include "../scratch_dir.hpp"
 #include "../storage_bench.hpp"
 #include "../thread_pool.hpp"
+#include "storage_probe.hpp"
 
 namespace trainsim::calibrate::ref {
+
+// The reference's transfer unit on storage: 4 Mi parameters, 48 MiB of [master | exp_avg |
+// exp_avg_sq] (calibrate/cuda/ref_param_store.cpp builds its StorageStates with it; the replay's
+// stack data, workloads/training_stack.cpp, states the same number).
+constexpr std::size_t STATE_CHUNK_PARAMS = std::size_t{4} << 20;
 
 class StorageStates {
  public:
   // `count` parameters; `chunk` parameters per transfer unit (a multiple of 1024). `stem` names
   // the file (ranks of one process each need their own: the scratch names count per ScratchDir).
-  StorageStates(const std::string& dir, std::size_t count, std::size_t chunk = std::size_t{4} << 20, int depth = 16,
+  StorageStates(const std::string& dir, std::size_t count, std::size_t chunk = STATE_CHUNK_PARAMS, int depth = 16,
                 const std::string& stem = "optimizer-states");
   // Writes the initial master weights (fill(first, n, out) writes n values starting at
   // parameter `first`) and zero moments.
@@ -33,6 +39,16 @@ class StorageStates {
   void adam_step(const AdamHyper& hyper, const float* grads, std::uint16_t* half_params, ThreadPool& pool);
   // Reads the master weights back (tests and checks).
   void read_master(float* out);
+  // A calibration of the storage, not a step: streams the first `chunks` chunks of the file
+  // through exactly adam_step's pattern (chunk 0 read alone, then chunk c + 1 read in flight
+  // while chunk c is written back, both waited for; the same two buffers, requests and queue)
+  // with no Adam between: each chunk is written back as it was read, so the states are
+  // unchanged. What it measures is what reads and writes in flight together move on this disk
+  // now (--storage-probe-chunks: right before each timed step). Throws CalibrationError unless
+  // 1 <= chunks <= chunk_count(). Its bytes count in bytes_read / bytes_written, not in io_wait_s.
+  StorageProbe probe_stream(std::size_t chunks);
+  std::size_t chunk_count() const { return chunks(); }
+  const std::string& file_path() const { return file_.path(); }
 
   double bytes_read = 0, bytes_written = 0;  // since construction
   double io_wait_s = 0;                      // time spent waiting for the storage in adam_step
@@ -49,7 +65,6 @@ class StorageStates {
   ScratchFile file_;
   std::unique_ptr<AsyncIo> io_;
   AlignedBuffers buffers_;
-  std::string file_path_;
 };
 
 }  // namespace trainsim::calibrate::ref

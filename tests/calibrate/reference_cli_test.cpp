@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "errors.hpp"
 #include "reference/reference_result.hpp"
 #include "run_binary.hpp"
 
@@ -30,6 +31,12 @@ TEST(ReferenceCli, ArgumentErrorsExit2NameTheFlag) {
       {"reference --out " + out + " --mode gpipe --gpus 1", "--gpus"},
       {"reference --out " + out + " --mode 1f1b --gpus 4 --layers 3", "--layers"},
       {"reference --out " + out + " --mode zero3 --gpus 2 --storage-dir /tmp", "--storage-dir"},
+      {"reference --out " + out + " --mode infinity --gpus 2 --storage-probe-chunks 4", "--storage-probe-chunks"},
+      {"reference --out " + out + " --mode infinity --gpus 2 --storage-dir /tmp --storage-probe-chunks -1", "--storage-probe-chunks"},
+      {"reference --out " + out + " --mode infinity --gpus 2 --storage-dir /tmp --storage-probe-chunks 4x", "--storage-probe-chunks"},
+      {"reference --out " + out + " --mode infinity --gpus 2 --storage-dir /tmp --storage-probe-chunks", "--storage-probe-chunks"},
+      // L24-h1024 over 2 ranks: 43 chunks of 4 Mi parameters per rank's state file.
+      {"reference --out " + out + " --mode infinity --gpus 2 --storage-dir /tmp --storage-probe-chunks 44", "--storage-probe-chunks"},
   };
   for (const auto& [args, flag] : cases) {
     const auto r = run_calibrate(args);
@@ -116,6 +123,55 @@ TEST(ReferenceJson, InfinityRecordsItsOffloadAndHostBytes) {
   EXPECT_DOUBLE_EQ(r0["bytes_from_host"].get<double>(), 2e9);
   EXPECT_DOUBLE_EQ(r0["bytes_to_host"].get<double>(), 4e9);
   EXPECT_NE(j["stack"]["details"]["offload"].get<std::string>().find("8 threads"), std::string::npos);
+}
+
+// The probe's option: off by default, bounded by the rank's state file (its chunks: the padded
+// shard over STATE_CHUNK_PARAMS; the measured rows moved 43 x 48 MiB per rank per step at L24).
+TEST(ReferenceOptions, StorageProbeChunksAreBoundedByTheStateFile) {
+  const std::vector<std::string> base{"--out", "x", "--mode", "infinity", "--gpus", "2", "--storage-dir", "/tmp"};
+  EXPECT_EQ(ref::parse_reference_options(base).storage_probe_chunks, 0);
+  EXPECT_EQ(ref::state_file_chunks(ref::parse_reference_options(base)), 43);
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return ref::parse_reference_options(a);
+  };
+  EXPECT_EQ(with({"--storage-probe-chunks", "43"}).storage_probe_chunks, 43);
+  EXPECT_THROW(with({"--storage-probe-chunks", "44"}), UsageError);
+  // The L32-h2560 row: 1.326 B parameters per rank, 317 chunks (its 15.955 GB read per step).
+  const auto l32 = with({"--layers", "32", "--hidden", "2560", "--heads", "20", "--storage-probe-chunks", "64"});
+  EXPECT_EQ(ref::state_file_chunks(l32), 317);
+  EXPECT_EQ(l32.storage_probe_chunks, 64);
+  EXPECT_EQ(l32.name, "infinity-storage_L32-h2560_mb4x1");  // the probe does not rename the row
+  EXPECT_THROW(ref::parse_reference_options({"--out", "x", "--mode", "infinity", "--storage-probe-chunks", "1"}), UsageError);
+}
+
+TEST(ReferenceJson, StorageProbesAreRecordedPerRankAndStep) {
+  ref::ReferenceRun run;
+  run.options = ref::parse_reference_options(
+      {"--out", "x", "--mode", "infinity", "--gpus", "2", "--storage-dir", "/tmp", "--storage-probe-chunks", "2"});
+  for (int r = 0; r < 2; ++r) {
+    ref::RankMeasurement m;
+    m.step_times_s = {1.0, 1.1};
+    m.busy.assign(2, ref::StreamBusy{});
+    m.peak_allocated_bytes = m.peak_reserved_bytes = 1e9;
+    const double chunk2 = 2.0 * 48 * 1048576;
+    m.storage_probes = {{chunk2, chunk2, 0.5 + 0.1 * r}, {chunk2, chunk2, 0.25}};
+    run.ranks.push_back(m);
+  }
+  const auto j = ref::measured_run_json(run, "x.model.json");
+  const auto& p = j["stack"]["details"]["storage_probes"];
+  EXPECT_EQ(p["chunks"], 2);
+  EXPECT_DOUBLE_EQ(p["chunk_bytes"].get<double>(), 48.0 * 1048576);
+  ASSERT_EQ(p["per_rank"].size(), 2u);
+  ASSERT_EQ(p["per_rank"][1].size(), 2u);
+  EXPECT_DOUBLE_EQ(p["per_rank"][1][0]["seconds"].get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(p["per_rank"][1][0]["read_GBps"].get<double>(), 2.0 * 48 * 1048576 / 0.6 / 1e9);
+  EXPECT_DOUBLE_EQ(p["per_rank"][0][1]["write_GBps"].get<double>(), 2.0 * 48 * 1048576 / 0.25 / 1e9);
+  EXPECT_DOUBLE_EQ(p["per_rank"][0][1]["bytes_written"].get<double>(), 2.0 * 48 * 1048576);
+  // Without the flag there is no such key.
+  run.options.storage_probe_chunks = 0;
+  EXPECT_FALSE(ref::measured_run_json(run, "x.model.json")["stack"]["details"].contains("storage_probes"));
 }
 
 }  // namespace

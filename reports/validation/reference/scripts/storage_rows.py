@@ -1,23 +1,21 @@
 # The storage-offload rows beside the replay and the storage figures of the machine each ran on:
 # where the time of the optimizer phase goes. Run from the repository root:
 #   python3 reports/validation/reference/scripts/storage_rows.py
-# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-storage4's build:
-# logs/ref-storage4-h200x2/storage_rows.txt (ref-storage3's: logs/ref-storage3-h200x2/storage_rows.txt) (branch ref-storage-mixed's, with DeepSpeed's
-# sub-groups in the replay of this stack: logs/ref-storage2-h200x2/storage_rows.txt).
+# (TS=path/to/trainsim; default build-ref-nocuda/trainsim). Output of branch ref-probe's build:
+# logs/ref-probe-h200x2/storage_rows.txt. The earlier outputs (logs/ref-storage4-h200x2/,
+# ref-storage3-h200x2/, ref-storage2-h200x2/storage_rows.txt) came from this script's earlier
+# versions (git history), on the rows those calls ran.
 #
 # Per row: the measured step, the reference's optimizer phase (cpu_optimizer_s: the whole chunked
 # read / CPU-Adam / write-back loop, storage_states.cpp) and its wait for the storage
-# (storage_busy_s), both ranks' bytes; what those bytes take read and written one after the other
+# (storage_busy_s), both ranks' bytes and the rate they moved at together, beside the storage
+# probes taken before each timed step; what those bytes take read and written one after the other
 # at the storage figures of the machine the row ran on and at the profile's (what `trainsim
 # validate` replays on); then the replay (rank 0 of `trainsim simulate` on the profile, the stack's
 # own storage chunking: 4 Mi parameters, lock step, whole chunks; StackStates in
 # workloads/training_stack.cpp) on the profile's storage and on the row's machine_storage (what
-# `trainsim validate` uses), and, where the row's call ran two storage benches (before and after the
-# rows), on each bench alone (how much the answer depends on the drift between them).
-#
-# Last, a what-if: the L32 storage row as ref-storage3's call 1 ran it on the L24 row's machine
-# (step 33.071 s, from logs/ref-storage3-h200x2/call1/run_L32.txt; its JSON did not come back, so
-# it is not a row), replayed with that machine's figures.
+# `trainsim validate` uses), and, as comparisons that feed nothing, on each step's probe alone and
+# on the mixed figure taken as before ref-probe (the benches' storage_mixed records).
 import json, os, re, subprocess, collections, copy, importlib.util
 
 BIN = os.environ.get('TS', 'build-ref-nocuda/trainsim')
@@ -74,17 +72,10 @@ def replays(model, strategy, step, cases):
               f"busy {u:6.3f} s (read and write overlapped {r + w - u:6.3f} s)")
 
 
-# Bench runs of a row's own call that feed nothing (machine_storage.py), replayed for comparison:
-# ref-storage4's call ran the bench at the default 1 GiB files as well as at the row's 16 GiB.
-S4 = R + 'logs/ref-storage4-h200x2/call1/'
-COMPARE = {'h200x2_ref-infinity-storage_L32-h2560_mb1x2': [
-    ('replay, 1 GiB bench before the row alone (comparison)', S4 + 'storage_1g_1.txt'),
-    ('replay, 1 GiB bench after the row alone (comparison)', S4 + 'storage_1g_2.txt')]}
-
 profile = json.load(open(HW))
 prof = (profile['storage']['read_GBps'], profile['storage']['write_GBps'], profile['storage'].get('mixed_read_GBps'),
         profile['storage'].get('mixed_write_GBps'))
-for name, (path, runs, where) in ms.ROWS.items():
+for name, path in ms.ROWS.items():
     d = json.load(open(path))
     model = R + 'h200x2/' + d['model']
     streams = d['stack']['details']['streams_per_rank']
@@ -93,34 +84,31 @@ for name, (path, runs, where) in ms.ROWS.items():
     wr = sum(s['bytes_storage_written'] for s in streams) * 1e-9
     m = d['machine_storage']
     own = (m['read_GBps'], m['write_GBps'], m.get('mixed_read_GBps'), m.get('mixed_write_GBps'))
-    print(f"{name}: machine_storage {fmt(own)} GB/s ({where}); the profile's ({HW}) {fmt(prof)}")
-    print(f"  measured: step {step:.3f} s; optimizer phase {' / '.join('%.3f' % x['cpu_optimizer_s'] for x in streams)} s, "
+    print(f"{name}: machine_storage {fmt(own)} GB/s ({m['source']}); the profile's ({HW}) {fmt(prof)}")
+    print(f"  measured: step {step:.3f} s (steps {', '.join('%.3f' % x for x in d['measured']['step_times_s'])}); "
+          f"optimizer phase {' / '.join('%.3f' % x['cpu_optimizer_s'] for x in streams)} s, "
           f"storage wait {' / '.join('%.3f' % x['storage_busy_s'] for x in streams)} s (ranks 0 / 1); "
           f"both ranks read {rd:.2f} GB, write {wr:.2f} GB per step")
-    seq_own, seq_prof = rd / own[0] + wr / own[1], rd / prof[0] + wr / prof[1]
     opt = max(x['cpu_optimizer_s'] for x in streams)
+    _, _, reads, writes = ms.probe_mixed(d)
+    print(f"  read + write together over the slowest rank's optimizer phase: {(rd + wr) / opt:.3f} GB/s; the probes before "
+          f"each timed step: {', '.join('%.3f' % (2 * x) for x in reads)} GB/s together")
+    seq_own, seq_prof = rd / own[0] + wr / own[1], rd / prof[0] + wr / prof[1]
     line = (f"  read then written, one after the other: {seq_own:.3f} s at its machine's figures "
             f"(slowest rank's optimizer phase {opt / seq_own:.3f} x that), {seq_prof:.3f} s at the profile's")
     if own[2] is not None:
         line += f"; at its machine's mixed figure {(rd + wr) / (own[2] + own[3]):.3f} s"
     print(line)
     cases = [('replay on the profile', HW), ("replay, its machine_storage (what validate does)", with_storage(own, '/tmp/storage_rows.own.json'))]
-    if len(runs) > 1:
-        for i, r in enumerate(runs):
-            cases.append((f"replay, bench {i + 1} alone ({os.path.basename(r)})", with_storage(ms.bench(r), f'/tmp/storage_rows.b{i}.json')))
-    for label, r in COMPARE.get(name, []):
-        cases.append((label, with_storage(ms.bench(r), '/tmp/storage_rows.x%d.json' % len(cases))))
+    # Comparisons, none of which feeds the row: each step's probe alone, and the mixed figure as
+    # the calls before ref-probe took it (the benches' 2-stream storage_mixed records), their mean
+    # and each bench alone.
+    for i, (r, w) in enumerate(zip(reads, writes)):
+        cases.append((f"replay, the probe before timed step {i + 1} alone", with_storage((own[0], own[1], r, w), f'/tmp/storage_rows.p{i}.json')))
+    runs = ms.benches_that_ran()
+    b = [ms.bench(r) for r in runs]
+    old = tuple(ms.sig4(sum(x[i] for x in b) / len(b)) for i in range(4))
+    cases.append(("replay, the benches' mixed records (the rule before)", with_storage(old, '/tmp/storage_rows.old.json')))
+    for i, r in enumerate(runs):
+        cases.append((f"replay, bench {i + 1} alone ({os.path.basename(r)})", with_storage(b[i], f'/tmp/storage_rows.b{i}.json')))
     replays(model, d['strategy'], step, cases)
-
-# The what-if: the L32 row's configuration (the committed row's model and strategy: the same flags)
-# at ref-storage3 call 1's measured step and machine.
-S3 = R + 'logs/ref-storage3-h200x2/call1/'
-step32 = float(re.search(r'step ([0-9.]+) s \(median', open(S3 + 'run_L32.txt').read()).group(1))
-benches = [ms.bench(S3 + 'storage1.txt'), ms.bench(S3 + 'storage2.txt')]
-mean = tuple(ms.sig4(sum(b[i] for b in benches) / 2) for i in range(4))
-d = json.load(open(R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json'))
-print(f"what-if, not a row: h200x2_ref-infinity-storage_L32-h2560_mb1x2 as ref-storage3 call 1 ran it (step {step32:.3f} s, "
-      f"run_L32.txt; its JSON did not come back), on that machine's figures ({fmt(mean)} GB/s, the L24 row's machine_storage)")
-replays(R + 'h200x2/' + d['model'], d['strategy'], step32,
-        [("replay, that machine's storage (mean of its two benches)", with_storage(mean, '/tmp/storage_rows.m.json'))] +
-        [(f"replay, bench {i + 1} alone", with_storage(b, f'/tmp/storage_rows.c{i}.json')) for i, b in enumerate(benches)])
