@@ -66,12 +66,15 @@ TEST(ReferenceGpu, HostCheckpointsRunMovesEveryLayerInputOutAndBack) {
   EXPECT_DOUBLE_EQ(jg["measured"]["peak_allocated_bytes"][0].get<double>() -
                        j["measured"]["peak_allocated_bytes"][0].get<double>(),
                    2 * x_bytes);
-  // The first loss is bitwise the same; later ones follow gradients with atomic adds (embedding).
+  // The same losses, to the float rounding of atomic adds: the loss itself is summed with
+  // atomicAdd (ref_kernels.cu, cross_entropy), so even the first step's, whose forward does not
+  // depend on where the checkpoints are, differs in its last bits between two runs (ckpt-host
+  // call 1 had this test asking for bitwise equality and saw 6.98888 against 6.98888, not equal);
+  // later steps follow gradients also summed with atomics.
   const auto& lh = j["stack"]["details"]["losses"];
   const auto& lg = jg["stack"]["details"]["losses"];
   ASSERT_EQ(lh.size(), lg.size());
-  EXPECT_EQ(lh[0].get<double>(), lg[0].get<double>());
-  for (std::size_t i = 1; i < lh.size(); ++i) EXPECT_NEAR(lh[i].get<double>(), lg[i].get<double>(), 1e-4 * lg[i].get<double>());
+  for (std::size_t i = 0; i < lh.size(); ++i) EXPECT_NEAR(lh[i].get<double>(), lg[i].get<double>(), 1e-5 * lg[i].get<double>());
 }
 
 // A pipeline row states the split that ran and its bubble as the simulator defines it: per stage
