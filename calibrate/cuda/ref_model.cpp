@@ -1,5 +1,6 @@
 #include "ref_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "cuda_check.hpp"
@@ -49,6 +50,18 @@ float* GptGpu::g(float* unit, int l, LayerTensor t) const {
   return unit + (layout_.layer(l, t).offset - layout_.units[1 + l].offset);
 }
 
+GptGpu::GptGpu(const GptConfig& c, const ParamLayout& layout, bool recompute, StageSpec stage, bool host_checkpoints)
+    : c_(c), layout_(layout), recompute_(recompute), st_(stage) {
+  if (st_.end_layer < 0) st_.end_layer = c.layers;
+  if (host_checkpoints) {
+    // reference_options.cpp refuses the other cases; this guards the class's own use.
+    if (!recompute || st_.first_layer != 0 || st_.end_layer != c.layers || !st_.embed || !st_.head || st_.slots != 1) {
+      throw CalibrationError("host checkpoints need --recompute layer and the whole model on one GPU (no pipeline)");
+    }
+    host_ = std::make_unique<HostCheckpoints>(c.layers, static_cast<std::size_t>(c.tokens()) * c.hidden);
+  }
+}
+
 void GptGpu::allocate(Arena& a) {
   const std::size_t T = static_cast<std::size_t>(c_.tokens()), h = c_.hidden, S = c_.seq;
   const std::size_t sq = static_cast<std::size_t>(c_.micro_batch) * c_.heads * S * S;
@@ -56,7 +69,12 @@ void GptGpu::allocate(Arena& a) {
   x_.assign(st_.slots, {});
   acts_.assign(st_.slots, std::vector<Acts>(recompute_ ? 1 : nl));
   dtop_.clear();
-  for (int slot = 0; slot < st_.slots; ++slot) {
+  ring_.clear();
+  if (host_) {
+    for (int i = 0; i < std::min(RING, nl); ++i) ring_.push_back(a.alloc<float>(T * h));
+    top_ = a.alloc<float>(T * h);
+  }
+  for (int slot = 0; slot < st_.slots && !host_; ++slot) {
     for (int l = 0; l <= nl; ++l) x_[slot].push_back(a.alloc<float>(T * h));
     if (st_.head && st_.slots > 1) dtop_.push_back(a.alloc<float>(T * h));
   }
@@ -205,9 +223,20 @@ void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* ta
   tick("embedding", s);
   for (int l = 0; l < L; ++l) {
     const bf16* pu = store.acquire(1 + l);
+    // Host checkpoints: layer l writes x(l + 1) over the ring buffer of x(l - 2), whose copy out
+    // was issued after layer l - 2's forward.
+    if (host_ && l + 1 < L && l >= RING - 1) host_->wait_saved(l + 1 - RING, s);
     layer_forward(0, l, pu, acts(0, l), false, gemm, s);
     store.release(1 + l);
+    // SAVE_CHECKPOINT after the layer's forward (sim/schedules/data_parallel_schedule.cpp).
+    if (host_) host_->save(l, x(0, l), s);
   }
+  // LOAD_CHECKPOINT of layer l is issued once the compute `fetch_ahead` = 2 places before its
+  // recompute has ended (data_parallel_schedule.cpp, trigger; data_parallel_program.cpp sets
+  // fetch_ahead): computes run forward ..., F(L-1), head, then R(L-1), B(L-1), R(L-2), ...; so
+  // x(L-1) once F(L-1) has ended, x(L-2) after the head, x(l) after B(l + 2): one layer ahead.
+  // Into ring l % 3, which x(l + 3) held last (B(l + 3) has ended by then).
+  if (host_) host_->load(L - 1, x(0, L - 1), s);
   const bf16* pf = store.acquire(last);
   const bf16* lnf_g = pf + (layout_.final_ln(LNF_G).offset - f0);
   layernorm_forward(x(0, L), lnf_g, pf + (layout_.final_ln(LNF_B).offset - f0), lnf_, lnf_mean_, lnf_rstd_, T, h, s);
@@ -231,13 +260,16 @@ void GptGpu::forward_backward(const std::int32_t* tokens, const std::int32_t* ta
   layernorm_backward_input(scratch_, x(0, L), lnf_mean_, lnf_rstd_, lnf_g, dx_, false, T, h, s);
   tick("lnf", s);
   store.grads_done(last);
+  if (host_ && L >= 2) host_->load(L - 2, x(0, L - 2), s);
   for (int l = L - 1; l >= 0; --l) {
     const bf16* pu = store.acquire(1 + l);
+    if (host_) host_->wait_loaded(l, s);
     if (recompute_) layer_forward(0, l, pu, acts(0, l), true, gemm, s);
     float* gu = store.grads(1 + l);
     layer_backward(0, l, pu, gu, acts(0, l), gemm, s);
     store.release(1 + l);
     store.grads_done(1 + l);
+    if (host_ && l >= 2) host_->load(l - 2, x(0, l - 2), s);
   }
   embed_backward(tokens, dx_, ge + (layout_.embed(WTE).offset - e0), ge + (layout_.embed(WPE).offset - e0), T, c_.seq, h,
                  s);

@@ -44,7 +44,7 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
   GemmRunner gemm(workspace.p, GEMM_WORKSPACE);
   ParamStore store(layout, rank, world, comm, st.compute, st.collective, job.offload, job.cpu_threads,
                    job.storage_dir);
-  GptGpu model(job.model, layout, job.recompute);
+  GptGpu model(job.model, layout, job.recompute, {}, job.host_checkpoints);
   const std::size_t T = static_cast<std::size_t>(job.model.tokens());
   const std::vector<Batch>& batches = job.batches.at(rank);
   // Sizing pass, then the real one.
@@ -95,6 +95,7 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     store.optimizer_log.clear();
     store.host_log.clear();
     store.collective_bytes = store.bytes_h2d = store.bytes_d2h = 0;
+    if (model.host_checkpoints() != nullptr) model.host_checkpoints()->clear_step();
     StorageProbe probe;
     const bool probing = job.storage_probe_chunks > 0 && step >= job.warmup;
     if (probing) {
@@ -136,6 +137,12 @@ RankOutcome run_rank(const RankJob& job, int rank, int world, ncclComm_t comm, s
     b.host_transfer_s = store.host_log.seconds();
     b.cpu_optimizer_s = store.cpu_optimizer_s;
     b.storage_s = store.storage_wait_s;
+    if (const HostCheckpoints* hc = model.host_checkpoints()) {
+      b.checkpoint_out_s = hc->out_log.seconds();
+      b.checkpoint_in_s = hc->in_log.seconds();
+      m.checkpoint_bytes_to_host = hc->bytes_out;
+      m.checkpoint_bytes_from_host = hc->bytes_in;
+    }
     // The compute stream's span from first to last event, less the time it sat waiting for a
     // collective and, offloaded, for CPU-Adam: what it spent running kernels or between launches.
     b.compute_s = span_ms * 1e-3 - b.exposed_collective_s - b.cpu_optimizer_s;

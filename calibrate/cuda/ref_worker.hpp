@@ -17,6 +17,7 @@ struct RankJob {
   GptConfig model;
   bool recompute = false;
   bool offload = false;  // ZeRO-Infinity's CPU tier
+  bool host_checkpoints = false;  // with recompute: layer inputs in host memory (ref_checkpoints.hpp)
   int pipeline = 0;      // 0 none, 1 GPipe, 2 1F1B (ref_pipeline.hpp)
   int cpu_threads = 1;
   std::string storage_dir;  // with offload: the optimizer states on storage

@@ -34,6 +34,7 @@ std::string to_string(RefMode m) {
   return "?";
 }
 std::string to_string(Recompute r) { return r == Recompute::NONE ? "none" : "layer"; }
+std::string to_string(Checkpoints c) { return c == Checkpoints::GPU ? "gpu" : "host"; }
 
 std::string reference_usage() {
   return "usage: trainsim-calibrate reference --out DIR [options]\n"
@@ -42,7 +43,8 @@ std::string reference_usage() {
          "A real training step of a GPT decoder (bf16 cuBLASLt GEMMs, fp32 master weights, Adam),\n"
          "timed with CUDA events; writes NAME.json (trainsim.measured_run) and NAME.model.json.\n"
          "--check instead runs the correctness suite at a small size (GPU against the CPU fp64\n"
-         "reference, loss over 20 steps, recompute, ZeRO-3 against one GPU) and writes check.json.\n"
+         "reference, loss over 20 steps, recompute, host checkpoints against GPU ones, ZeRO-3 against\n"
+         "one GPU) and writes check.json.\n"
          "\n"
          "  --mode single|zero3|infinity  one GPU; ZeRO-3 over --gpus GPUs through NCCL; or ZeRO-Infinity:\n"
          "                        ZeRO-3 with fp32 master, Adam moments and bf16 parameters in pinned host\n"
@@ -61,6 +63,10 @@ std::string reference_usage() {
          "  --micro-batch N       sequences per micro-batch per GPU (default 4)\n"
          "  --grad-accum N        micro-batches per step (default 1)\n"
          "  --recompute none|layer  activation checkpointing per layer (default none)\n"
+         "  --checkpoints gpu|host  with --recompute layer: keep each layer's input (the fp32 residual) on the\n"
+         "                        GPU, or in pinned host memory: copied out after the layer's forward, back one\n"
+         "                        layer ahead of its recompute, on copy streams of their own (single, zero3,\n"
+         "                        infinity; default gpu)\n"
          "  --steps N --warmup N  timed and untimed steps (default 5 and 2)\n"
          "  --lr F                Adam learning rate (default 1e-4)\n"
          "  --name NAME           run name (default from the configuration)\n"
@@ -74,7 +80,9 @@ int state_file_chunks(const ReferenceOptions& o) {
 }
 
 std::string default_run_name(const ReferenceOptions& o) {
-  std::string n = to_string(o.mode) + (o.storage_dir.empty() ? "" : "-storage") + (o.recompute == Recompute::LAYER ? "-ckpt" : "") + "_L" +
+  std::string n = to_string(o.mode) + (o.storage_dir.empty() ? "" : "-storage") + (o.recompute != Recompute::LAYER       ? ""
+                                                   : o.checkpoints == Checkpoints::HOST ? "-ckpthost"
+                                                                                        : "-ckpt") + "_L" +
                   std::to_string(o.model.layers) + "-h" + std::to_string(o.model.hidden) + "_mb" +
                   std::to_string(o.model.micro_batch) + "x" + std::to_string(o.grad_accum);
   return n;
@@ -108,6 +116,11 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
       if (r == "none") o.recompute = Recompute::NONE;
       else if (r == "layer") o.recompute = Recompute::LAYER;
       else throw UsageError("--recompute", "none or layer", "\"" + r + "\"");
+    } else if (a == "--checkpoints") {
+      const std::string& c = value();
+      if (c == "gpu") o.checkpoints = Checkpoints::GPU;
+      else if (c == "host") o.checkpoints = Checkpoints::HOST;
+      else throw UsageError("--checkpoints", "gpu or host", "\"" + c + "\"");
     } else if (a == "--gpus") o.gpus = parse_int(a, value(), 1, 64);
     else if (a == "--storage-dir") o.storage_dir = value();
     else if (a == "--storage-probe-chunks") o.storage_probe_chunks = parse_int(a, value(), 0, 1 << 20);
@@ -157,6 +170,16 @@ ReferenceOptions parse_reference_options(const std::vector<std::string>& args) {
                        "at most the " + std::to_string(chunks) + " chunks of a rank's state file at this model and --gpus",
                        std::to_string(o.storage_probe_chunks));
     }
+  }
+  if (o.checkpoints == Checkpoints::HOST) {
+    if (o.recompute != Recompute::LAYER) {
+      throw UsageError("--checkpoints", "--recompute layer as well (host memory holds the layer checkpoints)", "host");
+    }
+    if (is_pipeline(o.mode)) {
+      throw UsageError("--checkpoints", "gpu with --mode " + to_string(o.mode) + " (host checkpoints: single, zero3, infinity)",
+                       "host");
+    }
+    if (o.check) throw UsageError("--checkpoints", "a measured run, not --check (the check compares host against GPU checkpoints itself)", "host");
   }
   if (o.cpu_threads == 0) o.cpu_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.gpus);
   if (o.name.empty()) o.name = default_run_name(o);

@@ -14,11 +14,16 @@ namespace trainsim::calibrate::ref {
 enum class RefMode { SINGLE, ZERO3, OFFLOAD, GPIPE, ONE_F_ONE_B };
 inline bool is_pipeline(RefMode m) { return m == RefMode::GPIPE || m == RefMode::ONE_F_ONE_B; }
 enum class Recompute { NONE, LAYER };
+// Where --recompute layer keeps each layer's input: on the GPU, or in pinned host memory, copied
+// out after the layer's forward and back one layer ahead of its recompute
+// (calibrate/cuda/ref_checkpoints.hpp; the strategy's offload_activations "cpu").
+enum class Checkpoints { GPU, HOST };
 
 struct ReferenceOptions {
   GptConfig model{24, 1024, 16, 50304, 2048, 4};
   RefMode mode = RefMode::SINGLE;
   Recompute recompute = Recompute::NONE;
+  Checkpoints checkpoints = Checkpoints::GPU;
   int gpus = 1;
   int cpu_threads = 0;      // CPU-Adam threads per rank under infinity (0: logical CPUs / gpus)
   std::string storage_dir;  // --storage-dir: infinity's optimizer states on storage (empty: host memory)
@@ -44,5 +49,6 @@ int state_file_chunks(const ReferenceOptions& o);
 std::string default_run_name(const ReferenceOptions& o);
 std::string to_string(RefMode m);
 std::string to_string(Recompute r);
+std::string to_string(Checkpoints c);
 
 }  // namespace trainsim::calibrate::ref

@@ -117,6 +117,15 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
     details["grad_sync"] = "fp32 reduce-scatter per unit after its backward in every micro-batch, added into the fp32 gradient shard, on the collective stream";
   }
   details["recompute"] = to_string(o.recompute);
+  const bool host_ckpt = o.checkpoints == Checkpoints::HOST;
+  if (host_ckpt) {
+    details["checkpoints"] =
+        "host (calibrate/cuda/ref_checkpoints.hpp): each layer's input x(l), the fp32 residual [micro_batch, seq, "
+        "hidden], copied to pinned host memory after the layer's forward on a device-to-host stream of its own, and "
+        "back on a host-to-device stream of its own one layer ahead of its recompute (issued once the backward of "
+        "layer l + 2 has ended; x(L-1) once its forward has, x(L-2) after the head), CUDA events only; on the GPU a "
+        "ring of three residual buffers and x(L), which the head reads";
+  }
   details["optimizer"] = std::string(offload ? "CPU-Adam on the host" : "Adam on the GPU") + " (fp32 master, moments; betas 0.9, 0.95; eps 1e-8; lr " + std::to_string(o.lr) +
                          "; no weight decay), new bf16 copy written by the same kernel";
   details["grad_accum"] = o.grad_accum;
@@ -156,6 +165,12 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                        {"bytes_storage_read", r.bytes_storage_read},
                        {"bytes_storage_written", r.bytes_storage_written},
                        {"collective_bytes_sent", r.collective_bytes}});
+    if (host_ckpt) {
+      streams.back()["checkpoint_out_busy_s"] = med(&StreamBusy::checkpoint_out_s);
+      streams.back()["checkpoint_in_busy_s"] = med(&StreamBusy::checkpoint_in_s);
+      streams.back()["checkpoint_bytes_to_host"] = r.checkpoint_bytes_to_host;
+      streams.back()["checkpoint_bytes_from_host"] = r.checkpoint_bytes_from_host;
+    }
   }
   details["streams_per_rank"] = streams;
   if (o.storage_probe_chunks > 0) {
@@ -193,6 +208,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
                    {"zero", zero3 ? 3 : 0},
                    {"offload_params", offload ? "cpu" : "none"},
                    {"offload_optimizer", !offload ? "none" : o.storage_dir.empty() ? "cpu" : "nvme"},
+                   {"offload_activations", host_ckpt ? "cpu" : "none"},
                    {"micro_batch", o.model.micro_batch},
                    {"global_batch", o.model.micro_batch * o.grad_accum * (pipe ? 1 : n)},
                    {"recompute", o.recompute == Recompute::LAYER ? "full" : "none"},

@@ -24,6 +24,8 @@ struct StreamBusy {
   double optimizer_s = 0;    // the part of compute_s spent in the Adam kernel
   double exposed_collective_s = 0;  // compute stream waiting on the collective stream
   double bubble_fraction = 0;       // pipeline: idle share of this stage's schedule (CUDA events)
+  double checkpoint_out_s = 0;      // --checkpoints host: the device-to-host copy stream's busy time
+  double checkpoint_in_s = 0;       // and the host-to-device one's
 };
 
 struct RankMeasurement {
@@ -35,6 +37,7 @@ struct RankMeasurement {
   std::int64_t params = 0;          // parameters this rank owns (its shard under ZeRO-3)
   double bytes_h2d = 0, bytes_d2h = 0, bytes_storage_read = 0, bytes_storage_written = 0;  // per step
   double collective_bytes = 0;  // per step, sent by this rank
+  double checkpoint_bytes_to_host = 0, checkpoint_bytes_from_host = 0;  // --checkpoints host: per step
   std::vector<StorageProbe> storage_probes;  // --storage-probe-chunks: one per timed step, taken before it
 };
 

@@ -37,6 +37,14 @@ TEST(ReferenceCli, ArgumentErrorsExit2NameTheFlag) {
       {"reference --out " + out + " --mode infinity --gpus 2 --storage-dir /tmp --storage-probe-chunks", "--storage-probe-chunks"},
       // L24-h1024 over 2 ranks: 43 chunks of 4 Mi parameters per rank's state file.
       {"reference --out " + out + " --mode infinity --gpus 2 --storage-dir /tmp --storage-probe-chunks 44", "--storage-probe-chunks"},
+      // Host checkpoints: a known place, with layer recompute, not for the pipelines, not for --check.
+      {"reference --out " + out + " --recompute layer --checkpoints disk", "--checkpoints"},
+      {"reference --out " + out + " --recompute layer --checkpoints", "--checkpoints"},
+      {"reference --out " + out + " --checkpoints host", "--checkpoints"},
+      {"reference --out " + out + " --mode zero3 --gpus 2 --recompute none --checkpoints host", "--checkpoints"},
+      {"reference --out " + out + " --mode gpipe --gpus 2 --recompute layer --checkpoints host", "--checkpoints"},
+      {"reference --out " + out + " --mode 1f1b --gpus 2 --recompute layer --checkpoints host", "--checkpoints"},
+      {"reference --check --out " + out + " --recompute layer --checkpoints host", "--checkpoints"},
   };
   for (const auto& [args, flag] : cases) {
     const auto r = run_calibrate(args);
@@ -144,6 +152,58 @@ TEST(ReferenceOptions, StorageProbeChunksAreBoundedByTheStateFile) {
   EXPECT_EQ(l32.storage_probe_chunks, 64);
   EXPECT_EQ(l32.name, "infinity-storage_L32-h2560_mb4x1");  // the probe does not rename the row
   EXPECT_THROW(ref::parse_reference_options({"--out", "x", "--mode", "infinity", "--storage-probe-chunks", "1"}), UsageError);
+}
+
+// --checkpoints host (with --recompute layer) in single, zero3 and infinity; gpu, the default,
+// keeps the rows' names and strategy as before but for the explicit offload_activations "none".
+TEST(ReferenceOptions, HostCheckpointsNeedLayerRecompute) {
+  const auto gpu = ref::parse_reference_options({"--out", "x", "--mode", "zero3", "--gpus", "2", "--recompute", "layer"});
+  EXPECT_EQ(gpu.checkpoints, ref::Checkpoints::GPU);
+  EXPECT_EQ(gpu.name, "zero3-ckpt_L24-h1024_mb4x1");
+  for (const std::string mode : {"single", "zero3", "infinity"}) {
+    const auto o = ref::parse_reference_options({"--out", "x", "--mode", mode, "--gpus", mode == "single" ? "1" : "2",
+                                                 "--recompute", "layer", "--checkpoints", "host", "--grad-accum", "2"});
+    EXPECT_EQ(o.checkpoints, ref::Checkpoints::HOST) << mode;
+    EXPECT_EQ(o.name, mode + "-ckpthost_L24-h1024_mb4x2");
+  }
+  EXPECT_THROW(ref::parse_reference_options({"--out", "x", "--checkpoints", "host"}), UsageError);
+  EXPECT_THROW(ref::parse_reference_options({"--out", "x", "--mode", "1f1b", "--gpus", "2", "--recompute", "layer",
+                                             "--checkpoints", "host"}),
+               UsageError);
+  EXPECT_NE(ref::reference_usage().find("--checkpoints gpu|host"), std::string::npos);
+}
+
+// The row states what the simulator replays for it: offload_activations "cpu" (SAVE_CHECKPOINT /
+// LOAD_CHECKPOINT, sim/schedules/data_parallel_schedule.cpp), how, and per rank the copies' bytes
+// and busy time.
+TEST(ReferenceJson, HostCheckpointsAreOffloadedActivations) {
+  ref::ReferenceRun run;
+  run.options = ref::parse_reference_options(
+      {"--out", "x", "--mode", "zero3", "--gpus", "2", "--recompute", "layer", "--checkpoints", "host"});
+  ref::RankMeasurement m;
+  m.step_times_s = {0.3};
+  ref::StreamBusy b;
+  b.compute_s = 0.25;
+  b.checkpoint_out_s = 0.02;
+  b.checkpoint_in_s = 0.03;
+  m.busy = {b};
+  m.checkpoint_bytes_to_host = m.checkpoint_bytes_from_host = 24 * 8192 * 1024 * 4.0;
+  m.peak_allocated_bytes = m.peak_reserved_bytes = 1e9;
+  run.ranks = {m, m};
+  auto j = ref::measured_run_json(run, "x.model.json");
+  EXPECT_EQ(j["strategy"]["offload_activations"], "cpu");
+  EXPECT_EQ(j["strategy"]["recompute"], "full");
+  EXPECT_EQ(j["name"], "zero3-ckpthost_L24-h1024_mb4x1");
+  EXPECT_NE(j["stack"]["details"]["checkpoints"].get<std::string>().find("pinned host memory"), std::string::npos);
+  const auto& r1 = j["stack"]["details"]["streams_per_rank"][1];
+  EXPECT_DOUBLE_EQ(r1["checkpoint_out_busy_s"].get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(r1["checkpoint_in_busy_s"].get<double>(), 0.03);
+  EXPECT_DOUBLE_EQ(r1["checkpoint_bytes_to_host"].get<double>(), 24 * 8192 * 1024 * 4.0);
+  run.options.checkpoints = ref::Checkpoints::GPU;
+  j = ref::measured_run_json(run, "x.model.json");
+  EXPECT_EQ(j["strategy"]["offload_activations"], "none");
+  EXPECT_FALSE(j["stack"]["details"].contains("checkpoints"));
+  EXPECT_FALSE(j["stack"]["details"]["streams_per_rank"][0].contains("checkpoint_bytes_to_host"));
 }
 
 TEST(ReferenceJson, StorageProbesAreRecordedPerRankAndStep) {

@@ -233,5 +233,42 @@ TEST(ReferenceStackProgram, StorageStatesStreamInLockStepChunks) {
   EXPECT_EQ(ids(ds, "nvme_write_optimizer").size(), 1u);
 }
 
+
+// Host checkpoints (`trainsim-calibrate reference --recompute layer --checkpoints host`, the
+// strategy's offload_activations "cpu"): per micro-batch every layer's checkpoint goes out on the
+// D2H stream and comes back on the H2D stream, each the reference's fp32 residual [micro_batch,
+// seq, hidden] (reference_activations' stored bytes under recompute), as the reference copies x(0)
+// .. x(L-1) on its own two copy streams (calibrate/cuda/ref_checkpoints.hpp): the measured row
+// h200x2_ref-zero3-ckpthost_L24-h1024_mb4x2 moved 1610612736 bytes each way per step and rank.
+TEST(ReferenceStackProgram, HostCheckpointsMoveEachLayersFp32InputOutAndBack) {
+  const wl::ModelSpec m = l24();
+  wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
+  s.offload_params = wl::OffloadTarget::NONE;
+  s.offload_optimizer = wl::OffloadTarget::NONE;
+  s.recompute = wl::Recompute::FULL;
+  s.offload_activations = wl::ActivationOffload::CPU;
+  const ProgramSet ps = program(m, s);
+  double out = 0, in = 0;
+  int outs = 0, ins = 0;
+  for (const Instruction& i : ps.stages.at(0).instructions) {
+    const std::string_view n = i.name;
+    if (n == "checkpoint_out") {
+      ++outs;
+      out += i.bytes;
+      EXPECT_EQ(i.stream, Stream::D2H);
+    }
+    if (n == "checkpoint_in") {
+      ++ins;
+      in += i.bytes;
+      EXPECT_EQ(i.stream, Stream::H2D);
+    }
+  }
+  const double x_bytes = 4.0 * 4 * 2048 * 1024;  // fp32, micro_batch 4, seq 2048, hidden 1024
+  EXPECT_EQ(outs, 24 * 2 * ps.steps);
+  EXPECT_EQ(ins, 24 * 2 * ps.steps);
+  EXPECT_DOUBLE_EQ(out / ps.steps, 1610612736.0);
+  EXPECT_DOUBLE_EQ(in / ps.steps, 24 * 2 * x_bytes);
+}
+
 }  // namespace
 }  // namespace trainsim::sim
