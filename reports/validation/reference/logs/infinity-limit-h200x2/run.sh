@@ -1,4 +1,17 @@
 #!/usr/bin/env bash
+# Branch infinity-limit, as run (call 1 of this branch; the only one): the folder devrun-limit/ (untracked
+# in /work/main, removed after) held this script and build-ref/trainsim-calibrate built from commit
+# 81cd155 (calibrate/ as ec52930's but for a comment; stripped, sha256 9bbc1b2f...11dc5b, the ckpt-host
+# call's binary byte for byte, in call1/env.txt). The run tool's command was
+#   export NCCL_NVLS_ENABLE=0; OUT=$OUT bash devrun-limit/run.sh
+# with kind nvidia-h200-x2, needs_h200 true, timeout_s 560. What came: 2 x NVIDIA H200 (143771 MiB each),
+# driver 580.159.04, CUDA 13.0; the script ran 302.2 s (wall_s), rc 0; 341 s of device time counted
+# (budget 1161 -> 820 s), given back right after. Both rows ran at their first micro-batch (no
+# out-of-memory, no rerun; failed/ came back empty). One file came back, $OUT/limit.tar.gz (sha256
+# c5d755b4...7f7282); call1/ is it unpacked, except the rows' JSONs, which are in h200x2/ byte for byte
+# as they came (call1/runs.sha256; scripts/machine_storage.py then added machine_storage to the
+# storage row). call1/diskstats.txt: /proc/diskstats around each bench and row.
+# (The file below the header is the script as sent, its first line, the shebang, dropped.)
 # Branch infinity-limit (issue 11: the ZeRO-Infinity rows near the GPU memory limit). One device call on
 # one 2 x H200 machine: the storage bench with 16 GiB files, the storage-offload row at L24-h1024 mb20x2
 # with its storage probes (all 43 chunks), the host-offload row at L32-h2560 mb9x2, the bench again while
