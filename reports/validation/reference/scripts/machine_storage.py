@@ -38,20 +38,28 @@
 # the median over the same steps of the slowest rank's time, each probe taken right before its step.
 import json, os, re, statistics, sys
 R = 'reports/validation/reference/'
-P = R + 'logs/ref-probe-h200x2/call1/'
-BENCHES = [P + 'storage_16g_1.txt', P + 'storage_16g_2.txt']  # before the rows, after them
 WHERE_BENCH = ('read_GBps, write_GBps: the storage bench with 16 GiB files (the test file and each storage_mixed '
-               'file) in the same device call ({which}; logs/ref-probe-h200x2/call1/{files})')
+               'file) in the same device call ({which}; {call}{files})')
 WHERE_PROBE = ('; mixed_read_GBps, mixed_write_GBps: the row\'s own storage probes (stack.details.storage_probes: '
                'the first {chunks} chunks of 48 MiB of each rank\'s state file through the step\'s read/write pattern, '
                'all ranks at once, right before each timed step): per step the bytes of all ranks over the slowest '
                'rank\'s seconds, median over the {steps} timed steps ({per_step} GB/s each way); the benches\' '
                'storage_mixed records feed nothing')
-# row -> its JSON; both storage rows ran in ref-probe's call 1 with the probe, one method for both.
+# row -> (its JSON, the folder of its device call's output, the call's name). The two first storage rows
+# ran in ref-probe's call 1 with the probe; the near-limit one (micro-batch 20) in infinity-limit's call 1,
+# with the same benches (16 GiB, before and after the rows) and the same probe: one method for all.
+PROBE_CALL = ('logs/ref-probe-h200x2/call1/', 'ref-probe call 1')
+LIMIT_CALL = ('logs/infinity-limit-h200x2/call1/', 'infinity-limit call 1')
 ROWS = {
-    'h200x2_ref-infinity-storage_L32-h2560_mb1x2': R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json',
-    'h200x2_ref-infinity-storage_L24-h1024_mb4x2': R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb4x2.json',
+    'h200x2_ref-infinity-storage_L32-h2560_mb1x2': (R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json',) + PROBE_CALL,
+    'h200x2_ref-infinity-storage_L24-h1024_mb4x2': (R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb4x2.json',) + PROBE_CALL,
+    'h200x2_ref-infinity-storage_L24-h1024_mb20x2': (R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb20x2.json',) + LIMIT_CALL,
 }
+
+
+def benches_of(call):
+    """The call's two 16 GiB bench outputs: before the rows, after them."""
+    return [R + call + 'storage_16g_1.txt', R + call + 'storage_16g_2.txt']
 
 
 def sig4(x):
@@ -68,7 +76,7 @@ def bench(path):
     return head('storage_read_GBps'), head('storage_write_GBps'), mixed('read'), mixed('write')
 
 
-def benches_that_ran():
+def benches_that_ran(BENCHES):
     """The bench runs of BENCHES whose output has both headline figures (one that timed out has not)."""
     ran = []
     for path in BENCHES:
@@ -98,10 +106,11 @@ def probe_mixed(d):
     return statistics.median(reads), statistics.median(writes), reads, writes
 
 
-def figures(path):
+def figures(path, call, label):
     """The row's machine_storage entry."""
     d = json.load(open(path))
-    runs = benches_that_ran()
+    BENCHES = benches_of(call)
+    runs = benches_that_ran(BENCHES)
     b = [bench(r) for r in runs]
     which = 'before the rows and after them on the same machine, mean of the two' if len(runs) == 2 else \
         'the one before the rows; the one after did not finish' if runs[0] == BENCHES[0] else \
@@ -110,15 +119,15 @@ def figures(path):
     mr, mw, reads, _ = probe_mixed(d)
     entry['mixed_read_GBps'] = sig4(mr)
     entry['mixed_write_GBps'] = sig4(mw)
-    entry['source'] = ('ref-probe call 1: ' + WHERE_BENCH.format(which=which, files=', '.join(os.path.basename(r) for r in runs)) +
+    entry['source'] = (label + ': ' + WHERE_BENCH.format(which=which, call=call, files=', '.join(os.path.basename(r) for r in runs)) +
                        WHERE_PROBE.format(chunks=d['stack']['details']['storage_probes']['chunks'], steps=len(reads),
                                           per_step=', '.join(f'{x:.3f}' for x in reads)))
     return entry
 
 
 def main():
-    for name, path in ROWS.items():
-        entry = figures(path)
+    for name, (path, call, label) in ROWS.items():
+        entry = figures(path, call, label)
         text = open(path).read()
         lines = text.split('\n')
         lines = [l for l in lines if not l.startswith(' "machine_storage": ')]
