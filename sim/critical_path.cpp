@@ -96,7 +96,7 @@ class Durations {
     const double cap = costs_.copy_cap(in.to == Tier::GPU ? OpKind::COPY_H2D : OpKind::COPY_D2H, in.bytes);
     double t = std::max(r_.pcie > 0 ? in.bytes / r_.pcie : 0.0, shared(in.bytes, r_.host_path));
     if (cap > 0) t = std::max(t, in.bytes / cap);
-    return t;
+    return p_.pcie.latency_us * 1e-6 + t;  // the replay's delay before the bytes move (engine.cpp)
   }
 
   double collective_seconds(const Instruction& in) const {

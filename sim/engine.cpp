@@ -149,11 +149,10 @@ class Replayer {
       case OpKind::COPY_H2D:
       case OpKind::COPY_D2H: {
         if (op.bytes <= 0) break;
-        const bool to_gpu = op.kind == OpKind::COPY_H2D;
-        sg::Host* gpu = platform_.gpu(op.gpu);
-        sg::Host* host = platform_.host_of(op.gpu);
-        set_cap(platform_.copy_cap(op.gpu, to_gpu), cap_of(id) > 0 ? cap_of(id) : UNCAPPED);
-        launch_flow(id, to_gpu ? host : gpu, to_gpu ? gpu : host, op.bytes);
+        // The latency as a delay, the bytes as a latency-free flow that shares its links evenly
+        // (platform.hpp, copy_latency_s).
+        if (platform_.copy_latency_s() > 0) launch_delay(id, platform_.copy_latency_s());
+        else start_flows(id);
         break;
       }
       case OpKind::STORAGE_READ:
@@ -255,6 +254,14 @@ class Replayer {
   void start_flows(OpId id) {
     const Op& op = graph_[id];
     phase_[id] = 2;
+    if (op.kind == OpKind::COPY_H2D || op.kind == OpKind::COPY_D2H) {
+      const bool to_gpu = op.kind == OpKind::COPY_H2D;
+      sg::Host* gpu = platform_.gpu(op.gpu);
+      sg::Host* host = platform_.host_of(op.gpu);
+      set_cap(platform_.copy_cap(op.gpu, to_gpu), cap_of(id) > 0 ? cap_of(id) : UNCAPPED);
+      launch_flow(id, to_gpu ? host : gpu, to_gpu ? gpu : host, op.bytes);
+      return;
+    }
     if (op.kind == OpKind::TRANSFER) {
       const TransferRoute& route = platform_.transfer(op.transfer);
       launch_flow(id, route.src, route.dst, op.bytes);

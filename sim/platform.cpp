@@ -64,10 +64,6 @@ class Builder {
  public:
   Builder(const hw::ClusterProfile& p, sg::NetZone* zone) : p_(p), zone_(zone) {
     switches_ = (p.gpus_per_node() + p.pcie.gpus_per_switch - 1) / p.pcie.gpus_per_switch;
-    copy_latency_ = zone->create_link("pcie_latency", 1e18)
-                        ->set_latency(p.pcie.latency_us * 1e-6)
-                        ->set_sharing_policy(sg::Link::SharingPolicy::FATPIPE)
-                        ->seal();
   }
 
   NodeLinks& node(int n) {
@@ -84,7 +80,6 @@ class Builder {
     }
     return p_.nic.count > 0 ? g % p_.nic.count : -1;
   }
-  sg::Link* copy_latency() const { return copy_latency_; }
 
   // The links of one GPU-to-GPU hop inside node n.
   void intra_hop(int n, int from, int to, Route& r) {
@@ -207,7 +202,6 @@ class Builder {
   const hw::ClusterProfile& p_;
   sg::NetZone* zone_;
   int switches_ = 1;
-  sg::Link* copy_latency_ = nullptr;
   std::map<int, NodeLinks> nodes_;
 };
 
@@ -279,6 +273,7 @@ Route ring_route(Builder& b, const std::vector<RingLocation>& ring, bool reaches
 Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) {
   sg::NetZone* zone = sg::create_full_zone("cluster");
   Builder b(profile, zone);
+  copy_latency_s_ = profile.pcie.latency_us * 1e-6;
   storage_mixed_rate_ = (profile.storage.mixed_read_GBps + profile.storage.mixed_write_GBps) * profile.storage.count * 1e9;
   // How often every directed link is listed across all routes: a ring nothing else shares is
   // timed in closed form (below).
@@ -307,9 +302,9 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     }
     h2d_caps_.push_back(b.simplex(fmt::format("gpu{}.h2d_cap", i), UNCAPPED));
     d2h_caps_.push_back(b.simplex(fmt::format("gpu{}.d2h_cap", i), UNCAPPED));
-    std::vector<sg::LinkInRoute> to_gpu{sg::LinkInRoute(b.copy_latency()), sg::LinkInRoute(h2d_caps_.back())};
+    std::vector<sg::LinkInRoute> to_gpu{sg::LinkInRoute(h2d_caps_.back())};
     for (const auto& h : Builder::weighted(h2d.front(), Builder::count(h2d))) to_gpu.push_back(h);
-    std::vector<sg::LinkInRoute> from_gpu{sg::LinkInRoute(b.copy_latency()), sg::LinkInRoute(d2h_caps_.back())};
+    std::vector<sg::LinkInRoute> from_gpu{sg::LinkInRoute(d2h_caps_.back())};
     for (const auto& h : Builder::weighted(d2h.front(), Builder::count(d2h))) from_gpu.push_back(h);
     add_route(l.host, gpu, to_gpu);
     add_route(gpu, l.host, from_gpu);

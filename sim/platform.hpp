@@ -104,6 +104,12 @@ class Platform {
   double storage_mixed_bytes_per_s() const { return storage_mixed_rate_; }
   const RingRoute& ring(int id) const { return rings_[static_cast<std::size_t>(id)]; }
   const TransferRoute& transfer(int id) const { return transfers_[static_cast<std::size_t>(id)]; }
+  // The PCIe latency a host<->GPU copy waits before its bytes move. The engine delays the copy
+  // by it instead of routing it over a link with latency: SimGrid's CM02 model weights a flow's
+  // share of a link by its route's latency (a latency-free flow gets weight 1), so a copy that
+  // alone carried 5 us took nearly all of a PCIe uplink or host path from the collectives and
+  // storage flows beside it (engine.cpp, start).
+  double copy_latency_s() const { return copy_latency_s_; }
   // The private rate-cap link of a GPU's host-to-device or device-to-host copies.
   simgrid::s4u::Link* copy_cap(int gpu, bool to_gpu) const {
     return (to_gpu ? h2d_caps_ : d2h_caps_)[static_cast<std::size_t>(gpu)];
@@ -120,6 +126,7 @@ class Platform {
   std::vector<simgrid::s4u::Link*> h2d_caps_, d2h_caps_;
   std::vector<simgrid::s4u::Link*> storage_mixed_;
   double storage_mixed_rate_ = 0;
+  double copy_latency_s_ = 0;
 };
 
 // CPU-Adam throughput of a node: the profile's calibration, else scaled from the ZeRO-Offload

@@ -279,8 +279,9 @@ void plan_section(const std::string& trainsim, const std::string& out_dir, int r
         "variants of one layout that the replay times alike (each must be replayed, the ranking breaks ties by simulated "
         "memory), and the 1% room the walk leaves over several simulated steps (sim/step_bound.hpp, STEADY_STATE_ROOM), which "
         "holds about twenty candidates of each such node count. That room is needed: the difference of two step ends is not "
-        "bounded by the contention-free walk, and on 1T at 24 nodes (tp 4, dp 96, delayed update) the walk's own step "
-        "exceeds the replay's by 0.04%. A node range pays all of this once per node count (dgx2 lists 96 "
+        "bounded by the contention-free walk: over every candidate of gpt2-1.5b on two DGX-2 (global batch 64) the replay "
+        "came out below its walk by up to 0.17% with the delayed update. A node range pays all of this once per node count "
+        "(dgx2 lists 96 "
         "nodes): its warm run, every replay and walk from the cache, is the enumeration alone. With `--gap 0.01` a node count "
         "stops replaying once nothing left could beat its answer by more than 1% of its step time: the near-ties are no "
         "longer replayed, and the answers may differ from the exact ones by at most that.\n\n";

@@ -137,6 +137,33 @@ TEST(WalkBound, TightWhereGathersAreExposed) {
   }
 }
 
+// Host copies share the PCIe uplinks and the host memory path evenly with the collectives and
+// storage flows beside them. SimGrid's CM02 model weights a flow's share by its route's latency;
+// when a copy's route alone carried the PCIe latency, the copy took nearly all of a shared link
+// and this 1T configuration (activation checkpoints and parameters on the CPU beside the
+// data-parallel rings, found by the 1T plan at 48 DGX-2) replayed 0.04% faster than its
+// contention-free walk, so the walk was no bound. The replay now delays a copy by the latency and
+// moves its bytes as an evenly shared flow (sim/platform.hpp, copy_latency_s); the walk counts
+// the same latency.
+TEST(WalkBound, HostCopiesBesideCollectivesShareLinksEvenly) {
+  const wl::ModelSpec m = wl::builtin_model("megatron-1t");
+  const hw::ClusterProfile p = hw::builtin_profile("dgx2");
+  wl::Strategy s = shaped(768, p.gpus_per_node());
+  set_parallel(s, 4, 1);
+  s.zero_stage = 3;
+  s.offload_params = wl::OffloadTarget::CPU;
+  s.offload_activations = wl::ActivationOffload::CPU;
+  s.recompute = wl::Recompute::FULL;
+  s.micro_batch = 4;
+  s.global_batch = 768;
+  s.seq = 2048;
+  const std::optional<WalkAndReplay> wr = walk_and_replay(m, p, s);
+  ASSERT_TRUE(wr.has_value());
+  EXPECT_LE(wr->walk_bound_s, wr->replay_s * (1 + 1e-9)) << "walk bound " << wr->walk_bound_s << " s, replay " << wr->replay_s << " s";
+  // No flow shares a link here in a way that slows the critical path: the walk is the replay.
+  EXPECT_GE(wr->walk_bound_s, wr->replay_s * (1 - 1e-5)) << "walk bound " << wr->walk_bound_s << " s, replay " << wr->replay_s << " s";
+}
+
 // A pipeline of unequal stages repeats only over as many micro-batches as it has heavy stages
 // (sim/micro_batch_fold.hpp): megatron-1t on 72 DGX-2 nodes, 36 stages of 3 and 4 layers, 576
 // micro-batches. Its walk extended a line through three counts one apart, 192.301 s, above the
