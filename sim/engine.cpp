@@ -1,5 +1,6 @@
 #include "engine.hpp"
 
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -118,10 +119,17 @@ class Replayer {
     set_cap(shared, n[0] > 0 && n[1] > 0 ? platform_.storage_mixed_bytes_per_s() : UNCAPPED);
   }
 
-  // A delay (latency) on the delay host, or nothing when there is none.
+  // A delay (latency) before an op's flows start: a kernel timer, which costs no activity and no
+  // variable in the sharing model (an exec on the delay host cost both, for every copy and
+  // collective).
   void launch_delay(OpId id, double seconds) {
     phase_[id] = 1;
-    launch(id, sg::Exec::init()->set_flops_amount(seconds)->set_host(platform_.delay_host()));
+    launch_timer(id, seconds);
+  }
+  // Work that is only time (a delay op, a ring alone on its links): a timer as above.
+  void launch_timer(OpId id, double seconds) {
+    ++pending_[id];
+    simgrid::kernel::timer::Timer::set(sg::Engine::get_clock() + seconds, [this, id] { on_activity_done(id); });
   }
 
   void launch_flow(OpId id, sg::Host* from, sg::Host* to, double amount) {
@@ -140,7 +148,7 @@ class Replayer {
         }
         break;
       case OpKind::DELAY:
-        if (op.seconds > 0) launch(id, sg::Exec::init()->set_flops_amount(op.seconds)->set_host(platform_.delay_host()));
+        if (op.seconds > 0) launch_timer(id, op.seconds);
         break;
       case OpKind::CPU:
         // CPU-Adam as a flow of parameters over the node's CPU link (platform.hpp).
@@ -176,7 +184,7 @@ class Replayer {
           phase_[id] = 2;
           const double seconds = op.latency_s + bytes / rate + waited_for_compute(op);
           interfere(op, seconds);
-          launch(id, sg::Exec::init()->set_flops_amount(seconds)->set_host(platform_.delay_host()));
+          launch_timer(id, seconds);
           break;
         }
         const double wait_s = waited_for_compute(op);

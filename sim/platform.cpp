@@ -282,8 +282,6 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     for (const auto& l : links) ++usage[Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}];
     zone->add_route(from->get_netpoint(), to->get_netpoint(), nullptr, nullptr, links, false);
   };
-  // Delays (latencies) run here: as many cores as delays can ever overlap.
-  delay_ = zone->create_host("delay", 1.0)->set_core_count(1 << 20)->seal();
 
   for (std::size_t i = 0; i < spec.gpus.size(); ++i) {
     const PlatformGpu& pg = spec.gpus[i];

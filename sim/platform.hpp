@@ -92,7 +92,6 @@ class Platform {
   simgrid::s4u::Host* gpu(int g) const { return gpu_hosts_[static_cast<std::size_t>(g)]; }
   // The host memory of GPU g's node (copies start and end here).
   simgrid::s4u::Host* host_of(int g) const { return node_cpu_[static_cast<std::size_t>(g)]; }
-  simgrid::s4u::Host* delay_host() const { return delay_; }
   // GPU g's end of its node's storage links, its CPU work (CPU-Adam as a flow over the node's
   // CPU link, in parameters per second) and the other end of that work.
   simgrid::s4u::Host* io_endpoint(int g) const { return io_[static_cast<std::size_t>(g)]; }
@@ -118,7 +117,6 @@ class Platform {
 
  private:
   std::vector<simgrid::s4u::Host*> gpu_hosts_, node_cpu_, io_, cpu_end_;
-  simgrid::s4u::Host* delay_ = nullptr;
   bool has_storage_ = false;
   int nodes_ = 0;
   std::vector<RingRoute> rings_;
