@@ -120,8 +120,8 @@ class Replayer {
   }
 
   // A delay (latency) before an op's flows start: a kernel timer, which costs no activity and no
-  // variable in the sharing model (an exec on the delay host cost both, for every copy and
-  // collective).
+  // variable in the sharing model (an exec standing for it would cost both, for every copy and
+  // collective). The engine's run() returns only once no timer is left.
   void launch_delay(OpId id, double seconds) {
     phase_[id] = 1;
     launch_timer(id, seconds);
