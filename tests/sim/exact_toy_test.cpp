@@ -223,6 +223,42 @@ TEST(ExactToy, PipelineTransferBetweenNodes) {
   expect_exact(t, 3e-6 + 0.1);
 }
 
+TEST(ExactToy, ACopyAndATransferShareAPcieLinkEvenly) {
+  // GPU 0 of node 0 copies 2 GB to its host while it sends 1 GB to node 1; both cross its 10 GB/s
+  // PCIe link, so each moves at 5 GB/s while both run. The send starts after its 3 us of network
+  // latency and runs alone until the copy's 5 us of PCIe latency end: 2e4 bytes at 10 GB/s, the
+  // rest at 5 GB/s, done at 0.2 s + 1 us; node 1 then computes for 1 s. When the copy's route
+  // carried its latency, SimGrid's CM02 weighted its share by it and the copy took nearly the whole
+  // link: the send ended after the copy, at 0.3 s (sim/platform.hpp, copy_latency_s).
+  hw::ClusterProfile p = toy_profile();
+  p.nic.count = 2;
+  p.nic.link_Gbps = 100;
+  p.nic.latency_us = 2;
+  p.inter_node.latency_us = 1;
+  p.inter_node.topology = hw::InterNodeTopology::FAT_TREE;
+  p.inter_node.oversubscription = 1;
+  PlatformSpec spec;
+  spec.gpus = {{0, 0, {}}, {1, 0, {}}};
+  spec.transfers = {{0, 1}};
+  const double t = simulate_on(spec, [](GraphBuilder& b) {
+    Op out = copy_to(0, 2e9);
+    out.kind = OpKind::COPY_D2H;
+    out.stream = Stream::D2H;
+    b.add(out);
+    Op send;
+    send.kind = OpKind::TRANSFER;
+    send.stream = Stream::NODE;
+    send.category = Category::COMMUNICATION;
+    send.gpu = 0;
+    send.peer = 1;
+    send.transfer = 0;
+    send.bytes = 1e9;
+    const OpId sent = b.add(send);
+    b.add(compute(1, 1.0), {sent});
+  }, p);
+  expect_exact(t, 0.2 + 1e-6 + 1.0);
+}
+
 TEST(ExactToy, AFoldedGpuCountsItsCopiesOnSharedLinks) {
   // GPU 0 standing for itself and GPU 1 (they share a switch uplink of 10 GB/s): its copy runs at
   // 5 GB/s, as the two flows of the unfolded node do (TwoFlowsShareASwitchUplink).
