@@ -106,8 +106,8 @@ class Platform {
   // The PCIe latency a host<->GPU copy waits before its bytes move. The engine delays the copy
   // by it instead of routing it over a link with latency: SimGrid's CM02 model weights a flow's
   // share of a link by its route's latency (a latency-free flow gets weight 1), so a copy that
-  // alone carried 5 us took nearly all of a PCIe uplink or host path from the collectives and
-  // storage flows beside it (engine.cpp, start).
+  // alone carried 5 us took nearly all of a GPU's PCIe link from the collectives and pipeline sends
+  // that cross it on their way to the NICs (engine.cpp, start).
   double copy_latency_s() const { return copy_latency_s_; }
   // The private rate-cap link of a GPU's host-to-device or device-to-host copies.
   simgrid::s4u::Link* copy_cap(int gpu, bool to_gpu) const {

@@ -137,8 +137,8 @@ TEST(WalkBound, TightWhereGathersAreExposed) {
   }
 }
 
-// Host copies share the PCIe uplinks and the host memory path evenly with the collectives and
-// storage flows beside them. SimGrid's CM02 model weights a flow's share by its route's latency;
+// Host copies share a GPU's PCIe link evenly with the collectives that cross it to the NICs.
+// SimGrid's CM02 model weights a flow's share by its route's latency;
 // when a copy's route alone carried the PCIe latency, the copy took nearly all of a shared link
 // and this 1T configuration (activation checkpoints and parameters on the CPU beside the
 // data-parallel rings, found by the 1T plan at 48 DGX-2) replayed 0.04% faster than its
