@@ -24,7 +24,7 @@ std::string metrics_lines(const RankedEntry& e, const PlanQuestion& q, bool expl
                        "{:.4g} s, idle {:.4g} s; lower bound {:.4g} s ({}){}\n",
                        b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, e.candidate.bound_s,
                        e.candidate.bound_dominant,
-                       e.candidate.walk_bound_s > 0 ? fmt::format(", walked without contention {:.4g} s", e.candidate.walk_bound_s) : "");
+                       e.candidate.walk_bound_s > 0 ? fmt::format(", bound from its contention-free walk {:.4g} s", e.candidate.walk_bound_s) : "");
   }
   return out;
 }
