@@ -196,9 +196,9 @@ TEST(ExactToy, PrefetchHiddenBehindComputeAndNot) {
   expect_exact(simulate({}, two_layers(0.05)), PCIE_LATENCY + 0.1 + 0.2);   // exposed
 }
 
-TEST(ExactToy, PipelineTransferBetweenNodes) {
-  // GPU 0 of node 0 to GPU 0 of node 1 through GPUDirect: PCIe 10 GB/s, NIC 100 Gb/s = 12.5 GB/s:
-  // the PCIe links bound it; NIC and switch latencies before.
+// Two nodes of the toy with two 100 Gb/s NICs each (2 us) and a fat tree (1 us): GPU 0 of each
+// node simulated, one transfer from the first to the second.
+hw::ClusterProfile two_node_profile() {
   hw::ClusterProfile p = toy_profile();
   p.nic.count = 2;
   p.nic.link_Gbps = 100;
@@ -206,20 +206,33 @@ TEST(ExactToy, PipelineTransferBetweenNodes) {
   p.inter_node.latency_us = 1;
   p.inter_node.topology = hw::InterNodeTopology::FAT_TREE;
   p.inter_node.oversubscription = 1;
+  return p;
+}
+
+PlatformSpec two_nodes() {
   PlatformSpec spec;
   spec.gpus = {{0, 0, {}}, {1, 0, {}}};
   spec.transfers = {{0, 1}};
-  const double t = simulate_on(spec, [](GraphBuilder& b) {
-    Op op;
-    op.kind = OpKind::TRANSFER;
-    op.stream = Stream::NODE;
-    op.category = Category::COMMUNICATION;
-    op.gpu = 0;
-    op.peer = 1;
-    op.transfer = 0;
-    op.bytes = 1e9;
-    b.add(op);
-  }, p);
+  return spec;
+}
+
+// GPU 0 of node 0 sends `bytes` to GPU 0 of node 1 (transfer 0 of two_nodes()).
+Op send_to_next_node(double bytes) {
+  Op op;
+  op.kind = OpKind::TRANSFER;
+  op.stream = Stream::NODE;
+  op.category = Category::COMMUNICATION;
+  op.gpu = 0;
+  op.peer = 1;
+  op.transfer = 0;
+  op.bytes = bytes;
+  return op;
+}
+
+TEST(ExactToy, PipelineTransferBetweenNodes) {
+  // GPU 0 of node 0 to GPU 0 of node 1 through GPUDirect: PCIe 10 GB/s, NIC 100 Gb/s = 12.5 GB/s:
+  // the PCIe links bound it; NIC and switch latencies before.
+  const double t = simulate_on(two_nodes(), [](GraphBuilder& b) { b.add(send_to_next_node(1e9)); }, two_node_profile());
   expect_exact(t, 3e-6 + 0.1);
 }
 
@@ -230,32 +243,14 @@ TEST(ExactToy, ACopyAndATransferShareAPcieLinkEvenly) {
   // rest at 5 GB/s, done at 0.2 s + 1 us; node 1 then computes for 1 s. When the copy's route
   // carried its latency, SimGrid's CM02 weighted its share by it and the copy took nearly the whole
   // link: the send ended after the copy, at 0.3 s (sim/platform.hpp, copy_latency_s).
-  hw::ClusterProfile p = toy_profile();
-  p.nic.count = 2;
-  p.nic.link_Gbps = 100;
-  p.nic.latency_us = 2;
-  p.inter_node.latency_us = 1;
-  p.inter_node.topology = hw::InterNodeTopology::FAT_TREE;
-  p.inter_node.oversubscription = 1;
-  PlatformSpec spec;
-  spec.gpus = {{0, 0, {}}, {1, 0, {}}};
-  spec.transfers = {{0, 1}};
-  const double t = simulate_on(spec, [](GraphBuilder& b) {
+  const double t = simulate_on(two_nodes(), [](GraphBuilder& b) {
     Op out = copy_to(0, 2e9);
     out.kind = OpKind::COPY_D2H;
     out.stream = Stream::D2H;
     b.add(out);
-    Op send;
-    send.kind = OpKind::TRANSFER;
-    send.stream = Stream::NODE;
-    send.category = Category::COMMUNICATION;
-    send.gpu = 0;
-    send.peer = 1;
-    send.transfer = 0;
-    send.bytes = 1e9;
-    const OpId sent = b.add(send);
+    const OpId sent = b.add(send_to_next_node(1e9));
     b.add(compute(1, 1.0), {sent});
-  }, p);
+  }, two_node_profile());
   expect_exact(t, 0.2 + 1e-6 + 1.0);
 }
 
