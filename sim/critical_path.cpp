@@ -268,16 +268,19 @@ class Walk {
   std::optional<double> at(int micro_batches) {
     const auto it = walked_.find(micro_batches);
     if (it != walked_.end()) return it->second;
-    const ProgramSet set = s_.pp > 1 ? build_pipeline_programs(m_, s_, costs_, memory_, micro_batches).programs
-                                     : build_data_parallel_program(m_, s_, costs_, memory_, p_.gpus_per_node(), micro_batches);
+    // Without the trailing step (program/program.hpp): the ends it measures are the same.
+    const ProgramSet set =
+        s_.pp > 1 ? build_pipeline_programs(m_, s_, costs_, memory_, micro_batches, TrailingStep::OMIT).programs
+                  : build_data_parallel_program(m_, s_, costs_, memory_, p_.gpus_per_node(), micro_batches, TrailingStep::OMIT);
     std::size_t size = 0;
     for (const Program& pr : set.stages) size += pr.instructions.size();
     std::optional<double> out;
     if (size <= MAX_WALK_INSTRUCTIONS) {
       Walker w(set, durations_, fold_, placement_);
       w.run();
-      steps_ = set.steps;
-      out = set.steps <= 1 ? w.makespan() : (w.step_end(static_cast<std::size_t>(set.steps - 1)) - w.step_end(0)) / (set.steps - 1);
+      steps_ = set.measured_steps;
+      const auto last = static_cast<std::size_t>(set.measured_steps - 1);
+      out = set.measured_steps <= 1 ? w.makespan() : (w.step_end(last) - w.step_end(0)) / static_cast<double>(last);
     }
     walked_.emplace(micro_batches, out);
     return out;
@@ -324,6 +327,6 @@ std::optional<StepWalk> contention_free_step(const wl::ModelSpec& m, const wl::S
   return StepWalk{*step, walk.steps()};
 }
 
-double walk_bound_s(const StepWalk& w) { return w.step_s * (w.steps > 1 ? 1 - STEADY_STATE_ROOM : 1 - 1e-6); }
+double walk_bound_s(const StepWalk& w) { return w.step_s * (1 - WALK_ROOM); }
 
 }  // namespace trainsim::sim

@@ -59,7 +59,7 @@ std::vector<Interval> merge(const std::vector<Interval>& a, const std::vector<In
 }  // namespace
 
 std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay, int gpus, double from, double to,
-                              int first_step) {
+                              int first_step, int last_step) {
   constexpr std::size_t CATEGORIES = 4;
   std::vector<std::array<std::vector<Interval>, CATEGORIES>> raw(static_cast<std::size_t>(gpus));
   std::vector<GpuBusy> out(static_cast<std::size_t>(gpus));
@@ -72,7 +72,7 @@ std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay
     const auto cat = static_cast<std::size_t>(op.category);
     auto credit = [&](int g) {
       raw[static_cast<std::size_t>(g)][cat].push_back(span);
-      if (op.kind == OpKind::COMPUTE && op.step >= first_step) {
+      if (op.kind == OpKind::COMPUTE && op.step >= first_step && op.step <= last_step) {
         out[static_cast<std::size_t>(g)].hardware_flops += op.flops;
       }
     };

@@ -5,6 +5,7 @@
 // no op of the GPU running), measured on its own, so the five add up to the step only if the
 // accounting is right.
 
+#include <limits>
 #include <vector>
 
 #include "engine.hpp"
@@ -29,9 +30,9 @@ struct GpuBusy {
   double call_span_optimizer_s = 0;
 };
 
-// Busy time of each simulated GPU over [from, to); hardware FLOPs of the ops of steps >=
-// first_step. A collective counts for its participants, any other op for its GPU.
+// Busy time of each simulated GPU over [from, to); hardware FLOPs of the ops of steps
+// first_step..last_step. A collective counts for its participants, any other op for its GPU.
 std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay, int gpus, double from, double to,
-                              int first_step = 0);
+                              int first_step = 0, int last_step = std::numeric_limits<int>::max());
 
 }  // namespace trainsim::sim

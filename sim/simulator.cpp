@@ -122,13 +122,14 @@ class Replays {
     const ReplayResult replay = sim::replay(*lowered.graph, *platform_, lowered.caps);
     const int gpus = static_cast<int>(lowered.gpus.size());
     // The step: the whole replay, or over several steps the steady state between the ends of the
-    // first and the last (asynchronous schedules, the delayed update).
+    // first and the last measured step (asynchronous schedules, the delayed update), before the
+    // trailing step (program/program.hpp).
     double from = 0, to = replay.makespan;
     int steps = 1;
-    if (lowered.steps > 1) {
+    if (lowered.measured_steps > 1) {
       from = latest_end(replay, lowered.step_ends.front());
-      to = latest_end(replay, lowered.step_ends.back());
-      steps = lowered.steps - 1;
+      to = latest_end(replay, lowered.step_ends[static_cast<std::size_t>(lowered.measured_steps - 1)]);
+      steps = lowered.measured_steps - 1;
     }
     steps_ = lowered.steps;
     Outcome o;
@@ -138,7 +139,7 @@ class Replays {
     ops_replayed_ += o.ops;
     activities_replayed_ += o.activities;
     const MemoryTimeline timeline = build_memory_timeline(*lowered.graph, replay, gpus, lowered.simulated_nodes);
-    o.busy = gpu_busy(*lowered.graph, replay, gpus, from, to, lowered.steps > 1 ? 1 : 0);
+    o.busy = gpu_busy(*lowered.graph, replay, gpus, from, to, lowered.measured_steps > 1 ? 1 : 0, lowered.measured_steps - 1);
     for (auto& b : o.busy) {
       b.compute_s /= steps;
       b.exposed_communication_s /= steps;
@@ -347,7 +348,7 @@ double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const
                                                                 : std::vector<FoldTry>{};
   const double replayed = tries.empty() ? m_total : 3.0 * tries.front().b + 3.0 * tries.front().k;
   const bool asynchronous = s.pp > 1 && (s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW);
-  const double steps = s.delayed_update || asynchronous ? 3 : 1;
+  const double steps = program_steps(s.delayed_update || asynchronous, TrailingStep::SIMULATE);
   return 16.0 * gpus * units * replayed * steps;
 }
 

@@ -42,17 +42,14 @@ struct StepBound {
   std::string dominant;        // "compute", "communication", "offload I/O", "optimizer"
 };
 
-// Room left under a steady-state figure where several steps are simulated (above; the walk of
-// critical_path.hpp leaves it too). Over every candidate of gpt2-1.5b on two DGX-2 (494 at
-// global batch 64, about a fifth over several steps) the replay came out below its walk by at
-// most 0.17%, at batch 256 by 0.05%; the room is about six times the worst seen, and
-// tests/planner/sweep_test.cpp fails past it on a spread of the search space.
-// What the room covers is an end effect: the first measured step's end meets contention from the
-// step after it, the last one's does not. Simulating one more step and measuring between the ends
-// of the first and the second-to-last left no replay below its walk by more than 1.5e-12 over the
-// same gpt2 candidates (and none on 1T at 24 and 48 DGX-2), so the room could then shrink to the
-// single-step 1e-6; it costs a third more per such replay and walk, which the fewer replays did
-// not repay on 1T at 16..40 DGX-2 (276 replays instead of 501, 93.8 s against 89.8 s).
+// Room left under the closed forms' steady-state figure where several steps are simulated
+// (above). Before the replay ran its trailing step (program/program.hpp), the replay came out
+// below its contention-free walk by up to 0.17% over every candidate of gpt2-1.5b on two DGX-2
+// (494 at global batch 64, about a fifth over several steps), since the first measured step's
+// end met contention from the step after it and the last one's did not; the room is about six
+// times that. The walk (critical_path.hpp) now measures the same ends as the trailing-step
+// replay and keeps only the single-step room; the closed forms keep this one, a bound far below
+// the walk wherever it matters.
 inline constexpr double STEADY_STATE_ROOM = 0.01;
 
 StepBound step_time_lower_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,

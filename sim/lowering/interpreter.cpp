@@ -25,6 +25,7 @@ class Interpreter {
     }
     out_.simulated_nodes = static_cast<int>(fold.nodes.size());
     out_.steps = programs.steps;
+    out_.measured_steps = programs.measured_steps;
   }
 
   LoweredPrograms run() {

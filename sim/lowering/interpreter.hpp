@@ -33,6 +33,7 @@ struct LoweredPrograms {
   int simulated_nodes = 0;
   std::vector<std::vector<OpId>> step_ends;  // per step: the ops that end it (all simulated ranks)
   int steps = 1;
+  int measured_steps = 1;  // ProgramSet::measured_steps
 };
 
 LoweredPrograms interpret(const ProgramSet& programs, const Placement& placement, const FoldPlan& fold,

@@ -27,7 +27,7 @@ class DataParallelBuilder {
   DataParallelBuilder(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& c, const wl::MemoryEstimate& mem,
                       int gpus_per_node, int micro_batches);
 
-  ProgramSet run();
+  ProgramSet run(TrailingStep trailing);
 
  private:
   const std::vector<ScheduleItem>& schedule();

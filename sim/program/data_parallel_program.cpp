@@ -51,9 +51,10 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
   micro_batches_ = micro_batches > 0 ? micro_batches : static_cast<int>(s.micro_batches());
 }
 
-ProgramSet DataParallelBuilder::run() {
+ProgramSet DataParallelBuilder::run(TrailingStep trailing) {
   ProgramSet out;
-  out.steps = s_.delayed_update ? 3 : 1;
+  out.steps = program_steps(s_.delayed_update, trailing);
+  out.measured_steps = program_steps(s_.delayed_update, TrailingStep::OMIT);
   program_.step_ends.assign(static_cast<std::size_t>(out.steps), {});
   allocate_model_states();
   const std::vector<ScheduleItem>& plan = schedule();
@@ -157,8 +158,9 @@ void DataParallelBuilder::allocate_model_states() {
 }  // namespace detail
 
 ProgramSet build_data_parallel_program(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& costs,
-                                       const wl::MemoryEstimate& memory, int gpus_per_node, int micro_batches) {
-  return detail::DataParallelBuilder(m, s, costs, memory, gpus_per_node, micro_batches).run();
+                                       const wl::MemoryEstimate& memory, int gpus_per_node, int micro_batches,
+                                       TrailingStep trailing) {
+  return detail::DataParallelBuilder(m, s, costs, memory, gpus_per_node, micro_batches).run(trailing);
 }
 
 }  // namespace trainsim::sim

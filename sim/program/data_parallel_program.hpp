@@ -16,7 +16,9 @@ namespace trainsim::sim {
 
 // `gpus_per_node`: L2L shares one copy of the model states per node among its ranks.
 // `micro_batches` overrides the strategy's per-step count (0 keeps it; simulator.cpp folds).
+// `trailing`: whether the delayed update's steady state ends with its trailing step (program.hpp).
 ProgramSet build_data_parallel_program(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& costs,
-                                       const wl::MemoryEstimate& memory, int gpus_per_node, int micro_batches = 0);
+                                       const wl::MemoryEstimate& memory, int gpus_per_node, int micro_batches = 0,
+                                       TrailingStep trailing = TrailingStep::SIMULATE);
 
 }  // namespace trainsim::sim

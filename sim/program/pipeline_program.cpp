@@ -283,7 +283,7 @@ class StageBuilder {
 }  // namespace
 
 PipelineBuild build_pipeline_programs(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& costs,
-                                      const wl::MemoryEstimate& memory, int micro_batches) {
+                                      const wl::MemoryEstimate& memory, int micro_batches, TrailingStep trailing) {
   PipelineBuild out;
   out.partition = wl::partition_stages(m, s);
   const std::vector<UnitCost> units = unit_costs(m, s, costs, false);
@@ -294,9 +294,10 @@ PipelineBuild build_pipeline_programs(const wl::ModelSpec& m, const wl::Strategy
   shape.stages = s.pp;
   shape.micro_batches = micro_batches > 0 ? micro_batches : static_cast<int>(s.micro_batches());
   shape.chunks = s.vpp;
-  shape.steps = entry.asynchronous ? 3 : 1;
+  shape.steps = program_steps(entry.asynchronous, trailing);
   const PipelineSchedule schedule = entry.make(shape);
   out.programs.steps = shape.steps;
+  out.programs.measured_steps = program_steps(entry.asynchronous, TrailingStep::OMIT);
   for (int stage = 0; stage < s.pp; ++stage) {
     StageBuilder b(m, s, costs, memory, out.partition, work, stage, shape.micro_batches);
     out.programs.stages.push_back(b.build(schedule[static_cast<std::size_t>(stage)], shape.steps));

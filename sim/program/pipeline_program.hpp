@@ -22,8 +22,10 @@ struct PipelineBuild {
 };
 
 // `micro_batches` overrides the strategy's per-step count (the simulator replays fewer and folds
-// the rest, simulator.cpp); 0 keeps the strategy's.
+// the rest, simulator.cpp); 0 keeps the strategy's. `trailing`: whether the asynchronous
+// schedules' steady state ends with its trailing step (program.hpp).
 PipelineBuild build_pipeline_programs(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& costs,
-                                      const wl::MemoryEstimate& memory, int micro_batches = 0);
+                                      const wl::MemoryEstimate& memory, int micro_batches = 0,
+                                      TrailingStep trailing = TrailingStep::SIMULATE);
 
 }  // namespace trainsim::sim

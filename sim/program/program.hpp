@@ -88,12 +88,27 @@ struct Program {
   std::vector<std::vector<int>> step_ends;  // per step: instructions whose end is the step's end
 };
 
+// Schedules whose step overlaps the next (the delayed update, PipeDream, 2BW) are measured in the
+// steady state, between the ends of the first and the last of STEADY_STATE_STEPS steps
+// (simulator.cpp). The replay runs one trailing step after them, so that the last measured end
+// meets the same contention from a step after it as the first one does; without it the last end
+// came early against the first, and the measured step fell below the contention-free walk's
+// (sim/step_bound.hpp). The walk omits it (sim/critical_path.cpp): every stream runs the trailing
+// step after all of the measured ones, and without contention nothing later moves an earlier end.
+inline constexpr int STEADY_STATE_STEPS = 3;
+enum class TrailingStep { SIMULATE, OMIT };
+// Steps a program spans: one, or STEADY_STATE_STEPS and the trailing step where asked.
+inline int program_steps(bool steady_state, TrailingStep trailing) {
+  return steady_state ? STEADY_STATE_STEPS + (trailing == TrailingStep::SIMULATE ? 1 : 0) : 1;
+}
+
 // Everything the interpreter needs besides placement and platform: one program per pipeline stage
 // (one in all for the data-parallel family), the steps they span, and what they say about memory
 // that is resident before the first instruction.
 struct ProgramSet {
   std::vector<Program> stages;
-  int steps = 1;
+  int steps = 1;           // simulated
+  int measured_steps = 1;  // the first ones, whose ends measure the step (below)
   // Bytes resident on each tier before the step, per rank of a stage (model states kept across
   // steps). The programs allocate them explicitly at their start; this records them for reports.
   std::vector<std::string> notes;

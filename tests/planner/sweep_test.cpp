@@ -172,7 +172,7 @@ TEST(Sweep, WhatTheWalkPrunesNeverBeatsTheTopK) {
 // The walk against the replay on a spread of every family the search proposes (pipelines with
 // their sends and folded micro-batches, the asynchronous ones and the delayed update over
 // several steps, ZeRO with offload): never above it where one step is simulated; within the
-// room sim/step_bound.hpp leaves where several are (the steady state between two step ends).
+// room sim/critical_path.hpp leaves where several are (the steady state between two step ends).
 // The closed forms likewise.
 TEST(Sweep, TheWalkIsNeverAboveTheReplayAcrossTheSearchSpace) {
   const wl::ModelSpec model = wl::builtin_model("gpt2-1.5b");
