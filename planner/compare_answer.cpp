@@ -93,7 +93,7 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
       row.why_not = issue->message;
     } else {
       row.candidates = 1;
-      row.entry = RankedEntry{{configs[i].strategy, wl::canonical_text(configs[i].strategy), b->step.seconds, b->step.dominant}, {}};
+      row.entry = RankedEntry{candidate_of(configs[i].strategy, *b), {}};
       jobs.push_back({configs[i], ResultCache::key_text(configs[i], in.options)});
       job_row.push_back(i);
     }

@@ -169,17 +169,25 @@ std::string beats_next(const RankedEntry& a, const RankedEntry& b) {
                                                   {y.optimizer_s - x.optimizer_s, "optimizer"},
                                                   {y.idle_s - x.idle_s, "idle (pipeline bubble and waits)"}};
   const auto* top = std::max_element(std::begin(saved), std::end(saved), [](const auto& p, const auto& q) { return p.first < q.first; });
-  const double gap = (ranking_step_ns(b.result.step_time_s) - ranking_step_ns(a.result.step_time_s)) / 1e9;
+  const bool tie = ranking_step_bin(a.result.step_time_s) == ranking_step_bin(b.result.step_time_s);
+  const double gap = b.result.step_time_s - a.result.step_time_s;
+  const double less_gpu = b.candidate.model_gpu_bytes - a.candidate.model_gpu_bytes;
   std::string why;
-  if (gap > 0 && top->first > 0) {
+  if (!tie && gap < RANK_RESOLUTION * b.result.step_time_s) {
+    // Bins have edges: two step times closer than the resolution may still fall either side.
+    why = fmt::format("{:.4g} s ({:.2g}%) faster per step: under the {:g}% ranking resolution, but in the bin below", gap,
+                      100 * gap / b.result.step_time_s, 100 * RANK_RESOLUTION);
+  } else if (!tie && top->first > 0) {
     why = fmt::format("{:.4g} s ({:.2g}%) faster per step, mostly {:.4g} s less {}", gap, 100 * gap / b.result.step_time_s,
                       top->first, top->second);
-  } else if (gap > 0) {
+  } else if (!tie) {
     why = fmt::format("{:.4g} s faster per step", gap);
-  } else if (a.result.peak_memory_bytes < b.result.peak_memory_bytes) {
-    why = fmt::format("the same step time (to the nanosecond) with {:.2f} GiB less GPU memory", (b.result.peak_memory_bytes - a.result.peak_memory_bytes) / 1073741824.0);
+  } else if (less_gpu > 0) {
+    why = fmt::format("a tie on step time (within {:g}%), with {:.2f} GiB less GPU memory in the memory model", 100 * RANK_RESOLUTION,
+                      less_gpu / 1073741824.0);
   } else {
-    why = "the same step time (to the nanosecond) and memory: ordered by the strategy's canonical text";
+    why = fmt::format("a tie on step time (within {:g}%) and on the memory model's GPU bytes: ordered by the strategy's canonical text",
+                      100 * RANK_RESOLUTION);
   }
   const wl::Strategy &s = a.candidate.strategy, &t = b.candidate.strategy;
   std::vector<std::string> diff;

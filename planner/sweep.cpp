@@ -30,6 +30,31 @@ void walk_all(const SweepInputs& in, const std::vector<Candidate*>& todo) {
   parallel_for(todo.size(), in.walk_threads, [&](std::size_t i) { todo[i]->walk_bound_s = walk_bound(in, *todo[i]); });
 }
 
+// What a candidate must rank before to enter the top K: the K-th best replay (its bin and
+// tie-break), or with a gap that best less the gap; nothing yet (fewer than K replayed: all may
+// enter), or nothing at all (enumerate only).
+struct Bar {
+  enum class Kind { ANY, NONE, RANK, GAP } kind = Kind::ANY;
+  std::int64_t bin = 0;  // RANK: the K-th best's bin; GAP: the bin of that best less the gap
+  double gpu_bytes = 0;  // RANK: the K-th best's tie-break
+  std::string text;
+  // Whether a candidate of this bound or more may enter, by the bound alone (bins are monotone:
+  // a bound's bin is at most its replay's).
+  bool reachable(double bound_s) const {
+    if (kind == Kind::ANY) return true;
+    if (kind == Kind::NONE) return false;
+    return ranking_step_bin(bound_s) <= bin;
+  }
+  // Whether a candidate whose bound lies in `bound_bin`, with this tie-break, may enter: in the
+  // K-th best's bin only by winning the tie-break (its replay is no faster than its bound).
+  bool may_enter(std::int64_t bound_bin, double gpu, const std::string& t) const {
+    if (kind == Kind::ANY) return true;
+    if (kind == Kind::NONE) return false;
+    if (kind == Kind::GAP) return bound_bin <= bin;
+    return bound_bin < bin || (bound_bin == bin && std::tie(gpu, t) < std::tie(gpu_bytes, text));
+  }
+};
+
 struct GroupState {
   GroupResult out;
   double gap = 0;                        // SweepInputs::gap
@@ -38,42 +63,55 @@ struct GroupState {
   bool walks_changed = false;
   std::vector<Candidate> candidates;  // ascending closed-form bound, then canonical text
   std::size_t next = 0;               // the first candidate not yet walked
-  // Walked, not yet replayed: by their best bound, then canonical text.
-  std::set<std::tuple<double, std::string, std::size_t>> walked;
+  // Walked, not yet replayed, in ranking order of their best bounds: the bound's bin, the
+  // memory model's GPU bytes, the canonical text (then the index).
+  std::set<std::tuple<std::int64_t, double, std::string, std::size_t>> walked;
 
-  double threshold() const {
-    if (out.group.top_k <= 0) return -std::numeric_limits<double>::infinity();  // enumerate only
+  Bar bar() const {
+    Bar b;
+    if (out.group.top_k <= 0) {
+      b.kind = Bar::Kind::NONE;  // enumerate only
+      return b;
+    }
     const auto k = static_cast<std::size_t>(out.group.top_k);
-    if (out.replayed_entries.size() < k) return std::numeric_limits<double>::infinity();
-    const double kth = out.replayed_entries[k - 1].result.step_time_s;
-    if (gap > 0) return kth * (1 - gap);
-    // Up to the nanosecond the ranking compares: a tie there may still rank first.
-    return (ranking_step_ns(kth) + 1) / 1e9;
+    if (out.replayed_entries.size() < k) return b;
+    const RankedEntry& kth = out.replayed_entries[k - 1];
+    if (gap > 0) {
+      b.kind = Bar::Kind::GAP;
+      b.bin = ranking_step_bin(kth.result.step_time_s * (1 - gap));
+      return b;
+    }
+    b.kind = Bar::Kind::RANK;
+    b.bin = ranking_step_bin(kth.result.step_time_s);
+    b.gpu_bytes = kth.candidate.model_gpu_bytes;
+    b.text = kth.candidate.text;
+    return b;
   }
-  // The candidate with the least bound still open, walked first if it was not (the walk only
-  // raises a bound, so it may go back behind others): the next to replay, or none once every
-  // bound left exceeds the threshold `t` (ties with the K-th best are replayed: a tie may rank
-  // before it).
-  std::optional<std::size_t> pick(const SweepInputs& in, double t) {
+  // The open candidate first in ranking order of its bound, walked first if it was not (the walk
+  // only raises a bound, so it may go back behind others): the next to replay, or none once
+  // nothing left may enter past the bar.
+  std::optional<std::size_t> pick(const SweepInputs& in, const Bar& bar) {
     for (;;) {
       const bool unwalked = next < candidates.size();
-      if (!walked.empty() && (!unwalked || std::get<0>(*walked.begin()) <= candidates[next].bound_s)) {
-        if (std::get<0>(*walked.begin()) > t) return std::nullopt;
-        const std::size_t i = std::get<2>(*walked.begin());
+      if (!walked.empty() && (!unwalked || std::get<0>(*walked.begin()) < ranking_step_bin(candidates[next].bound_s))) {
+        const auto& [bin, gpu, text, i] = *walked.begin();
+        if (!bar.may_enter(bin, gpu, text)) return std::nullopt;
+        const std::size_t chosen = i;
         walked.erase(walked.begin());
-        return i;
+        return chosen;
       }
-      if (!unwalked || candidates[next].bound_s > t) return std::nullopt;
-      if (candidates[next].walk_bound_s == 0) walk_batch(in, t);
+      // Nothing walked lies in a lower bin than the next bound: past the bar, so is every one.
+      if (!unwalked || !bar.reachable(candidates[next].bound_s)) return std::nullopt;
+      if (candidates[next].walk_bound_s == 0) walk_batch(in, bar);
       Candidate& c = candidates[next];
-      walked.emplace(c.best_bound_s(), c.text, next++);
+      walked.emplace(ranking_step_bin(c.best_bound_s()), c.model_gpu_bytes, c.text, next++);
     }
   }
-  // The next candidates not yet walked, up to a batch, within the threshold: from the cache, or
+  // The next candidates not yet walked, up to a batch, that may still enter: from the cache, or
   // walked in parallel.
-  void walk_batch(const SweepInputs& in, double t) {
+  void walk_batch(const SweepInputs& in, const Bar& bar) {
     std::vector<Candidate*> todo;
-    for (std::size_t i = next; i < candidates.size() && todo.size() < WALK_BATCH && candidates[i].bound_s <= t; ++i) {
+    for (std::size_t i = next; i < candidates.size() && todo.size() < WALK_BATCH && bar.reachable(candidates[i].bound_s); ++i) {
       Candidate& c = candidates[i];
       if (c.walk_bound_s != 0) continue;
       const auto hit = walks.find(c.text);
@@ -93,9 +131,9 @@ struct GroupState {
   }
   long remaining() const {
     long n = 0;
-    const double t = threshold();
-    for (std::size_t i = next; i < candidates.size() && candidates[i].bound_s <= t; ++i) ++n;
-    for (const auto& w : walked) n += std::get<0>(w) <= t ? 1 : 0;
+    const Bar b = bar();
+    for (std::size_t i = next; i < candidates.size() && b.reachable(candidates[i].bound_s); ++i) ++n;
+    for (const auto& [bin, gpu, text, i] : walked) n += b.may_enter(bin, gpu, text) ? 1 : 0;
     return n;
   }
   void count(const Issue& issue) {
@@ -139,7 +177,7 @@ void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std:
       for (GroupState* g : members) g->count(*out);
       return;
     }
-    const Candidate candidate{s, wl::canonical_text(s), b.step.seconds, b.step.dominant};
+    const Candidate candidate = candidate_of(s, b);
     for (GroupState* g : members) {
       g->candidates.push_back(candidate);
       ++g->out.candidates;
@@ -167,12 +205,20 @@ std::int64_t group_global_batch(const SweepInputs& in, const SweepGroup& g) {
   return in.global_batch ? *in.global_batch : static_cast<std::int64_t>(group_gpus(in, g));
 }
 
-double ranking_step_ns(double step_time_s) { return std::round(step_time_s * 1e9); }
+Candidate candidate_of(const wl::Strategy& s, const Bound& b) {
+  const double gpu = b.memory.stages.empty() ? 0 : b.memory.stages[static_cast<std::size_t>(b.memory.peak_stage)].gpu_bytes();
+  return Candidate{s, wl::canonical_text(s), b.step.seconds, b.step.dominant, gpu};
+}
+
+std::int64_t ranking_step_bin(double step_time_s) {
+  if (!(step_time_s > 0)) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(std::floor(std::log(step_time_s) / std::log1p(RANK_RESOLUTION)));
+}
 
 bool ranks_before(const RankedEntry& a, const RankedEntry& b) {
-  const double x = ranking_step_ns(a.result.step_time_s), y = ranking_step_ns(b.result.step_time_s);
+  const std::int64_t x = ranking_step_bin(a.result.step_time_s), y = ranking_step_bin(b.result.step_time_s);
   if (x != y) return x < y;
-  if (a.result.peak_memory_bytes != b.result.peak_memory_bytes) return a.result.peak_memory_bytes < b.result.peak_memory_bytes;
+  if (a.candidate.model_gpu_bytes != b.candidate.model_gpu_bytes) return a.candidate.model_gpu_bytes < b.candidate.model_gpu_bytes;
   return a.candidate.text < b.candidate.text;
 }
 
@@ -221,9 +267,9 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     std::vector<std::string> job_texts;
     std::vector<std::pair<GroupState*, std::size_t>> assigned;
     for (GroupState& s : states) {
-      const double t = s.threshold();
+      const Bar bar = s.bar();
       for (int taken = 0; taken < wave; ++taken) {
-        const std::optional<std::size_t> i = s.pick(in, t);
+        const std::optional<std::size_t> i = s.pick(in, bar);
         if (!i) {
           s.store_walks(in);  // the group is done: what an interrupt would lose is kept
           break;
@@ -260,7 +306,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     const auto& all = s.out.replayed_entries;
     s.out.ranked.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(k, all.size())));
     // Never replayed, closest to the cut first: the walked ones by their walk, then the rest.
-    for (const auto& w : s.walked) s.out.pruned.push_back(s.candidates[std::get<2>(w)]);
+    for (const auto& w : s.walked) s.out.pruned.push_back(s.candidates[std::get<3>(w)]);
     s.out.pruned.insert(s.out.pruned.end(), s.candidates.begin() + static_cast<std::ptrdiff_t>(s.next), s.candidates.end());
     results.push_back(std::move(s.out));
   }

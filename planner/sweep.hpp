@@ -9,10 +9,14 @@
 // them, so the replayed set (and every number reported) is the same on one core, on many, or
 // sharded over MPI ranks.
 //
-// Ranking within a group: step time ascending (to the nanosecond); ties broken by the simulated peak GPU memory
-// (less first), then by the strategy's canonical text (workloads/strategy_identity.hpp). Within
-// one node count and batch every objective (time, cost, energy) orders configurations alike:
-// cost and energy are the step time times constants of the group.
+// Ranking within a group: step time ascending, compared in bins RANK_RESOLUTION wide (relative);
+// replays within a bin tie, and the tie goes to the configuration the memory model puts less on
+// a GPU (wl::estimate_memory, known before any replay), then to the strategy's canonical text
+// (workloads/strategy_identity.hpp). A tie-break known before the replay lets the search prune a
+// candidate whose bound lies in the K-th best's bin but whose tie-break loses: the offload
+// variants of one layout that the replay times alike (the winners of 1T on 10 to 95 DGX-2) are
+// no longer each replayed. Within one node count and batch every objective (time, cost, energy)
+// orders configurations alike: cost and energy are the step time times constants of the group.
 
 #include <cstdint>
 #include <map>
@@ -63,11 +67,15 @@ struct Candidate {
   std::string text;    // canonical_text
   double bound_s = 0;  // step-time lower bound (closed forms, sim/step_bound.hpp)
   std::string bound_dominant;
+  double model_gpu_bytes = 0;  // the memory model's peak GPU bytes (the ranking's tie-break)
   // The contention-free walk of its programs (sim/critical_path.hpp), once the sweep reached it;
   // 0 where not computed, negative where the walk does not apply.
   double walk_bound_s = 0;
   double best_bound_s() const { return walk_bound_s > bound_s ? walk_bound_s : bound_s; }
 };
+
+// A fitting strategy with what its bound says (estimator.hpp, bound()).
+Candidate candidate_of(const wl::Strategy& s, const Bound& b);
 
 struct RankedEntry {
   Candidate candidate;
@@ -95,9 +103,13 @@ std::int64_t group_global_batch(const SweepInputs& in, const SweepGroup& g);
 std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<SweepGroup>& groups, ReplayExecutor& executor,
                                    Progress& progress);
 
-// Orders two replayed entries (the ranking rule above). Step times are compared to the
-// nanosecond: replays that differ in the last bits of a double tie, and the tie-breaks decide.
+// Orders two replayed entries (the ranking rule above).
 bool ranks_before(const RankedEntry& a, const RankedEntry& b);
-double ranking_step_ns(double step_time_s);
+// Step times closer than a hundredth of a percent are no difference a simulator can stand behind
+// (tests/validation: a few percent), nor one a user would trade GPU memory for.
+inline constexpr double RANK_RESOLUTION = 1e-4;
+// The bin of a step time: floor(log(t) / log(1 + RANK_RESOLUTION)); monotone, so a bound's bin
+// is at most its replay's.
+std::int64_t ranking_step_bin(double step_time_s);
 
 }  // namespace trainsim::planner
