@@ -230,8 +230,10 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     states[i].out.global_batch = group_global_batch(in, groups[i]);
     states[i].gap = in.gap;
   }
-  // One enumeration per GPU count, in the order the groups first name them.
+  // One enumeration per GPU count, in the order the groups first name them, on the walk threads:
+  // each writes only the states of its own count, so the outcome does not depend on threads.
   std::vector<int> done;
+  std::vector<std::pair<const SweepGroup*, std::vector<GroupState*>>> enumerations;
   for (const SweepGroup& g : groups) {
     const int gpus = group_gpus(in, g);
     if (std::find(done.begin(), done.end(), gpus) != done.end()) continue;
@@ -240,8 +242,10 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     for (GroupState& s : states) {
       if (group_gpus(in, s.out.group) == gpus) sharing.push_back(&s);
     }
-    enumerate_groups(in, g, sharing);
+    enumerations.emplace_back(&g, std::move(sharing));
   }
+  parallel_for(enumerations.size(), in.walk_threads,
+               [&](std::size_t i) { enumerate_groups(in, *enumerations[i].first, enumerations[i].second); });
   if (in.walk_cache != nullptr && in.walk_cache->enabled()) {
     for (GroupState& s : states) {
       if (s.out.group.top_k <= 0 || s.candidates.empty()) continue;
