@@ -274,17 +274,19 @@ void plan_section(const std::string& trainsim, const std::string& out_dir, int r
         "without contention (sim/critical_path.hpp, 10 to 30 ms each: a bound equal to the replay where no two flows share a "
         "link, below it by what sharing costs where they do); and replaying what the walk cannot rule out (0.1 s to 3 s each, on every core). "
         "Unequal pipeline stages fold over the count of their heaviest kind (sim/micro_batch_fold.hpp), so a long pipeline "
-        "replays a few micro-batches, not all. What remains replayed is mostly exact ties and near-ties, nearly all in the "
-        "node counts that ZeRO-Offload's delayed update wins (the table below the main one): the offload and checkpoint "
-        "variants of one layout that the replay times alike (each must be replayed, the ranking breaks ties by simulated "
-        "memory), and the 1% room the walk leaves over several simulated steps (sim/step_bound.hpp, STEADY_STATE_ROOM), which "
-        "holds about twenty candidates of each such node count. That room is needed: the difference of two step ends is not "
-        "bounded by the contention-free walk: over every candidate of gpt2-1.5b on two DGX-2 (global batch 64) the replay "
-        "came out below its walk by up to 0.17% with the delayed update. A node range pays all of this once per node count "
+        "replays a few micro-batches, not all. Several simulated steps (the delayed update, PipeDream, 2BW) end with a "
+        "trailing step (sim/program/program.hpp), so the walk bounds their steady state as closely as one step's. The "
+        "ranking ties step times within 0.01% and breaks ties by the memory model's GPU bytes, known before any replay "
+        "(planner/sweep.hpp): the offload and checkpoint variants of one layout that the replay times alike lose the "
+        "tie-break unreplayed. What remains replayed is mostly contention the walk cannot see, nearly all in the node "
+        "counts that ZeRO-Offload's delayed update wins (the table below the main one): about six layouts without tensor "
+        "parallelism per such node count, whose walk lies below the answer's step and whose replay lies above it (by what "
+        "flows sharing links cost, 0.9 to 1.5% at 20 nodes), each replayed before the answer since its bound is lower. "
+        "A node range pays all of this once per node count "
         "(dgx2 lists 96 "
         "nodes): its warm run, every replay and walk from the cache, is the enumeration alone. With `--gap 0.01` a node count "
-        "stops replaying once nothing left could beat its answer by more than 1% of its step time: the near-ties are no "
-        "longer replayed, and the answers may differ from the exact ones by at most that.\n\n";
+        "stops replaying once nothing left could beat its answer by more than 1% of its step time, and the answers may "
+        "differ from the exact ones by at most that.\n\n";
   md += "| plan | wall (s), median [min, max] | target (s) | met | peak RSS (MiB) | strategies | fit memory | replayed | pruned by bound |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& m : ms) {
