@@ -50,9 +50,10 @@ std::optional<StepWalk> contention_free_step(const wl::ModelSpec& m, const wl::S
 // What the planner prunes with: the walk, less WALK_ROOM of it for the folds of micro-batches
 // (the walk's and the replay's each extend a line checked to 1e-9) and for the steady state of
 // several steps, which the walk does not prove (above). With the replay's trailing step
-// (program/program.hpp) no replay came out below its walk by more than 1.5e-12 of it over every
-// candidate of gpt2-1.5b on two DGX-2, nor on 1T at 24 and 48 DGX-2; without it by up to 0.17%.
-// tests/planner/bound_test.cpp and sweep_test.cpp fail past the room.
+// (program/program.hpp) no replay came out below its walk by more than 1.8e-15 of it over the
+// 143 multi-step candidates of gpt2-1.5b on two DGX-2 (global batch 64), nor by more than 1.6e-10
+// over the 519 replays of 1T on 1..128 DGX-2 (413 of them over several steps); without it by up
+// to 0.17%. tests/planner/bound_test.cpp and sweep_test.cpp fail past the room.
 inline constexpr double WALK_ROOM = 1e-6;
 double walk_bound_s(const StepWalk& w);
 

@@ -1,7 +1,6 @@
 // Each schedule item of a data-parallel step made into typed instructions (data_parallel_builder.hpp).
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "data_parallel_builder.hpp"
 
@@ -24,11 +23,14 @@ int DataParallelBuilder::collective_stream_kernel(const char* name, const wl::Me
 
 std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>& plan, const std::vector<int>& barrier) {
   std::vector<int> done(plan.size(), -1);
-  std::map<int, std::pair<MemClass, double>> holds;  // fetch/gather -> what its compute releases
+  // By schedule item: what a fetch or gather holds until its compute releases it (vectors, not
+  // maps: a walk of the planner lowers tens of thousands of items).
+  std::vector<std::pair<MemClass, double>> holds(plan.size(), {MemClass::STAGING, 0.0});
+  std::vector<char> held(plan.size(), 0);
   // A gather that serves several computes (a recompute and its backward) is freed by the last.
-  std::map<int, std::size_t> last_user;
+  std::vector<std::size_t> last_user(plan.size(), plan.size());
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    for (int a : plan[i].after) last_user[a] = i;
+    for (int a : plan[i].after) last_user[static_cast<std::size_t>(a)] = i;
   }
   std::vector<int> step_end;
   for (std::size_t i = 0; i < plan.size(); ++i) {
@@ -53,7 +55,8 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         h2d.memory.push_back({Tier::GPU, MemClass::STAGING, bytes, false});
         h2d.after = deps;
         out = writer_.add(std::move(h2d));
-        holds[static_cast<int>(i)] = {MemClass::STAGING, bytes};
+        holds[i] = {MemClass::STAGING, bytes};
+        held[i] = 1;
         break;
       }
       case Instr::GATHER_PARAMS: {
@@ -61,7 +64,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // The fetched shard (if any) becomes part of the gathered unit.
         double staged = 0;
         for (int a : in.after) {
-          if (plan[static_cast<std::size_t>(a)].kind == Instr::FETCH_PARAMS) staged = holds[a].second;
+          if (plan[static_cast<std::size_t>(a)].kind == Instr::FETCH_PARAMS) staged = holds[static_cast<std::size_t>(a)].second;
         }
         // The trainsim reference keeps no bf16 shard: it casts the unit's fp32 master shard to
         // bf16 on its collective stream right before the all-gather (ref_param_store.cpp,
@@ -77,7 +80,8 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, !fsdp_});
         g.after = deps;
         out = writer_.add(std::move(g));
-        holds[static_cast<int>(i)] = {MemClass::GATHERED, bytes};
+        holds[i] = {MemClass::GATHERED, bytes};
+        held[i] = 1;
         break;
       }
       case Instr::FORWARD:
@@ -87,11 +91,12 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         std::vector<MemEffect> release;
         for (int a : in.after) {
           const Instr k = plan[static_cast<std::size_t>(a)].kind;
-          if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && holds.count(a) && last_user[a] == i) {
+          const auto ai = static_cast<std::size_t>(a);
+          if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && held[ai] != 0 && last_user[ai] == i) {
             if (keep_gathered_ && in.kind == Instr::FORWARD) {
-              kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+              kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             } else {
-              release.push_back({Tier::GPU, holds[a].first, -holds[a].second, true});
+              release.push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             }
           }
         }
