@@ -137,7 +137,6 @@ class Walker {
       offset_.push_back(total_);
       total_ += static_cast<int>(p.instructions.size());
     }
-    succ_.resize(static_cast<std::size_t>(total_));
     pending_.assign(static_cast<std::size_t>(total_), 0);
     ready_.assign(static_cast<std::size_t>(total_), 0.0);
     end_.assign(static_cast<std::size_t>(total_), 0.0);
@@ -184,6 +183,15 @@ class Walker {
         }
       }
     }
+    // Successors in one array by instruction (a list per instruction cost an allocation each).
+    succ_start_.assign(static_cast<std::size_t>(total_) + 1, 0);
+    for (const auto& [from, to] : edges_) ++succ_start_[static_cast<std::size_t>(from) + 1];
+    for (std::size_t v = 0; v < static_cast<std::size_t>(total_); ++v) succ_start_[v + 1] += succ_start_[v];
+    succ_.resize(edges_.size());
+    std::vector<std::size_t> fill(succ_start_.begin(), succ_start_.end() - 1);
+    for (const auto& [from, to] : edges_) succ_[fill[static_cast<std::size_t>(from)]++] = to;
+    edges_.clear();
+    edges_.shrink_to_fit();
   }
 
   // Every instruction's end; throws if the programs cannot all run (a cycle).
@@ -231,13 +239,15 @@ class Walker {
 
   int node(std::size_t stage, std::size_t i) const { return offset_[stage] + static_cast<int>(i); }
   void edge(int from, int to) {
-    succ_[static_cast<std::size_t>(from)].push_back(to);
+    edges_.emplace_back(from, to);
     ++pending_[static_cast<std::size_t>(to)];
   }
   void complete(int v, double end, std::vector<int>& queue, int& done) {
     end_[static_cast<std::size_t>(v)] = end;
     ++done;
-    for (int w : succ_[static_cast<std::size_t>(v)]) {
+    const auto v_at = static_cast<std::size_t>(v);
+    for (std::size_t e = succ_start_[v_at]; e < succ_start_[v_at + 1]; ++e) {
+      const int w = succ_[e];
       ready_[static_cast<std::size_t>(w)] = std::max(ready_[static_cast<std::size_t>(w)], end);
       if (--pending_[static_cast<std::size_t>(w)] == 0) queue.push_back(w);
     }
@@ -246,7 +256,9 @@ class Walker {
   const ProgramSet& set_;
   std::vector<int> offset_;
   int total_ = 0;
-  std::vector<std::vector<int>> succ_;
+  std::vector<std::pair<int, int>> edges_;  // while building: (from, to)
+  std::vector<std::size_t> succ_start_;     // successors of v: succ_[succ_start_[v], succ_start_[v + 1])
+  std::vector<int> succ_;
   std::vector<int> pending_, group_of_;
   std::vector<double> ready_, end_, duration_;
   std::vector<Group> groups_;
