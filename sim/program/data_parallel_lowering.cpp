@@ -36,8 +36,10 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const ScheduleItem& in = plan[i];
     std::vector<int> deps;
+    deps.reserve(in.after.size());
     for (int a : in.after) deps.push_back(done[static_cast<std::size_t>(a)]);
     if (in.after.empty()) deps = barrier;
+    // Each case below moves `deps` into its first instruction: nothing reads it after the switch.
     int out = -1;
     switch (in.kind) {
       case Instr::FETCH_PARAMS: {
@@ -45,7 +47,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         const double bytes = (s_.l2l ? params : shard(params)) * bytes_.params;
         if (s_.offload_params == OffloadTarget::NVME) {
           Instruction read = copy(Tier::STORAGE, Tier::HOST, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_read_params", in);
-          read.after = deps;
+          read.after = std::move(deps);
           deps = {writer_.add(std::move(read))};
         }
         // The trainsim reference copies a unit's shard from the host on its collective stream, in
@@ -53,7 +55,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         const Stream fetch_stream = stack_.shard_copies_on_collective_stream ? Stream::COMM : Stream::H2D;
         Instruction h2d = copy(Tier::HOST, Tier::GPU, bytes, fetch_stream, Category::OFFLOAD_IO, "h2d_params", in);
         h2d.memory.push_back({Tier::GPU, MemClass::STAGING, bytes, false});
-        h2d.after = deps;
+        h2d.after = std::move(deps);
         out = writer_.add(std::move(h2d));
         holds[i] = {MemClass::STAGING, bytes};
         held[i] = 1;
@@ -78,7 +80,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // FSDP2 casts each fetched fp32 shard to param_dtype and frees it before the all-gather
         // runs (training_stacks.md, "FSDP2"); ZeRO-Infinity's shard is its all-gather's input.
         if (staged > 0) g.memory.push_back({Tier::GPU, MemClass::STAGING, -staged, !fsdp_});
-        g.after = deps;
+        g.after = std::move(deps);
         out = writer_.add(std::move(g));
         holds[i] = {MemClass::GATHERED, bytes};
         held[i] = 1;
@@ -138,7 +140,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
                              Category::OFFLOAD_IO, save ? "checkpoint_out" : "checkpoint_in", in);
         c.memory.push_back({Tier::GPU, MemClass::CHECKPOINTS, save ? -b : b, save});
         c.memory.push_back({Tier::HOST, MemClass::CHECKPOINTS, save ? b : -b, !save});
-        c.after = deps;
+        c.after = std::move(deps);
         out = writer_.add(std::move(c));
         break;
       }
@@ -146,7 +148,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         const double bytes = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
         const bool scatter = s_.zero_stage >= 2 && !s_.l2l;
         Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
-        r.after = deps;
+        r.after = std::move(deps);
         if (transient_reduce_) {
           double unsharded = 0;
           for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -183,7 +185,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // The reference copies it on its collective stream, in order with the collectives (grads_done).
         const Stream d2h_stream = stack_.shard_copies_on_collective_stream ? Stream::COMM : Stream::D2H;
         Instruction d2h = copy(Tier::GPU, Tier::HOST, bytes, d2h_stream, Category::OFFLOAD_IO, "d2h_grads", in);
-        d2h.after = deps;
+        d2h.after = std::move(deps);
         out = writer_.add(std::move(d2h));
         if (s_.offload_optimizer == OffloadTarget::NVME && grads_on_storage()) {
           Instruction w = copy(Tier::HOST, Tier::STORAGE, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_write_grads", in);
