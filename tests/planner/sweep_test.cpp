@@ -42,6 +42,22 @@ std::string summary(const GroupResult& g) {
   return s;
 }
 
+// One group of two DGX-2 swept with a results cache of its own, which the replays of what it
+// pruned then answer from where the sweep replayed them.
+struct TwoNodeSweep {
+  wl::ModelSpec model;
+  hw::ClusterProfile profile = hw::builtin_profile("dgx2");
+  test::ScratchDir dir;
+  ResultCache cache{dir.path().string(), "--cache"};
+  GroupResult group;
+  TwoNodeSweep(const char* model_name, std::int64_t global_batch, const std::vector<const Family*>& families, int top_k)
+      : model(wl::builtin_model(model_name)) {
+    Progress quiet(false);
+    const SweepInputs in = inputs_for(model, profile, global_batch);
+    group = run_sweep(in, {{"2 nodes", 2, 0, families, top_k}}, *make_local_executor(2, cache, {}, quiet), quiet).front();
+  }
+};
+
 // Replays `candidates` (from the cache where it has them), in order.
 std::vector<ReplayOutcome> replay_all(const std::vector<const Candidate*>& candidates, const wl::ModelSpec& model,
                                       const hw::ClusterProfile& profile, const ResultCache& cache) {
@@ -145,22 +161,16 @@ TEST(Sweep, EnumerateOnlyCountsWithoutReplaying) {
 // configuration, replayed, ranks after the K-th best. ZeRO-3 on two DGX-2 with one sample per
 // GPU, where gathers outlast the computes they hide behind.
 TEST(Sweep, WhatTheWalkPrunesNeverBeatsTheTopK) {
-  const wl::ModelSpec model = wl::builtin_model("megatron-8.3b");
-  const hw::ClusterProfile profile = hw::builtin_profile("dgx2");
-  const SweepInputs in = inputs_for(model, profile, 64);
-  test::ScratchDir dir;
-  const ResultCache cache(dir.path().string(), "--cache");
-  Progress quiet(false);
   const int k = 3;
-  const GroupResult g =
-      run_sweep(in, {{"2 nodes", 2, 0, parse_families("zero3", "--families"), k}}, *make_local_executor(2, cache, {}, quiet), quiet).front();
+  const TwoNodeSweep sw("megatron-8.3b", 64, parse_families("zero3", "--families"), k);
+  const GroupResult& g = sw.group;
   ASSERT_EQ(g.ranked.size(), static_cast<std::size_t>(k));
   std::vector<const Candidate*> walked_out;
   for (const Candidate& c : g.pruned) {
     if (c.walk_bound_s > c.bound_s) walked_out.push_back(&c);
   }
   ASSERT_GE(walked_out.size(), 3u) << "the walk pruned too little here to test it";
-  const auto outcomes = replay_all(walked_out, model, profile, cache);
+  const auto outcomes = replay_all(walked_out, sw.model, sw.profile, sw.cache);
   for (std::size_t i = 0; i < walked_out.size(); ++i) {
     ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
     EXPECT_LE(walked_out[i]->walk_bound_s, outcomes[i].result.step_time_s * (1 + 1e-9)) << walked_out[i]->text;
@@ -176,13 +186,8 @@ TEST(Sweep, WhatTheWalkPrunesNeverBeatsTheTopK) {
 // K-th best, and some of them do tie it on step time: the tie-break, not the time, kept them out.
 // gpt2-1.5b on two DGX-2, where ZeRO stages and offload variants of one layout time alike.
 TEST(Sweep, WhatTheTieBreakPrunesNeverBeatsTheTopK) {
-  const wl::ModelSpec model = wl::builtin_model("gpt2-1.5b");
-  const hw::ClusterProfile profile = hw::builtin_profile("dgx2");
-  const SweepInputs in = inputs_for(model, profile, 64);
-  test::ScratchDir dir;
-  const ResultCache cache(dir.path().string(), "--cache");
-  Progress quiet(false);
-  const GroupResult g = run_sweep(in, {{"2 nodes", 2, 0, {}, 1}}, *make_local_executor(2, cache, {}, quiet), quiet).front();
+  const TwoNodeSweep sw("gpt2-1.5b", 64, {}, 1);
+  const GroupResult& g = sw.group;
   ASSERT_EQ(g.ranked.size(), 1u);
   const RankedEntry& kth = g.ranked.back();
   std::vector<const Candidate*> in_its_bin;
@@ -190,7 +195,7 @@ TEST(Sweep, WhatTheTieBreakPrunesNeverBeatsTheTopK) {
     if (ranking_step_bin(c.best_bound_s()) == ranking_step_bin(kth.result.step_time_s)) in_its_bin.push_back(&c);
   }
   ASSERT_GE(in_its_bin.size(), 2u) << "nothing here was pruned by the tie-break";
-  const auto outcomes = replay_all(in_its_bin, model, profile, cache);
+  const auto outcomes = replay_all(in_its_bin, sw.model, sw.profile, sw.cache);
   int ties = 0;
   for (std::size_t i = 0; i < in_its_bin.size(); ++i) {
     ASSERT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
