@@ -93,7 +93,7 @@ struct Program {
 // (simulator.cpp). The replay runs one trailing step after them, so that the last measured end
 // meets the same contention from a step after it as the first one does; without it the last end
 // came early against the first, and the measured step fell below the contention-free walk's
-// (sim/step_bound.hpp). The walk omits it (sim/critical_path.cpp): every stream runs the trailing
+// (sim/critical_path.hpp). The walk omits it (sim/critical_path.cpp): every stream runs the trailing
 // step after all of the measured ones, and without contention nothing later moves an earlier end.
 inline constexpr int STEADY_STATE_STEPS = 3;
 enum class TrailingStep { SIMULATE, OMIT };
