@@ -23,7 +23,10 @@ double walk_bound(const SweepInputs& in, const Candidate& c) {
 }
 
 // Candidates walked together, whatever the threads: the walks a sweep does never depend on cores.
-constexpr std::size_t WALK_BATCH = 4;
+// Two per replay a wave offers: enough to keep two walk threads busy, few enough that what the
+// next replay's bar rules out is seldom walked (1T over 20..29 DGX-2, one replay per wave and
+// node count: 19.1 s with four per batch, 16.2 s with two).
+constexpr std::size_t WALKS_PER_WAVE_REPLAY = 2;
 
 // Walks `todo` over the walk threads (each walk is pure: no SimGrid, no shared state).
 void walk_all(const SweepInputs& in, const std::vector<Candidate*>& todo) {
@@ -63,6 +66,7 @@ struct GroupState {
   bool walks_changed = false;
   std::vector<Candidate> candidates;  // ascending closed-form bound, then canonical text
   std::size_t next = 0;               // the first candidate not yet walked
+  std::size_t walk_batch_size = 4;    // candidates walked together (WALKS_PER_WAVE_REPLAY x wave)
   // Walked, not yet replayed, in ranking order of their best bounds: the bound's bin, the
   // memory model's GPU bytes, the canonical text (then the index).
   std::set<std::tuple<std::int64_t, double, std::string, std::size_t>> walked;
@@ -111,7 +115,7 @@ struct GroupState {
   // walked in parallel.
   void walk_batch(const SweepInputs& in, const Bar& bar) {
     std::vector<Candidate*> todo;
-    for (std::size_t i = next; i < candidates.size() && todo.size() < WALK_BATCH && bar.reachable(candidates[i].bound_s); ++i) {
+    for (std::size_t i = next; i < candidates.size() && todo.size() < walk_batch_size && bar.reachable(candidates[i].bound_s); ++i) {
       Candidate& c = candidates[i];
       if (c.walk_bound_s != 0) continue;
       const auto hit = walks.find(c.text);
@@ -263,6 +267,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
   // replayed once.
   std::map<std::string, ReplayOutcome> memo;
   const int wave = in.wave > 0 ? in.wave : groups.size() > 1 ? 1 : 2;
+  for (GroupState& s : states) s.walk_batch_size = WALKS_PER_WAVE_REPLAY * static_cast<std::size_t>(wave);
   for (;;) {
     long remaining = 0;
     for (const GroupState& s : states) remaining += s.remaining();
