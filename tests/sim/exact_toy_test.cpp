@@ -216,13 +216,19 @@ PlatformSpec two_nodes() {
   return spec;
 }
 
+// An op of simulated GPU 0 on its node's stream (no stream order).
+Op node_op_of_gpu0(OpKind kind, Category category) {
+  Op op;
+  op.kind = kind;
+  op.stream = Stream::NODE;
+  op.category = category;
+  op.gpu = 0;
+  return op;
+}
+
 // GPU 0 of node 0 sends `bytes` to GPU 0 of node 1 (transfer 0 of two_nodes()).
 Op send_to_next_node(double bytes) {
-  Op op;
-  op.kind = OpKind::TRANSFER;
-  op.stream = Stream::NODE;
-  op.category = Category::COMMUNICATION;
-  op.gpu = 0;
+  Op op = node_op_of_gpu0(OpKind::TRANSFER, Category::COMMUNICATION);
   op.peer = 1;
   op.transfer = 0;
   op.bytes = bytes;
@@ -270,11 +276,7 @@ TEST(ExactToy, CpuWorkIsAFlowOverTheNodesCpu) {
   hw::ClusterProfile p = toy_profile();
   p.calibration.cpu_adam_params_per_s = 1e9;
   auto adam = [](GraphBuilder& b) {
-    Op op;
-    op.kind = OpKind::CPU;
-    op.stream = Stream::NODE;
-    op.category = Category::OPTIMIZER;
-    op.gpu = 0;
+    Op op = node_op_of_gpu0(OpKind::CPU, Category::OPTIMIZER);
     op.params = 2e9;
     b.add(op);
   };
