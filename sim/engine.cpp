@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -177,12 +178,19 @@ class Replayer {
       case OpKind::COLLECTIVE: {
         const RingRoute& ring = platform_.ring(op.ring);
         if (ring.channels.empty() || op.group_size < 2) break;
-        if (ring.exclusive_rate > 0) {
-          // Alone on its links (platform.hpp): latency plus the hop bytes at its bottleneck rate.
-          const double rate = cap_of(id) > 0 ? std::min(cap_of(id), ring.exclusive_rate) : ring.exclusive_rate;
-          const double bytes = ring_hop_bytes(op.collective, op.bytes, op.group_size);
+        enter_ring(op);
+        if (ring.alone()) {
+          // Every channel alone on its links (platform.hpp): latency plus the slowest channel's
+          // bytes at its bottleneck rate.
+          double slowest = 0;
+          if (ring.channels.size() == 1) {
+            const double rate = cap_of(id) > 0 ? std::min(cap_of(id), ring.exclusive_rates.front()) : ring.exclusive_rates.front();
+            slowest = ring_hop_bytes(op.collective, op.bytes, op.group_size) / rate;
+          } else {
+            for (std::size_t ch = 0; ch < ring.channels.size(); ++ch) slowest = std::max(slowest, lone_channel_seconds(id, ch));
+          }
           phase_[id] = 2;
-          const double seconds = op.latency_s + bytes / rate + waited_for_compute(op);
+          const double seconds = op.latency_s + slowest + waited_for_compute(op);
           interfere(op, seconds);
           launch_timer(id, seconds);
           break;
@@ -276,13 +284,55 @@ class Replayer {
       return;
     }
     const RingRoute& ring = platform_.ring(op.ring);
-    const double per_channel = ring_hop_bytes(op.collective, op.bytes, op.group_size) / static_cast<double>(ring.channels.size());
-    const auto bytes = static_cast<std::uint64_t>(std::llround(per_channel));
+    const std::uint64_t bytes = channel_bytes(op);
     if (bytes == 0) return;
-    const double cap = cap_of(id) > 0 ? cap_of(id) / static_cast<double>(ring.channels.size()) : UNCAPPED;
+    // Channels alone on their links (platform.hpp) as one timer for the slowest of them, the
+    // others as flows.
+    double lone = 0;
     for (std::size_t ch = 0; ch < ring.channels.size(); ++ch) {
-      set_cap(ring.caps[ch], cap);
+      if (ring.exclusive_rates[ch] > 0) {
+        lone = std::max(lone, lone_channel_seconds(id, ch));
+        continue;
+      }
+      set_cap(ring.caps[ch], channel_cap(id));
       launch(id, sg::Comm::sendto_init(ring.channels[ch].first, ring.channels[ch].second)->set_payload_size(bytes));
+    }
+    if (lone > 0) launch_timer(id, lone);
+  }
+
+  // What one channel of a collective carries (a whole number of bytes, as a flow's payload) and
+  // the cap each channel gets of a calibrated rate for the whole collective.
+  std::uint64_t channel_bytes(const Op& op) const {
+    const double per_channel = ring_hop_bytes(op.collective, op.bytes, op.group_size) /
+                               static_cast<double>(platform_.ring(op.ring).channels.size());
+    return static_cast<std::uint64_t>(std::llround(per_channel));
+  }
+  double channel_cap(OpId id) const {
+    return cap_of(id) > 0 ? cap_of(id) / static_cast<double>(platform_.ring(graph_[id].ring).channels.size()) : UNCAPPED;
+  }
+  // A channel alone on its links: its bytes at its bottleneck rate, or the cap if lower.
+  double lone_channel_seconds(OpId id, std::size_t ch) const {
+    const double rate = std::min(channel_cap(id), platform_.ring(graph_[id].ring).exclusive_rates[ch]);
+    return static_cast<double>(channel_bytes(graph_[id])) / rate;
+  }
+
+  // A ring with channels timed in closed form must carry one collective at a time (the claim
+  // platform.hpp's exclusive rates rest on): a second one in flight is an error, not a silent
+  // overlap the closed form would miss.
+  static bool has_lone_channels(const RingRoute& ring) {
+    return std::any_of(ring.exclusive_rates.begin(), ring.exclusive_rates.end(), [](double r) { return r > 0; });
+  }
+  void enter_ring(const Op& op) {
+    if (!has_lone_channels(platform_.ring(op.ring))) return;
+    if (++collectives_in_flight_[op.ring] > 1) {
+      throw std::logic_error("replay: two collectives at once on ring " + std::to_string(op.ring) +
+                             ", whose channels are timed as if alone on their links");
+    }
+  }
+  void leave_ring(const Op& op) {
+    const RingRoute& ring = platform_.ring(op.ring);
+    if (op.kind == OpKind::COLLECTIVE && !ring.channels.empty() && op.group_size >= 2 && has_lone_channels(ring)) {
+      --collectives_in_flight_[op.ring];
     }
   }
 
@@ -299,6 +349,7 @@ class Replayer {
   // Ops whose work is empty finish at once; their successors may start at once too.
   void finish(OpId id) {
     result_.timing[id].end = sg::Engine::get_clock();
+    if (graph_[id].kind == OpKind::COLLECTIVE) leave_ring(graph_[id]);
     if (graph_[id].kind == OpKind::COMPUTE && graph_[id].seconds > 0) --computing_[graph_[id].gpu];
     if ((graph_[id].kind == OpKind::STORAGE_READ || graph_[id].kind == OpKind::STORAGE_WRITE) && graph_[id].bytes > 0) {
       storage_flows(graph_[id], graph_[id].kind == OpKind::STORAGE_READ, -1);
@@ -346,6 +397,7 @@ class Replayer {
   std::unordered_map<const sg::Link*, std::array<int, 2>> storage_in_flight_;  // reads, writes per device
   std::vector<sg::ExecPtr> phantoms_;      // interference execs, kept to the end of the replay
   std::map<std::pair<int, double>, hw::InterferenceEffect> effects_;  // by (collective kind, bytes)
+  std::unordered_map<int, int> collectives_in_flight_;  // ring -> collectives, where it has lone channels
   std::size_t completed_ = 0;
   ReplayResult result_;
 };

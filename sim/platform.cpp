@@ -1,9 +1,12 @@
 #include "platform.hpp"
 
+#include "implied_links.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 
@@ -268,20 +271,53 @@ Route ring_route(Builder& b, const std::vector<RingLocation>& ring, bool reaches
   return r;
 }
 
+Hop hop_of(const sg::LinkInRoute& l) { return Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}; }
+
+struct PendingRoute {
+  sg::Host* from;
+  sg::Host* to;
+  std::vector<sg::LinkInRoute> links;
+};
+
+// Drops from every route the links that the others imply (implied_links.hpp): the same rates
+// from a smaller sharing model.
+void drop_implied_links(std::vector<PendingRoute>& routes, const std::set<const sg::Link*>& adjustable) {
+  std::map<Hop, int> id;
+  std::vector<Hop> hops;
+  LinkSharing sharing;
+  for (const PendingRoute& route : routes) {
+    std::vector<int> ids;
+    for (const auto& l : route.links) {
+      const Hop h = hop_of(l);
+      const auto [it, added] = id.try_emplace(h, static_cast<int>(hops.size()));
+      if (added) {
+        hops.push_back(h);
+        sharing.capacity.push_back(h.link->get_bandwidth());
+        sharing.adjustable.push_back(adjustable.count(h.link) > 0);
+      }
+      ids.push_back(it->second);
+    }
+    sharing.routes.push_back(std::move(ids));
+  }
+  const std::vector<bool> dropped = implied_links(sharing);
+  for (PendingRoute& route : routes) {
+    std::erase_if(route.links, [&](const sg::LinkInRoute& l) { return dropped[static_cast<std::size_t>(id.at(hop_of(l)))]; });
+  }
+}
+
 }  // namespace
 
-Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) {
+Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec, bool drop_implied) {
   sg::NetZone* zone = sg::create_full_zone("cluster");
   Builder b(profile, zone);
   copy_latency_s_ = profile.pcie.latency_us * 1e-6;
   storage_mixed_rate_ = (profile.storage.mixed_read_GBps + profile.storage.mixed_write_GBps) * profile.storage.count * 1e9;
-  // How often every directed link is listed across all routes: a ring nothing else shares is
-  // timed in closed form (below).
-  std::map<Hop, int> usage;
+  // Every route, registered with SimGrid once the links that others imply are dropped (below).
+  std::vector<PendingRoute> routes;
   auto add_route = [&](sg::Host* from, sg::Host* to, const std::vector<sg::LinkInRoute>& links) {
-    for (const auto& l : links) ++usage[Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}];
-    zone->add_route(from->get_netpoint(), to->get_netpoint(), nullptr, nullptr, links, false);
+    routes.push_back({from, to, links});
   };
+  std::set<const sg::Link*> adjustable;  // rate caps the engine sets while it runs
 
   for (std::size_t i = 0; i < spec.gpus.size(); ++i) {
     const PlatformGpu& pg = spec.gpus[i];
@@ -300,6 +336,7 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     }
     h2d_caps_.push_back(b.simplex(fmt::format("gpu{}.h2d_cap", i), UNCAPPED));
     d2h_caps_.push_back(b.simplex(fmt::format("gpu{}.d2h_cap", i), UNCAPPED));
+    adjustable.insert({h2d_caps_.back(), d2h_caps_.back(), l.storage_mixed});
     std::vector<sg::LinkInRoute> to_gpu{sg::LinkInRoute(h2d_caps_.back())};
     for (const auto& h : Builder::weighted(h2d.front(), Builder::count(h2d))) to_gpu.push_back(h);
     std::vector<sg::LinkInRoute> from_gpu{sg::LinkInRoute(d2h_caps_.back())};
@@ -326,11 +363,11 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     add_route(io, cpu_end, std::vector<sg::LinkInRoute>(k, sg::LinkInRoute(l.cpu)));
   }
 
-  std::vector<std::vector<std::vector<sg::LinkInRoute>>> channel_links;
+  std::vector<std::vector<std::size_t>> channel_links;
   for (std::size_t r = 0; r < spec.rings.size(); ++r) {
     const RingSpec& ring = spec.rings[r];
     RingRoute route;
-    std::vector<std::vector<sg::LinkInRoute>> ring_links;
+    std::vector<std::size_t> ring_links;  // its channels' routes
     const auto& first = ring.rings.front();
     const bool crosses = ring.reaches_mirrors ||
                          std::any_of(first.begin(), first.end(), [&](const RingLocation& m) { return m.node != first.front().node; });
@@ -347,11 +384,12 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
         auto* src = zone->create_host(fmt::format("ring{}.{}.src", r, ch), 1.0)->seal();
         auto* dst = zone->create_host(fmt::format("ring{}.{}.dst", r, ch), 1.0)->seal();
         route.caps.push_back(b.simplex(fmt::format("ring{}.{}.cap", r, ch), UNCAPPED));
+        adjustable.insert(route.caps.back());
         std::vector<sg::LinkInRoute> links{sg::LinkInRoute(route.caps.back())};
         for (const auto& h : Builder::weighted(all.front(), Builder::count(all))) links.push_back(h);
         add_route(src, dst, links);
         route.channels.push_back({src, dst});
-        ring_links.push_back(links);
+        ring_links.push_back(routes.size() - 1);
       }
     }
     rings_.push_back(std::move(route));
@@ -381,22 +419,31 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec) 
     add_route(route.src, route.dst, links);
     transfers_.push_back(route);
   }
-  // A ring of one channel whose links no other route lists runs alone whenever it runs (its
-  // collectives follow each other on one stream): its rate is its bottleneck's share, known now,
-  // and the engine times its collectives in closed form instead of as flows (exact: what the
-  // sharing model would compute for a lone flow).
+  if (drop_implied) drop_implied_links(routes, adjustable);
+  // How often every directed link is listed across all routes: a ring nothing else shares is
+  // timed in closed form (below).
+  std::map<Hop, int> usage;
+  for (const PendingRoute& route : routes) {
+    for (const auto& l : route.links) ++usage[hop_of(l)];
+    zone->add_route(route.from->get_netpoint(), route.to->get_netpoint(), nullptr, nullptr, route.links, false);
+  }
+  // A channel whose links no other route lists (the ring's other channels included) runs alone
+  // whenever it runs (a ring's collectives follow each other on one stream; the engine checks):
+  // its rate is its bottleneck's share, known now, and the engine times it in closed form instead
+  // of as a flow (exact: what the sharing model would compute for a lone flow).
   for (std::size_t r = 0; r < rings_.size(); ++r) {
-    if (channel_links[r].size() != 1) continue;
-    std::map<Hop, int> own;
-    for (const auto& l : channel_links[r].front()) ++own[Hop{const_cast<sg::Link*>(l.get_link()), l.get_direction()}];
-    double rate = UNCAPPED;
-    bool exclusive = true;
-    for (const auto& [hop, count] : own) {
-      if (hop.link == rings_[r].caps.front()) continue;
-      exclusive = exclusive && usage[hop] == count;
-      rate = std::min(rate, hop.link->get_bandwidth() / count);
+    for (std::size_t ch = 0; ch < channel_links[r].size(); ++ch) {
+      std::map<Hop, int> own;
+      for (const auto& l : routes[channel_links[r][ch]].links) ++own[hop_of(l)];
+      double rate = UNCAPPED;
+      bool exclusive = true;
+      for (const auto& [hop, count] : own) {
+        if (hop.link == rings_[r].caps[ch]) continue;
+        exclusive = exclusive && usage[hop] == count;
+        rate = std::min(rate, hop.link->get_bandwidth() / count);
+      }
+      rings_[r].exclusive_rates.push_back(exclusive ? rate : 0.0);
     }
-    if (exclusive) rings_[r].exclusive_rate = rate;
   }
   std::map<int, int> distinct;
   for (const auto& g : spec.gpus) distinct[g.node] = 1;

@@ -16,6 +16,7 @@
 // Network arithmetic is exact: CM02 with cross-traffic off and TCP-gamma disabled (sim/README.md);
 // latencies are added explicitly, never hidden in factors.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -69,8 +70,13 @@ struct RingRoute {
   // A private link at the head of each channel's route: unlimited, or set to a calibrated rate
   // for the collective in flight. SimGrid 3.32 refuses Comm::set_rate on host-to-host comms.
   std::vector<simgrid::s4u::Link*> caps;
-  // Bytes per second of a ring that shares no link with any other route (one channel), else 0.
-  double exclusive_rate = 0;
+  // Per channel: bytes per second where the channel shares no link with any other route (its
+  // rate whenever it runs, known before the replay), else 0.
+  std::vector<double> exclusive_rates;
+  // Every channel alone on its links: the ring's collectives are timed in closed form.
+  bool alone() const {
+    return !exclusive_rates.empty() && std::all_of(exclusive_rates.begin(), exclusive_rates.end(), [](double r) { return r > 0; });
+  }
 };
 
 struct TransferRoute {
@@ -87,7 +93,9 @@ inline constexpr double UNCAPPED = 1e18;
 class Platform {
  public:
   // Builds the platform in the process's SimGrid engine (which must exist and be configured).
-  Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec);
+  // `drop_implied`: leave out of every route the links that other links imply (implied_links.hpp;
+  // the same rates, fewer links to share); off only to check that claim.
+  Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec, bool drop_implied = true);
 
   simgrid::s4u::Host* gpu(int g) const { return gpu_hosts_[static_cast<std::size_t>(g)]; }
   // The host memory of GPU g's node (copies start and end here).

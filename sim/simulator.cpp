@@ -99,7 +99,8 @@ class Replays {
   Replays(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile, const wl::MemoryEstimate& memory,
           const SimOptions& options)
       : m_(m), s_(s), profile_(profile), memory_(memory), costs_(profile, m.numerics),
-        placement_(s.tp, s.dp, s.pp, profile.gpus_per_node()), fold_(plan_fold(placement_, options.fold_ranks)) {}
+        placement_(s.tp, s.dp, s.pp, profile.gpus_per_node()), fold_(plan_fold(placement_, options.fold_ranks)),
+        drop_implied_links_(options.drop_implied_links) {}
 
   const FoldPlan& fold() const { return fold_; }
   const CostModel& costs() const { return costs_; }
@@ -113,7 +114,7 @@ class Replays {
     lowered.caps.gemm_flops = interference_gemm_flops(m_, s_);
     gpus_ = lowered.gpus;
     if (!platform_) {
-      platform_ = std::make_unique<Platform>(profile_, lowered.platform);
+      platform_ = std::make_unique<Platform>(profile_, lowered.platform, drop_implied_links_);
       spec_ = lowered.platform;
     } else if (!(lowered.platform.gpus.size() == spec_.gpus.size() && lowered.platform.rings == spec_.rings &&
                  lowered.platform.transfers == spec_.transfers)) {
@@ -201,6 +202,7 @@ class Replays {
   FoldPlan fold_;
   std::unique_ptr<Platform> platform_;
   PlatformSpec spec_;
+  bool drop_implied_links_ = true;
   std::vector<SimulatedGpu> gpus_;
   std::vector<std::string> notes_;
   int steps_ = 1;

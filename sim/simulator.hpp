@@ -20,6 +20,9 @@ struct SimOptions {
   // (placement.hpp), and fold identical micro-batches (simulator.cpp). Off: replay everything.
   bool fold_ranks = true;
   bool fold_micro_batches = true;
+  // Leave the links that other links imply out of the platform's routes (implied_links.hpp): the
+  // same answer from a smaller sharing model. Off: every link, to check that claim.
+  bool drop_implied_links = true;
 };
 
 struct GpuResult {
