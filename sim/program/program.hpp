@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "small_vector.hpp"
 #include "task_graph.hpp"
 
 namespace trainsim::sim {
@@ -77,8 +78,8 @@ struct Instruction {
   int micro_batch = -1;
   int chunk = 0;
   int step = 0;
-  std::vector<MemEffect> memory;
-  std::vector<int> after;           // instructions of the same program this one waits for
+  SmallVector<MemEffect, 2> memory;
+  SmallVector<int, 3> after;        // instructions of the same program this one waits for
 };
 
 // The instructions of one rank role, and the instructions that end each simulated step.
