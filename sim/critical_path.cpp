@@ -142,6 +142,7 @@ class Walker {
     end_.assign(static_cast<std::size_t>(total_), 0.0);
     duration_.assign(static_cast<std::size_t>(total_), 0.0);
     group_of_.assign(static_cast<std::size_t>(total_), -1);
+    edges_.reserve(static_cast<std::size_t>(total_) * 3);  // about two per instruction: `after` and its stream
     std::map<std::tuple<int, int, std::int64_t>, int> sends;                       // (from, to, tag) -> node
     std::map<std::tuple<int, int, std::int64_t>, std::vector<int>> collectives;    // (kind, first member, tag) -> nodes
     for (std::size_t st = 0; st < set.stages.size(); ++st) {

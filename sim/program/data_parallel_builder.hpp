@@ -81,7 +81,7 @@ class DataParallelBuilder {
   // and beside the compute stream's kernels (sharing the GPU with them in the replay). Counted as
   // communication, as the reference's own collective-stream timing counts it. Its bytes at the
   // calibrated curve of its class, or the copy curve (CostModel::kernel_seconds).
-  int collective_stream_kernel(const char* name, const wl::MemoryKernel& k, const ScheduleItem& at, std::vector<int> deps);
+  int collective_stream_kernel(const char* name, const wl::MemoryKernel& k, const ScheduleItem& at, Deps deps);
 
   // One step of the schedule made into instructions, after `barrier` (data_parallel_lowering.cpp).
   std::vector<int> lower_step(const std::vector<ScheduleItem>& plan, const std::vector<int>& barrier);
@@ -90,11 +90,11 @@ class DataParallelBuilder {
   // (grad_shard_pieces.hpp), the node's ranks copying at once: the step's first micro-batch into
   // fresh pinned memory, asynchronously; every later one into fresh pageable memory with the host
   // waiting, then `.grad += new` on the CPU, after which the host goes on (host_block_).
-  int lower_torch_grad_offload(const ScheduleItem& in, const std::vector<int>& deps);
+  int lower_torch_grad_offload(const ScheduleItem& in, const Deps& deps);
 
   // The optimizer step and the parameter update (data_parallel_optimizer.cpp).
-  int lower_optimizer(const ScheduleItem& in, std::vector<int> deps);
-  int lower_update(const ScheduleItem& in, std::vector<int> deps);
+  int lower_optimizer(const ScheduleItem& in, Deps deps);
+  int lower_update(const ScheduleItem& in, Deps deps);
 
   const wl::ModelSpec& m_;
   const wl::Strategy& s_;

@@ -14,7 +14,7 @@ using wl::Recompute;
 // communication, as the reference's own collective-stream timing counts it. Its bytes at the
 // calibrated curve of its class, or the copy curve (CostModel::kernel_seconds).
 int DataParallelBuilder::collective_stream_kernel(const char* name, const wl::MemoryKernel& k, const ScheduleItem& at,
-                                                  std::vector<int> deps) {
+                                                  Deps deps) {
   Instruction in = base(InstrKind::COMPUTE, Stream::COMM, Category::COMMUNICATION, name, at);
   in.seconds = c_.kernel_seconds(k);
   in.after = std::move(deps);
@@ -35,8 +35,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
   std::vector<int> step_end;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const ScheduleItem& in = plan[i];
-    std::vector<int> deps;
-    deps.reserve(in.after.size());
+    Deps deps;
     for (int a : in.after) deps.push_back(done[static_cast<std::size_t>(a)]);
     if (in.after.empty()) deps = barrier;
     // Each case below moves `deps` into its first instruction: nothing reads it after the switch.
@@ -90,7 +89,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
       case Instr::RECOMPUTE:
       case Instr::BACKWARD: {
         // Parameters gathered (or fetched, without a gather) for this compute are freed at its end.
-        std::vector<MemEffect> release;
+        MemEffects release;
         for (int a : in.after) {
           const Instr k = plan[static_cast<std::size_t>(a)].kind;
           const auto ai = static_cast<std::size_t>(a);

@@ -14,7 +14,7 @@ using wl::OffloadTarget;
 // (grad_shard_pieces.hpp), the node's ranks copying at once: the step's first micro-batch into
 // fresh pinned memory, asynchronously; every later one into fresh pageable memory with the host
 // waiting, then `.grad += new` on the CPU, after which the host goes on (host_block_).
-int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const std::vector<int>& deps) {
+int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const Deps& deps) {
   std::vector<const UnitCost*> units;
   for (std::size_t u = 0; u < units_.size(); ++u) {
     if (bucket_of_unit_[u] == in.bucket) units.push_back(&units_[u]);
@@ -27,7 +27,7 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
     d2h.pageable = accumulate;
     d2h.copiers = ranks_per_node_;
     d2h.piece_bytes = p.bytes;
-    d2h.after = out < 0 ? deps : std::vector<int>{out};
+    d2h.after = out < 0 ? deps : Deps{out};
     out = writer_.add(std::move(d2h));
     add_s += p.count * c_.torch_grad_add_seconds(p.bytes, ranks_per_node_);
   }
@@ -39,7 +39,7 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
   return host_block_;
 }
 
-int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, std::vector<int> deps) {
+int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, Deps deps) {
   if (previous_optimizer_ >= 0) deps.push_back(previous_optimizer_);
   const double params = s_.zero_stage >= 1 ? shard(rank_params_) : rank_params_;
   int out = -1;
@@ -113,7 +113,7 @@ int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, std::vector<int
   return out;
 }
 
-int DataParallelBuilder::lower_update(const ScheduleItem& in, std::vector<int> deps) {
+int DataParallelBuilder::lower_update(const ScheduleItem& in, Deps deps) {
   int out = deps.empty() ? -1 : deps.back();
   if (s_.offload_optimizer != OffloadTarget::NONE) {
     // The CPU optimizer's 16-bit result goes back to the GPU.
@@ -126,7 +126,7 @@ int DataParallelBuilder::lower_update(const ScheduleItem& in, std::vector<int> d
     // ZeRO 1-2: every rank needs all updated parameters: an all-gather per allgather bucket.
     const double total = rank_params_ * bytes_.params;
     const double bucket = s_.buffers.allgather_bucket_elems * bytes_.params;
-    std::vector<int> after{out};
+    Deps after{out};
     for (double left = total; left > 0; left -= bucket) {
       Instruction g = collective(CollectiveKind::ALL_GATHER, std::min(left, bucket), "gather_updated_params", in);
       g.after = after;

@@ -52,6 +52,11 @@ struct MemEffect {
   bool at_end = false;
 };
 
+// An instruction's dependencies (instructions of the same program) and memory effects: one to
+// three and none to two, mostly, kept inline (small_vector.hpp).
+using Deps = SmallVector<int, 3>;
+using MemEffects = SmallVector<MemEffect, 2>;
+
 struct Instruction {
   InstrKind kind = InstrKind::COMPUTE;
   Stream stream = Stream::COMPUTE;  // stream order: same-stream instructions run in program order
@@ -78,8 +83,8 @@ struct Instruction {
   int micro_batch = -1;
   int chunk = 0;
   int step = 0;
-  SmallVector<MemEffect, 2> memory;
-  SmallVector<int, 3> after;        // instructions of the same program this one waits for
+  MemEffects memory;
+  Deps after;                       // instructions of the same program this one waits for
 };
 
 // The instructions of one rank role, and the instructions that end each simulated step.

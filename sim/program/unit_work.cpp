@@ -1,5 +1,7 @@
 #include "unit_work.hpp"
 
+#include <array>
+
 #include "activation_memory.hpp"
 #include "reference_stack.hpp"
 #include "stack_layer.hpp"
@@ -119,7 +121,7 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
 }
 
 int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassLabel& label,
-                   const std::vector<int>& first_after, const std::vector<MemEffect>& end_effects) {
+                   const Deps& first_after, const MemEffects& end_effects) {
   const UnitCost& uc = (*work.units)[static_cast<std::size_t>(unit)];
   const std::vector<Segment>& segments = label.pass == ComputePass::FORWARD    ? uc.forward
                                          : label.pass == ComputePass::BACKWARD ? uc.backward
@@ -136,7 +138,7 @@ int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassL
     in.step = label.step;
     return in;
   };
-  std::vector<int> after = first_after;
+  Deps after = first_after;
   int last = -1;
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const Segment& seg = segments[k];
@@ -156,9 +158,10 @@ int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassL
     after = {last};
     if (!collective) continue;
     // Synchronous on the compute stream, as Megatron-LM's tensor-parallel regions are.
-    std::vector<CollectiveKind> kinds = work.sp ? std::vector<CollectiveKind>{CollectiveKind::REDUCE_SCATTER, CollectiveKind::ALL_GATHER}
-                                                : std::vector<CollectiveKind>{CollectiveKind::ALL_REDUCE};
-    for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const std::array<CollectiveKind, 2> kinds = work.sp ? std::array{CollectiveKind::REDUCE_SCATTER, CollectiveKind::ALL_GATHER}
+                                                        : std::array{CollectiveKind::ALL_REDUCE, CollectiveKind::ALL_REDUCE};
+    const std::size_t collectives = work.sp ? 2 : 1;
+    for (std::size_t i = 0; i < collectives; ++i) {
       Instruction col = labelled({});
       col.kind = InstrKind::COLLECTIVE;
       col.stream = Stream::COMPUTE;
@@ -169,7 +172,7 @@ int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassL
       col.dtype = work.dtype;
       col.bytes = work.tp_bytes;
       col.after = after;
-      if (last_segment && i + 1 == kinds.size()) col.memory = at_end;
+      if (last_segment && i + 1 == collectives) col.memory = at_end;
       last = w.add(std::move(col));
       after = {last};
     }

@@ -65,7 +65,7 @@ struct PassLabel {
 // carries `end_effects` too (parameters freed when the compute is done). Returns the index of
 // the last instruction (the one whose end is the pass's end).
 int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassLabel& label,
-                   const std::vector<int>& first_after, const std::vector<MemEffect>& end_effects = {});
+                   const Deps& first_after, const MemEffects& end_effects = {});
 
 // The activation bytes of a model and strategy, per rank.
 ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s);

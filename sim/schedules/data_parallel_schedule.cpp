@@ -57,6 +57,8 @@ class Emitter {
 
   std::vector<ScheduleItem> run() {
     build_items();
+    fetch_.assign(items_.size(), NONE);
+    gather_.assign(items_.size(), NONE);
     for (std::size_t p = 0; p < items_.size(); ++p) {
       emit_prefetches(static_cast<int>(p));
       emit_compute(static_cast<int>(p));
@@ -142,8 +144,8 @@ class Emitter {
     const int n = static_cast<int>(items_.size());
     for (int p = position; p <= std::min(n - 1, position + plan_.fetch_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
-      if (plan_.fetch_params && it.needs_params && fetch_.count(p) == 0) {
-        if (shares_gather(p) && fetch_.count(p - 1)) {
+      if (plan_.fetch_params && it.needs_params && fetch_[p] == NONE) {
+        if (shares_gather(p) && fetch_[p - 1] != NONE) {
           fetch_[p] = fetch_[p - 1];
         } else {
           ScheduleItem f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
@@ -163,24 +165,24 @@ class Emitter {
     }
     for (int p = position; plan_.gather_params && p <= std::min(n - 1, position + plan_.gather_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
-      if (!it.needs_params || gather_.count(p)) continue;
+      if (!it.needs_params || gather_[p] != NONE) continue;
       if (!plan_.gather_for_backward && it.kind != Instr::FORWARD) continue;
-      if (shares_gather(p) && gather_.count(p - 1)) {
+      if (shares_gather(p) && gather_[p - 1] != NONE) {
         gather_[p] = gather_[p - 1];
         continue;
       }
       ScheduleItem g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
       trigger_gather(g, p, plan_.gather_ahead);
-      if (fetch_.count(p)) g.after.push_back(fetch_[p]);
+      if (fetch_[p] != NONE) g.after.push_back(fetch_[p]);
       gather_[p] = emit(g);
     }
   }
 
   void emit_compute(int position) {
     const Item& it = items_[static_cast<std::size_t>(position)];
-    std::vector<int> needs;
-    if (gather_.count(position)) needs.push_back(gather_[position]);
-    else if (fetch_.count(position)) needs.push_back(fetch_[position]);
+    SmallVector<int, 3> needs;
+    if (gather_[position] != NONE) needs.push_back(gather_[position]);
+    else if (fetch_[position] != NONE) needs.push_back(fetch_[position]);
     const auto key = std::make_pair(it.micro_batch, it.layer);
     if (it.kind != Instr::FORWARD && loaded_.count(key)) needs.push_back(loaded_[key]);
     // Within a layer's backward the recompute comes first; successive computes follow each other
@@ -212,7 +214,8 @@ class Emitter {
   std::vector<ScheduleItem> out_;
   std::vector<int> computes_;
   std::vector<int> finals_;
-  std::map<int, int> fetch_, gather_;                    // compute position -> instruction
+  static constexpr int NONE = -1;
+  std::vector<int> fetch_, gather_;                      // compute position -> instruction (NONE: none)
   std::map<std::pair<int, int>, int> first_backward_item_;  // (micro-batch, layer) -> position
   std::map<std::pair<int, int>, int> saved_, loaded_;     // (micro-batch, layer) -> instruction
 };

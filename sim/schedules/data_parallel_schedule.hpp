@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "small_vector.hpp"
+
 namespace trainsim::sim {
 
 enum class Instr {
@@ -40,7 +42,7 @@ struct ScheduleItem {
   int micro_batch = -1;
   int bucket = -1;
   Pass pass = Pass::NONE;  // the compute a fetch or gather serves
-  std::vector<int> after;  // indices of instructions this one waits for
+  SmallVector<int, 3> after;  // indices of instructions this one waits for
 };
 
 struct DataParallelPlan {
