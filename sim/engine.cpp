@@ -187,7 +187,8 @@ class Replayer {
             const double rate = cap_of(id) > 0 ? std::min(cap_of(id), ring.exclusive_rates.front()) : ring.exclusive_rates.front();
             slowest = ring_hop_bytes(op.collective, op.bytes, op.group_size) / rate;
           } else {
-            for (std::size_t ch = 0; ch < ring.channels.size(); ++ch) slowest = std::max(slowest, lone_channel_seconds(id, ch));
+            const std::uint64_t bytes = channel_bytes(op);
+            for (std::size_t ch = 0; ch < ring.channels.size(); ++ch) slowest = std::max(slowest, lone_channel_seconds(id, ch, bytes));
           }
           phase_[id] = 2;
           const double seconds = op.latency_s + slowest + waited_for_compute(op);
@@ -291,7 +292,7 @@ class Replayer {
     double lone = 0;
     for (std::size_t ch = 0; ch < ring.channels.size(); ++ch) {
       if (ring.exclusive_rates[ch] > 0) {
-        lone = std::max(lone, lone_channel_seconds(id, ch));
+        lone = std::max(lone, lone_channel_seconds(id, ch, bytes));
         continue;
       }
       set_cap(ring.caps[ch], channel_cap(id));
@@ -310,10 +311,11 @@ class Replayer {
   double channel_cap(OpId id) const {
     return cap_of(id) > 0 ? cap_of(id) / static_cast<double>(platform_.ring(graph_[id].ring).channels.size()) : UNCAPPED;
   }
-  // A channel alone on its links: its bytes at its bottleneck rate, or the cap if lower.
-  double lone_channel_seconds(OpId id, std::size_t ch) const {
+  // A channel alone on its links: its `bytes` (channel_bytes) at its bottleneck rate, or the cap
+  // if lower.
+  double lone_channel_seconds(OpId id, std::size_t ch, std::uint64_t bytes) const {
     const double rate = std::min(channel_cap(id), platform_.ring(graph_[id].ring).exclusive_rates[ch]);
-    return static_cast<double>(channel_bytes(graph_[id])) / rate;
+    return static_cast<double>(bytes) / rate;
   }
 
   // A ring with channels timed in closed form must carry one collective at a time (the claim

@@ -65,7 +65,8 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec, 
     }
     h2d_caps_.push_back(b.simplex(fmt::format("gpu{}.h2d_cap", i), UNCAPPED));
     d2h_caps_.push_back(b.simplex(fmt::format("gpu{}.d2h_cap", i), UNCAPPED));
-    adjustable.insert({h2d_caps_.back(), d2h_caps_.back(), l.storage_mixed});
+    adjustable.insert({h2d_caps_.back(), d2h_caps_.back()});
+    if (l.storage_mixed != nullptr) adjustable.insert(l.storage_mixed);
     std::vector<sg::LinkInRoute> to_gpu{sg::LinkInRoute(h2d_caps_.back())};
     for (const auto& h : Builder::weighted(h2d.front(), Builder::count(h2d))) to_gpu.push_back(h);
     std::vector<sg::LinkInRoute> from_gpu{sg::LinkInRoute(d2h_caps_.back())};
