@@ -9,6 +9,7 @@
 #include "cost_model.hpp"
 #include "engine.hpp"
 #include "micro_batch_fold.hpp"
+#include "pcie_topology.hpp"
 #include "stage_partition.hpp"
 #include "placement.hpp"
 #include "platform.hpp"
@@ -29,15 +30,28 @@ struct RingLimit {
 };
 
 struct Rates {
-  double port = 0, nics = 0, pcie = 0, host_path = 0, read = 0, write = 0, cpu = 0;
+  double port = 0, nics = 0, nic = 0, pcie = 0, host_path = 0, read = 0, write = 0, cpu = 0;
   explicit Rates(const hw::ClusterProfile& p)
       : port(std::max(p.intra_node.link_GBps, p.pcie.link_GBps) * 1e9), nics(p.nic.count * p.nic.link_Gbps * 1e9 / 8),
-        pcie(p.pcie.link_GBps * 1e9), host_path(p.pcie.host_aggregate_GBps * 1e9),
+        nic(p.nic.link_Gbps * 1e9 / 8), pcie(p.pcie.link_GBps * 1e9), host_path(p.pcie.host_aggregate_GBps * 1e9),
         read(p.storage.read_GBps * p.storage.count * 1e9), write(p.storage.write_GBps * p.storage.count * 1e9),
         cpu(cpu_adam_params_per_s(p)) {}
 };
 
-RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int copies, const Rates& r) {
+// The most channels the platform can give a ring crossing nodes: NICs beside its members on its
+// first node (PcieTopology::ring_nics), whichever of its nodes comes first.
+std::size_t most_ring_channels(const Placement& placement, const std::vector<int>& members, const PcieTopology& topology) {
+  std::map<int, std::vector<RingLocation>> by_node;
+  for (int m : members) {
+    const GpuLocation at = placement.location(m);
+    by_node[at.node].push_back({at.node, at.gpu});
+  }
+  std::size_t most = 0;
+  for (const auto& [node, ring] : by_node) most = std::max(most, topology.ring_nics(ring).size());
+  return most;
+}
+
+RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int copies, const Rates& r, const PcieTopology& topology) {
   RingLimit out;
   const std::vector<int> members = placement.group(rank, kind);
   out.size = static_cast<int>(members.size());
@@ -56,6 +70,11 @@ RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int c
   } else {
     const int rings = std::max(1, copies / std::max(1, at_home));
     out.rate = std::min(std::max(r.port, r.nics), r.nics / rings);
+    // The hop bytes split evenly over the channels (engine.cpp), and every channel leaves and
+    // enters a node through a GPU's PCIe link and a NIC (platform_links.cpp: network_hop), so
+    // none moves faster than the slower of the two.
+    const double channel = std::min(r.pcie, r.nic);
+    if (channel > 0) out.rate = std::min(out.rate, static_cast<double>(most_ring_channels(placement, members, topology)) * channel);
   }
   return out;
 }
@@ -66,8 +85,9 @@ class Durations {
   Durations(const hw::ClusterProfile& p, const CostModel& costs, const Placement& placement, const ExplicitRank& rank,
             const FoldPlan& fold)
       : p_(p), costs_(costs), r_(p), copies_(rank.copies), node_(rank.location.node) {
+    const PcieTopology topology(p);
     for (GroupKind k : {GroupKind::TENSOR, GroupKind::DATA, GroupKind::PIPELINE, GroupKind::EMBEDDING}) {
-      rings_[static_cast<std::size_t>(k)] = ring_limit(placement, rank.rank, k, copies_, r_);
+      rings_[static_cast<std::size_t>(k)] = ring_limit(placement, rank.rank, k, copies_, r_, topology);
     }
     for (const ExplicitRank& e : fold.ranks) stage_node_.push_back(e.location.node);
   }

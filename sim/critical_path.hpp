@@ -14,7 +14,9 @@
 // - no instruction runs faster than it would alone: computes take their seconds (interference
 //   only slows them); collectives and sends their latency plus the bytes at no more than the
 //   GPU's port or, leaving the node, the node's NICs shared by the simulated rank's copies (the
-//   folded platform routes every copy over them: placement.hpp); host copies, storage and
+//   folded platform routes every copy over them: placement.hpp), and a ring leaving the node at
+//   no more than its channels, each through one GPU's PCIe link and one NIC (pcie_topology.hpp,
+//   platform_links.cpp: a channel is no faster than the slower of the two); host copies, storage and
 //   CPU-Adam the work of every copy over the node's host memory path, drives and CPU that they
 //   share, and no faster than a GPU's own PCIe link or the calibrated copy cap.
 // What it does not prove, and tests check against replays instead (tests/planner/bound_test.cpp):

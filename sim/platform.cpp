@@ -103,12 +103,12 @@ Platform::Platform(const hw::ClusterProfile& profile, const PlatformSpec& spec, 
                          std::any_of(first.begin(), first.end(), [&](const RingLocation& m) { return m.node != first.front().node; });
     const bool single = !crosses && first.size() < 2;
     if (!single) {
-      const std::vector<int> nics = crosses ? ring_nics(b, profile, first) : std::vector<int>{-1};
+      const std::vector<int> nics = crosses ? b.topology().ring_nics(first) : std::vector<int>{-1};
       for (std::size_t ch = 0; ch < nics.size(); ++ch) {
         std::vector<Route> all;
         // Each identical ring takes its own channel NICs (those near its own members).
         for (const auto& one : ring.rings) {
-          const std::vector<int> own = crosses ? ring_nics(b, profile, one) : std::vector<int>{-1};
+          const std::vector<int> own = crosses ? b.topology().ring_nics(one) : std::vector<int>{-1};
           all.push_back(ring_route(b, one, ring.reaches_mirrors, own[ch % own.size()]));
         }
         auto* src = zone->create_host(fmt::format("ring{}.{}.src", r, ch), 1.0)->seal();

@@ -91,7 +91,7 @@ NodeLinks Builder::build_node(int n) {
       }
     }
   }
-  for (int s = 0; s < switches_; ++s) l.uplink.push_back(duplex(fmt::format("n{}.pcie_switch{}", n, s), p_.pcie.switch_uplink_GBps * 1e9));
+  for (int s = 0; s < topology_.switches(); ++s) l.uplink.push_back(duplex(fmt::format("n{}.pcie_switch{}", n, s), p_.pcie.switch_uplink_GBps * 1e9));
   l.host_path = duplex(fmt::format("n{}.host_memory_path", n), p_.pcie.host_aggregate_GBps * 1e9);
   for (int c = 0; c < p_.nic.count; ++c) l.nic.push_back(duplex(fmt::format("n{}.nic{}", n, c), p_.nic.link_Gbps / 8.0 * 1e9));
   if (p_.nic.count > 0 && p_.inter_node.oversubscription > 1.0) {
@@ -116,22 +116,6 @@ NodeLinks Builder::build_node(int n) {
 }
 
 std::vector<int> copies_of(const PlatformGpu& g) { return g.copy_gpus.empty() ? std::vector<int>{g.gpu} : g.copy_gpus; }
-
-std::vector<int> ring_nics(const Builder& b, const hw::ClusterProfile& p, const std::vector<RingLocation>& ring) {
-  std::vector<int> nics;
-  for (int c = 0; c < p.nic.count; ++c) {
-    for (const auto& m : ring) {
-      if (m.node == ring.front().node && b.switch_of_gpu(m.gpu) == b.switch_of_nic(c)) {
-        nics.push_back(c);
-        break;
-      }
-    }
-  }
-  if (nics.empty()) {
-    for (int c = 0; c < p.nic.count; ++c) nics.push_back(c);
-  }
-  return nics;
-}
 
 Route ring_route(Builder& b, const std::vector<RingLocation>& ring, bool reaches_mirrors, int nic) {
   // Members grouped by node, in order of first appearance.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster_profile.hpp"
+#include "pcie_topology.hpp"
 #include "platform.hpp"
 
 namespace trainsim::sim::detail {
@@ -46,9 +47,7 @@ struct NodeLinks {
 // Builds each node's links on first use, and the hops of routes over them.
 class Builder {
  public:
-  Builder(const hw::ClusterProfile& p, sg::NetZone* zone) : p_(p), zone_(zone) {
-    switches_ = (p.gpus_per_node() + p.pcie.gpus_per_switch - 1) / p.pcie.gpus_per_switch;
-  }
+  Builder(const hw::ClusterProfile& p, sg::NetZone* zone) : p_(p), zone_(zone), topology_(p) {}
 
   NodeLinks& node(int n) {
     auto it = nodes_.find(n);
@@ -56,14 +55,10 @@ class Builder {
     return nodes_.emplace(n, build_node(n)).first->second;
   }
 
-  int switch_of_gpu(int g) const { return g / p_.pcie.gpus_per_switch; }
-  int switch_of_nic(int c) const { return c * switches_ / std::max(1, p_.nic.count); }
-  int nic_near(int g) const {
-    for (int c = 0; c < p_.nic.count; ++c) {
-      if (switch_of_nic(c) == switch_of_gpu(g)) return c;
-    }
-    return p_.nic.count > 0 ? g % p_.nic.count : -1;
-  }
+  const PcieTopology& topology() const { return topology_; }
+  int switch_of_gpu(int g) const { return topology_.switch_of_gpu(g); }
+  int switch_of_nic(int c) const { return topology_.switch_of_nic(c); }
+  int nic_near(int g) const { return topology_.nic_near(g); }
 
   // The links of one GPU-to-GPU hop inside node n.
   void intra_hop(int n, int from, int to, Route& r);
@@ -90,15 +85,12 @@ class Builder {
 
   const hw::ClusterProfile& p_;
   sg::NetZone* zone_;
-  int switches_ = 1;
+  PcieTopology topology_;
   std::map<int, NodeLinks> nodes_;
 };
 
 // A simulated GPU's copies (itself first).
 std::vector<int> copies_of(const PlatformGpu& g);
-// The channels of a ring crossing nodes: the NICs on the same PCIe switch as a member of the
-// first node (NCCL keeps rings on the GPU's own switch), or all NICs if none is.
-std::vector<int> ring_nics(const Builder& b, const hw::ClusterProfile& p, const std::vector<RingLocation>& ring);
 // One channel of a ring: node by node, entering at a member beside the channel's NIC and leaving
 // from another there, every other member crossed on the way (NCCL's ring pipeline: one flow over
 // every link of the ring, so the ring runs at the pace of its slowest link).

@@ -1,0 +1,57 @@
+#pragma once
+// Where a node's GPUs and NICs sit on its PCIe switches, and which NICs a ring crossing nodes
+// takes as its channels: plain arithmetic on the profile, shared by the platform that builds the
+// links (platform.cpp, platform_links.cpp) and the planner's contention-free walk
+// (critical_path.cpp), which must never see a ring faster than the platform makes it.
+
+#include <algorithm>
+#include <vector>
+
+#include "cluster_profile.hpp"
+#include "platform.hpp"
+
+namespace trainsim::sim {
+
+class PcieTopology {
+ public:
+  explicit PcieTopology(const hw::ClusterProfile& p)
+      : gpus_per_switch_(std::max(1, p.pcie.gpus_per_switch)), nics_(p.nic.count) {
+    switches_ = (p.gpus_per_node() + gpus_per_switch_ - 1) / gpus_per_switch_;
+  }
+
+  int switches() const { return switches_; }
+  int switch_of_gpu(int g) const { return g / gpus_per_switch_; }
+  // NICs spread evenly over the switches.
+  int switch_of_nic(int c) const { return c * switches_ / std::max(1, nics_); }
+  int nic_near(int g) const {
+    for (int c = 0; c < nics_; ++c) {
+      if (switch_of_nic(c) == switch_of_gpu(g)) return c;
+    }
+    return nics_ > 0 ? g % nics_ : -1;
+  }
+
+  // The channels of a ring crossing nodes: the NICs on the same PCIe switch as a member of the
+  // ring's first node (NCCL keeps rings on the GPU's own switch), or all NICs if none is.
+  std::vector<int> ring_nics(const std::vector<RingLocation>& ring) const {
+    std::vector<int> nics;
+    for (int c = 0; c < nics_; ++c) {
+      for (const auto& m : ring) {
+        if (m.node == ring.front().node && switch_of_gpu(m.gpu) == switch_of_nic(c)) {
+          nics.push_back(c);
+          break;
+        }
+      }
+    }
+    if (nics.empty()) {
+      for (int c = 0; c < nics_; ++c) nics.push_back(c);
+    }
+    return nics;
+  }
+
+ private:
+  int gpus_per_switch_ = 1;
+  int nics_ = 0;
+  int switches_ = 1;
+};
+
+}  // namespace trainsim::sim
