@@ -1,8 +1,12 @@
 #include "result_cache.hpp"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cerrno>
@@ -27,7 +31,41 @@ namespace {
 
 constexpr int CACHE_SCHEMA_VERSION = 1;
 
+// The GNU build ID the linker writes into the executable (a hash of its contents; Debian's
+// toolchain writes one by default), read from the loaded program's notes: no file to read.
+// Empty where there is none.
+std::string gnu_build_id() {
+  std::string id;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) -> int {
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* at = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = at + ph.p_memsz;
+          while (at + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(at);
+            const char* name = at + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((note->n_namesz + 3) & ~3U);
+            if (desc + note->n_descsz > end) break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              auto& text = *static_cast<std::string*>(out);
+              for (std::size_t b = 0; b < note->n_descsz; ++b) text += fmt::format("{:02x}", static_cast<unsigned char>(desc[b]));
+              return 1;
+            }
+            at = desc + ((note->n_descsz + 3) & ~3U);
+          }
+        }
+        return 1;  // the first object is the program itself: look no further
+      },
+      &id);
+  return id;
+}
+
+// The build ID, else a hash of the running executable's file (99 MB with debug information:
+// a tenth of a second, a fifth of a one-node plan).
 std::string executable_hash() {
+  if (std::string id = gnu_build_id(); !id.empty()) return id;
   std::ifstream in("/proc/self/exe", std::ios::binary);
   if (!in) return "unknown";
   std::uint64_t h = 14695981039346656037ULL;

@@ -20,8 +20,9 @@
 
 namespace trainsim::planner {
 
-// "trainsim 0.1.0 (build 1a2b...)": the version and a hash of the running executable, so that a
-// rebuilt simulator (whose answers may have moved) never reads an older build's results.
+// "trainsim 0.1.0 (build 1a2b...)": the version and the running executable's build ID (else a
+// hash of its file), so that a rebuilt simulator (whose answers may have moved) never reads an
+// older build's results.
 const std::string& tool_build_id();
 
 class ResultCache {

@@ -2,6 +2,9 @@
 // replayed, never beats the K-th best), the answer does not depend on how many workers ran it,
 // and a results cache gives the same answer without replaying.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "critical_path.hpp"
 #include "model_loader.hpp"
@@ -247,6 +250,23 @@ TEST(Sweep, TheWalkIsNeverAboveTheReplayAcrossTheSearchSpace) {
   EXPECT_GT(one_step, 50);
   EXPECT_GT(several, 10);
   EXPECT_GT(asynchronous, 5);
+}
+
+// The results cache's key names the build (result_cache.hpp): the GNU build ID of the running
+// executable, the one `readelf -n` prints for this test binary.
+TEST(ResultCacheKey, NamesTheExecutablesBuildId) {
+  const std::string command = "readelf -n /proc/" + std::to_string(::getpid()) + "/exe 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string text;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, n);
+  ::pclose(pipe);
+  const std::string label = "Build ID: ";
+  const std::size_t at = text.find(label);
+  if (at == std::string::npos) GTEST_SKIP() << "no readelf, or no build ID in this binary: the key falls back to a hash of the file";
+  const std::string id = text.substr(at + label.size(), text.find('\n', at) - at - label.size());
+  EXPECT_NE(tool_build_id().find("(build " + id + ")"), std::string::npos) << tool_build_id() << " against readelf's " << id;
 }
 
 }  // namespace
