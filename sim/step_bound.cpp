@@ -57,7 +57,7 @@ struct Passes {
   Recompute recompute = Recompute::NONE;
   std::int64_t layers = 0;
 
-  double run(const std::vector<Segment>& segments) const {
+  double run(const Segments& segments) const {
     double t = 0;
     for (const Segment& s : segments) t += s.seconds + (s.tp_allreduce_after ? tp_collective_s : 0.0);
     return t;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <numeric>
 
 #include "config_error.hpp"
@@ -83,6 +85,18 @@ std::vector<int> balance(int layers, int v, double w, double first_extra, double
   return n;
 }
 
+// The planner partitions the same few shapes for every candidate of a search (the memory model,
+// the bounds and the walk each ask): the bisection's answers are kept per thread, a few thousand
+// at most.
+std::vector<int> remembered_balance(int layers, int v, double w, double last_extra) {
+  using Key = std::tuple<int, int, double, double>;
+  thread_local std::map<Key, std::vector<int>> seen;
+  const Key key{layers, v, w, last_extra};
+  if (const auto it = seen.find(key); it != seen.end()) return it->second;
+  if (seen.size() >= 4096) seen.clear();
+  return seen.emplace(key, balance(layers, v, w, 0.0, last_extra)).first->second;
+}
+
 }  // namespace
 
 StagePartition partition_stages(const ModelSpec& m, const Strategy& s) {
@@ -130,9 +144,10 @@ StagePartition partition_stages(const ModelSpec& m, const Strategy& s) {
     return part;
   }
   // FLOPs of the forward and backward (layer_costs.hpp): what each virtual stage computes.
-  const double layer_cost = transformer_layer_cost(m, s).forward.flops() + transformer_layer_cost(m, s).backward.flops();
-  const double head_cost = output_layer_cost(m, s).forward.flops() + output_layer_cost(m, s).backward.flops();
-  part.layers = balance(L, V, layer_cost, 0.0, head_cost);
+  const LayerCost layer = transformer_layer_cost(m, s), head = output_layer_cost(m, s);
+  const double layer_cost = layer.forward.flops() + layer.backward.flops();
+  const double head_cost = head.forward.flops() + head.backward.flops();
+  part.layers = remembered_balance(L, V, layer_cost, head_cost);
   part.balanced_by_cost = !std::all_of(part.layers.begin(), part.layers.end(), [&](int n) { return n == L / V; });
   return part;
 }

@@ -125,7 +125,7 @@ class HydraBuilder {
   // One unit's pass as a compute, with the activation memory it makes or frees.
   int compute(int u, ComputePass pass, int mb, int chunk, int step, std::vector<int> after, double alloc_at_end) {
     const UnitCost& uc = units_[static_cast<std::size_t>(u)];
-    const std::vector<Segment>& segs = pass == ComputePass::BACKWARD ? uc.backward : uc.forward;
+    const Segments& segs = pass == ComputePass::BACKWARD ? uc.backward : uc.forward;
     Instruction in;
     in.kind = InstrKind::COMPUTE;
     in.stream = Stream::COMPUTE;

@@ -84,7 +84,9 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   std::vector<UnitCost> units;
 
   if (per_operator) {
-    for (const wl::GatherUnit& g : wl::gather_units(m, s.tp)) {
+    const std::vector<wl::GatherUnit> gather = wl::gather_units(m, s.tp);
+    units.reserve(gather.size());
+    for (const wl::GatherUnit& g : gather) {
       UnitCost u;
       u.layer = g.layer;
       u.name = g.name;
@@ -113,6 +115,7 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   // One unit per layer, with the embedding before and the head after as units of their own
   // (the head's backward runs before the last layer's recompute, as in Megatron-LM).
   const wl::RankParams rp = wl::rank_params(m, s.tp);
+  units.reserve(static_cast<std::size_t>(L) + 2);
   UnitCost embedding;
   embedding.layer = -1;
   embedding.name = "embedding";

@@ -8,6 +8,7 @@
 
 #include "cost_model.hpp"
 #include "model.hpp"
+#include "small_vector.hpp"
 #include "strategy.hpp"
 
 namespace trainsim::sim {
@@ -18,14 +19,18 @@ struct Segment {
   bool tp_allreduce_after = false;
 };
 
+// A pass's segments: one, or two with tensor parallelism, kept inline (small_vector.hpp): the
+// planner's bounds build a unit list for every candidate, a heap list per pass cost most of it.
+using Segments = SmallVector<Segment, 2>;
+
 struct UnitCost {
   int layer = 0;           // -1 embedding, model.layers head (ZeRO-3 units); else a layer
   const char* name = "";
   double params = 0;       // on one tensor-parallel rank
-  std::vector<Segment> forward;
-  std::vector<Segment> backward;
-  std::vector<Segment> full_recompute;       // the layer's own forward again (no embedding or head)
-  std::vector<Segment> selective_recompute;  // empty unless this unit holds the attention core
+  Segments forward;
+  Segments backward;
+  Segments full_recompute;       // the layer's own forward again (no embedding or head)
+  Segments selective_recompute;  // empty unless this unit holds the attention core
   bool holds_embedding = false;  // the embedding's activations start here
   bool holds_head = false;       // the output layer's activations and logits live here
 };

@@ -123,7 +123,7 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
 int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassLabel& label,
                    const Deps& first_after, const MemEffects& end_effects) {
   const UnitCost& uc = (*work.units)[static_cast<std::size_t>(unit)];
-  const std::vector<Segment>& segments = label.pass == ComputePass::FORWARD    ? uc.forward
+  const Segments& segments = label.pass == ComputePass::FORWARD    ? uc.forward
                                          : label.pass == ComputePass::BACKWARD ? uc.backward
                                          : work.recompute == wl::Recompute::FULL ? uc.full_recompute
                                                                                   : uc.selective_recompute;
