@@ -1,7 +1,6 @@
 #include "data_parallel_schedule.hpp"
 
 #include <algorithm>
-#include <map>
 
 namespace trainsim::sim {
 
@@ -53,6 +52,22 @@ class Emitter {
   explicit Emitter(DataParallelPlan plan) : plan_(std::move(plan)) {
     const int units = static_cast<int>(plan_.unit_layer.size());
     if (plan_.bucket_of_unit.empty()) plan_.bucket_of_unit.assign(static_cast<std::size_t>(units), 0);
+    if (units > 0) {
+      first_layer_ = plan_.unit_layer.front();
+      layer_count_ = plan_.unit_layer.back() - first_layer_ + 1;
+    }
+    // Units of a layer are contiguous (unit_layer is non-decreasing): each layer's first and
+    // one-past-last unit.
+    layer_units_.assign(static_cast<std::size_t>(layer_count_), {0, 0});
+    for (int u = 0; u < units; ++u) {
+      auto& [first, end] = layer_units_[static_cast<std::size_t>(plan_.unit_layer[static_cast<std::size_t>(u)] - first_layer_)];
+      if (first == end) first = u;
+      end = u + 1;
+    }
+    const auto cells = static_cast<std::size_t>(std::max(0, plan_.micro_batches) * layer_count_);
+    first_backward_item_.assign(cells, NONE);
+    saved_.assign(cells, NONE);
+    loaded_.assign(cells, NONE);
   }
 
   std::vector<ScheduleItem> run() {
@@ -82,10 +97,15 @@ class Emitter {
 
   std::vector<int> units_of_layer(int layer) const {
     std::vector<int> out;
-    for (int u = 0; u < static_cast<int>(plan_.unit_layer.size()); ++u) {
-      if (plan_.unit_layer[static_cast<std::size_t>(u)] == layer) out.push_back(u);
-    }
+    if (layer < first_layer_ || layer >= first_layer_ + layer_count_) return out;
+    const auto [first, end] = layer_units_[static_cast<std::size_t>(layer - first_layer_)];
+    for (int u = first; u < end; ++u) out.push_back(u);
     return out;
+  }
+
+  // A (micro-batch, layer) table's cell.
+  int& cell(std::vector<int>& table, int micro_batch, int layer) const {
+    return table[static_cast<std::size_t>(micro_batch * layer_count_ + layer - first_layer_)];
   }
 
   void build_items() {
@@ -96,7 +116,7 @@ class Emitter {
       for (int layer = last_layer; layer >= plan_.unit_layer.front(); --layer) {
         const std::vector<int> us = units_of_layer(layer);
         if (us.empty()) continue;
-        first_backward_item_[{mb, layer}] = static_cast<int>(items_.size());
+        cell(first_backward_item_, mb, layer) = static_cast<int>(items_.size());
         const bool checkpointed = layer >= 0 && layer < plan_.checkpointed_layers;
         if (plan_.recompute_full && checkpointed) {
           for (int u : us) items_.push_back({Instr::RECOMPUTE, u, layer, mb, true});
@@ -154,12 +174,12 @@ class Emitter {
         }
       }
       // A layer's checkpoint comes back before its first recompute or backward.
-      if (plan_.offload_checkpoints && it.kind != Instr::FORWARD && saved_.count({it.micro_batch, it.layer})) {
-        const auto key = std::make_pair(it.micro_batch, it.layer);
-        if (first_backward_item_.count(key) && first_backward_item_.at(key) == p && loaded_.count(key) == 0) {
-          ScheduleItem c{Instr::LOAD_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {saved_.at(key)}};
+      if (plan_.offload_checkpoints && it.kind != Instr::FORWARD && cell(saved_, it.micro_batch, it.layer) != NONE) {
+        int& loaded = cell(loaded_, it.micro_batch, it.layer);
+        if (cell(first_backward_item_, it.micro_batch, it.layer) == p && loaded == NONE) {
+          ScheduleItem c{Instr::LOAD_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {cell(saved_, it.micro_batch, it.layer)}};
           trigger(c, p, plan_.fetch_ahead);
-          loaded_[key] = emit(c);
+          loaded = emit(c);
         }
       }
     }
@@ -183,8 +203,7 @@ class Emitter {
     SmallVector<int, 3> needs;
     if (gather_[position] != NONE) needs.push_back(gather_[position]);
     else if (fetch_[position] != NONE) needs.push_back(fetch_[position]);
-    const auto key = std::make_pair(it.micro_batch, it.layer);
-    if (it.kind != Instr::FORWARD && loaded_.count(key)) needs.push_back(loaded_[key]);
+    if (it.kind != Instr::FORWARD && cell(loaded_, it.micro_batch, it.layer) != NONE) needs.push_back(cell(loaded_, it.micro_batch, it.layer));
     // Within a layer's backward the recompute comes first; successive computes follow each other
     // on the compute stream, so only data dependencies are listed.
     const int id = emit({it.kind, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), needs});
@@ -194,7 +213,7 @@ class Emitter {
                                units[static_cast<std::size_t>(it.unit + 1)] != it.layer;
     const bool checkpointed = it.layer >= 0 && it.layer < plan_.checkpointed_layers;
     if (it.kind == Instr::FORWARD && last_of_layer && plan_.offload_checkpoints && checkpointed) {
-      saved_[key] = emit({Instr::SAVE_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {id}});
+      cell(saved_, it.micro_batch, it.layer) = emit({Instr::SAVE_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {id}});
     }
     if (it.kind != Instr::BACKWARD) return;
     const bool reduce = plan_.reduce_every_micro_batch || it.micro_batch == plan_.micro_batches - 1;
@@ -216,8 +235,11 @@ class Emitter {
   std::vector<int> finals_;
   static constexpr int NONE = -1;
   std::vector<int> fetch_, gather_;                      // compute position -> instruction (NONE: none)
-  std::map<std::pair<int, int>, int> first_backward_item_;  // (micro-batch, layer) -> position
-  std::map<std::pair<int, int>, int> saved_, loaded_;     // (micro-batch, layer) -> instruction
+  int first_layer_ = 0, layer_count_ = 0;           // the layers the units span
+  std::vector<std::pair<int, int>> layer_units_;       // layer -> [first unit, end)
+  // (micro-batch, layer) tables (cell): the first backward item's position; the checkpoint's
+  // save and load instructions (NONE: none).
+  std::vector<int> first_backward_item_, saved_, loaded_;
 };
 
 }  // namespace
