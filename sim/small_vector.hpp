@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
@@ -102,11 +104,12 @@ class SmallVector {
   }
   void grow_to(std::size_t n) {
     if (n <= capacity_) return;
-    const std::size_t capacity = std::max(n, 2 * capacity_);
+    if (n > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("SmallVector: more than 2^32 - 1 elements");
+    const std::size_t capacity = std::min<std::size_t>(std::max<std::size_t>(n, 2 * std::size_t{capacity_}), std::numeric_limits<std::uint32_t>::max());
     std::unique_ptr<T[]> bigger(new T[capacity]);
     std::memcpy(bigger.get(), data(), size_ * sizeof(T));
     heap_ = std::move(bigger);
-    capacity_ = capacity;
+    capacity_ = static_cast<std::uint32_t>(capacity);
   }
   void take(SmallVector& o) {
     if (o.heap_) {
@@ -122,8 +125,9 @@ class SmallVector {
 
   T inline_[N]{};
   std::unique_ptr<T[]> heap_;
-  std::size_t size_ = 0;
-  std::size_t capacity_ = N;
+  // 32-bit counts: an instruction holds two of these lists, a walk tens of thousands of them.
+  std::uint32_t size_ = 0;
+  std::uint32_t capacity_ = N;
 };
 
 }  // namespace trainsim::sim

@@ -11,15 +11,15 @@
 
 namespace trainsim::sim {
 
-enum class OpKind { COMPUTE, COLLECTIVE, TRANSFER, COPY_H2D, COPY_D2H, STORAGE_READ, STORAGE_WRITE, CPU, DELAY };
+enum class OpKind : std::uint8_t { COMPUTE, COLLECTIVE, TRANSFER, COPY_H2D, COPY_D2H, STORAGE_READ, STORAGE_WRITE, CPU, DELAY };
 // What a GPU is doing while the op runs, for the busy-time breakdown.
-enum class Category { COMPUTE, COMMUNICATION, OFFLOAD_IO, OPTIMIZER };
+enum class Category : std::uint8_t { COMPUTE, COMMUNICATION, OFFLOAD_IO, OPTIMIZER };
 // Streams serialize: ops on one GPU's stream run in insertion order (CUDA stream semantics).
 // HOST: the CPU thread of a GPU's rank that issues its kernels (host dispatch).
-enum class Stream { COMPUTE, COMM, H2D, D2H, NODE, HOST };
-enum class CollectiveKind { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST };
+enum class Stream : std::uint8_t { COMPUTE, COMM, H2D, D2H, NODE, HOST };
+enum class CollectiveKind : std::uint8_t { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST };
 // Where bytes live for the memory timeline.
-enum class MemClass { PARAMS, GRADS, OPTIMIZER, ACTIVATIONS, CHECKPOINTS, GATHERED, BUCKETS, LOGITS, STAGING };
+enum class MemClass : std::uint8_t { PARAMS, GRADS, OPTIMIZER, ACTIVATIONS, CHECKPOINTS, GATHERED, BUCKETS, LOGITS, STAGING };
 inline constexpr int MEM_CLASSES = 9;
 
 std::string_view to_string(OpKind k);

@@ -20,19 +20,19 @@
 namespace trainsim::sim {
 
 // Where bytes live and move: a GPU's memory, its node's host memory, its node's storage.
-enum class Tier { GPU, HOST, STORAGE };
+enum class Tier : std::uint8_t { GPU, HOST, STORAGE };
 // The dtype a collective or transfer carries (for traces and bandwidth curves).
-enum class Dtype { FP16, BF16, FP32 };
+enum class Dtype : std::uint8_t { FP16, BF16, FP32 };
 // Communication groups of a rank, defined by the placement (sim/placement.hpp).
-enum class GroupKind { TENSOR, DATA, PIPELINE, EMBEDDING };
-enum class ComputePass { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, OTHER };
+enum class GroupKind : std::uint8_t { TENSOR, DATA, PIPELINE, EMBEDDING };
+enum class ComputePass : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, OTHER };
 
 std::string_view to_string(Tier t);
 std::string_view to_string(Dtype d);
 std::string_view to_string(GroupKind g);
 std::string_view to_string(ComputePass p);
 
-enum class InstrKind {
+enum class InstrKind : std::uint8_t {
   COMPUTE,     // GPU kernels: `seconds` on the rank's compute stream, `flops` of hardware work
   HOST_COMPUTE,  // CPU work on the rank's node: `params` parameters through CPU-Adam
   COLLECTIVE,  // `collective` over the rank's `group`, `bytes` per rank (the buffer), `dtype`
@@ -58,31 +58,33 @@ using Deps = SmallVector<int, 3>;
 using MemEffects = SmallVector<MemEffect, 2>;
 
 struct Instruction {
-  InstrKind kind = InstrKind::COMPUTE;
-  Stream stream = Stream::COMPUTE;  // stream order: same-stream instructions run in program order
-  Category category = Category::COMPUTE;  // what the GPU is doing, for the busy-time breakdown
+  // Fields widest first (doubles, then ints, then one-byte enums): a walk of the planner builds
+  // tens of thousands of these per candidate.
   const char* name = "";            // for traces: "forward", "tp_allreduce", "send_activation", ...
   // Payload (the fields of this kind; others stay at their defaults).
   double seconds = 0;               // COMPUTE
   double flops = 0;                 // COMPUTE
   double host_seconds = 0;          // COMPUTE: host time issuing it (host_dispatch.hpp); 0: issued at once
   double params = 0;                // HOST_COMPUTE (or `seconds` of a framework's own CPU optimizer, when set)
-  CollectiveKind collective = CollectiveKind::ALL_REDUCE;  // COLLECTIVE
-  GroupKind group = GroupKind::DATA;                       // COLLECTIVE
-  Dtype dtype = Dtype::FP16;        // COLLECTIVE, SEND, RECV
   double bytes = 0;                 // COLLECTIVE, SEND, RECV, COPY
-  int peer_stage = -1;              // SEND, RECV
-  std::int64_t tag = -1;            // SEND/RECV pairs; COLLECTIVE instances across roles (-1: by position)
-  Tier from = Tier::GPU, to = Tier::GPU;  // COPY
-  bool pageable = false;            // COPY: the host side is pageable memory (cost_model.hpp, copy_cap)
-  int copiers = 1;                  // COPY: GPUs of the node making this copy at once (1: alone)
   double piece_bytes = 0;           // COPY: made of tensors of this size copied one by one (0: one piece)
+  std::int64_t tag = -1;            // SEND/RECV pairs; COLLECTIVE instances across roles (-1: by position)
+  int peer_stage = -1;              // SEND, RECV
+  int copiers = 1;                  // COPY: GPUs of the node making this copy at once (1: alone)
   // Labels: what the work belongs to (traces, metrics, folding).
-  ComputePass pass = ComputePass::OTHER;
   int layer = -1;
   int micro_batch = -1;
   int chunk = 0;
   int step = 0;
+  InstrKind kind = InstrKind::COMPUTE;
+  Stream stream = Stream::COMPUTE;  // stream order: same-stream instructions run in program order
+  Category category = Category::COMPUTE;  // what the GPU is doing, for the busy-time breakdown
+  CollectiveKind collective = CollectiveKind::ALL_REDUCE;  // COLLECTIVE
+  GroupKind group = GroupKind::DATA;                       // COLLECTIVE
+  Dtype dtype = Dtype::FP16;        // COLLECTIVE, SEND, RECV
+  Tier from = Tier::GPU, to = Tier::GPU;  // COPY
+  bool pageable = false;            // COPY: the host side is pageable memory (cost_model.hpp, copy_cap)
+  ComputePass pass = ComputePass::OTHER;
   MemEffects memory;
   Deps after;                       // instructions of the same program this one waits for
 };
