@@ -54,8 +54,10 @@ std::optional<StepWalk> contention_free_step(const wl::ModelSpec& m, const wl::S
 // several steps, which the walk does not prove (above). With the replay's trailing step
 // (program/program.hpp) no replay came out below its walk by more than 1.8e-15 of it over the
 // 143 multi-step candidates of gpt2-1.5b on two DGX-2 (global batch 64), nor by more than 1.6e-10
-// over the 519 replays of 1T on 1..128 DGX-2 (413 of them over several steps); without it by up
-// to 0.17%. tests/planner/bound_test.cpp and sweep_test.cpp fail past the room.
+// over the 519 replays of 1T on 1..128 DGX-2 (413 of them over several steps), nor by more than
+// 1.6e-10 over the 114 that search replays once the walk sees crossing rings' channels (66 over
+// several steps); without it by up to 0.17%. tests/planner/bound_test.cpp and sweep_test.cpp fail
+// past the room.
 inline constexpr double WALK_ROOM = 1e-6;
 double walk_bound_s(const StepWalk& w);
 
