@@ -5,6 +5,7 @@
 // (critical_path.cpp), which must never see a ring faster than the platform makes it.
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "cluster_profile.hpp"
@@ -28,6 +29,19 @@ class PcieTopology {
       if (switch_of_nic(c) == switch_of_gpu(g)) return c;
     }
     return nics_ > 0 ? g % nics_ : -1;
+  }
+
+  // Where a ring's channel through NIC `nic` enters and leaves one node whose members are `gpus`
+  // (in ring order): at the first member beside the NIC, leaving from the second there (NCCL's
+  // GPU nearest the NIC), or at the first member when none is beside it.
+  std::pair<int, int> channel_ends(const std::vector<int>& gpus, int nic) const {
+    std::vector<int> near;
+    for (int g : gpus) {
+      if (switch_of_gpu(g) == switch_of_nic(nic)) near.push_back(g);
+    }
+    const int entry = near.empty() ? gpus.front() : near.front();
+    const int exit = near.size() > 1 ? near[1] : entry;
+    return {entry, exit};
   }
 
   // The channels of a ring crossing nodes: the NICs on the same PCIe switch as a member of the

@@ -134,12 +134,7 @@ Route ring_route(Builder& b, const std::vector<RingLocation>& ring, bool reaches
   }
   std::vector<std::pair<int, int>> entry_exit;
   for (auto& [node, gpus] : segments) {
-    std::vector<int> near;
-    for (int g : gpus) {
-      if (b.switch_of_gpu(g) == b.switch_of_nic(nic)) near.push_back(g);
-    }
-    const int entry = near.empty() ? gpus.front() : near.front();
-    const int exit = near.size() > 1 ? near[1] : entry;
+    const auto [entry, exit] = b.topology().channel_ends(gpus, nic);
     std::vector<int> order = gpus;
     std::erase(order, entry);
     std::erase(order, exit);
