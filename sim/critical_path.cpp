@@ -38,12 +38,7 @@ struct Rates {
         cpu(cpu_adam_params_per_s(p)) {}
 };
 
-// The fastest a ring crossing nodes can move its hop bytes over its channels (platform.cpp,
-// ring_route): the bytes split evenly over the channels (engine.cpp), so the ring is no faster
-// than its channel count times its slowest channel, and a channel is no faster than a NIC, nor
-// than the PCIe link it enters or leaves a node by, shared with the ring's other channels that
-// enter or leave by the same GPU (PcieTopology::channel_ends). Where the ring's nodes would give
-// different channels, the most channels any gives, each at the slower of a PCIe link and a NIC.
+// The platform's limit on a ring crossing nodes (pcie_topology.hpp): its members by node.
 double crossing_ring_rate(const Placement& placement, const std::vector<int>& members, const PcieTopology& topology,
                           const Rates& r) {
   std::map<int, std::vector<int>> by_node;  // node -> its members' GPUs, in ring order
@@ -51,36 +46,7 @@ double crossing_ring_rate(const Placement& placement, const std::vector<int>& me
     const GpuLocation at = placement.location(m);
     by_node[at.node].push_back(at.gpu);
   }
-  auto nics_of = [&](int node, const std::vector<int>& gpus) {
-    std::vector<RingLocation> ring;
-    for (int g : gpus) ring.push_back({node, g});
-    return topology.ring_nics(ring);
-  };
-  const std::vector<int> nics = nics_of(by_node.begin()->first, by_node.begin()->second);
-  std::size_t most = nics.size();
-  bool alike = true;
-  for (const auto& [node, gpus] : by_node) {
-    const std::vector<int> own = nics_of(node, gpus);
-    most = std::max(most, own.size());
-    alike = alike && own == nics;
-  }
-  double slowest = std::min(r.pcie, r.nic);
-  if (alike) {
-    // Every node gives the same channels: count them by the GPU they enter and leave by.
-    for (const auto& [node, gpus] : by_node) {
-      std::map<int, int> entering, leaving;
-      for (int c : nics) {
-        const auto [entry, exit] = topology.channel_ends(gpus, c);
-        ++entering[entry];
-        ++leaving[exit];
-      }
-      for (int c : nics) {
-        const auto [entry, exit] = topology.channel_ends(gpus, c);
-        slowest = std::min({slowest, r.pcie / entering[entry], r.pcie / leaving[exit]});
-      }
-    }
-  }
-  return static_cast<double>(most) * slowest;
+  return sim::crossing_ring_rate(topology, by_node, r.pcie, r.nic);
 }
 
 RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int copies, const Rates& r, const PcieTopology& topology) {

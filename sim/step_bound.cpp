@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <vector>
 
 #include "activation_memory.hpp"
 #include "cost_model.hpp"
 #include "model_params.hpp"
+#include "pcie_topology.hpp"
+#include "placement.hpp"
 #include "platform.hpp"
 #include "stage_partition.hpp"
 #include "unit_costs.hpp"
@@ -27,6 +31,10 @@ struct Rates {
   double nic_node = 0;   // all NICs of a node, per direction
   double read = 0, write = 0;  // a node's storage, striped
   double cpu_adam = 0;
+  double nic = 0;        // one NIC, per direction
+  // The fastest rank 0's data-parallel ring can move its hop bytes when it crosses nodes, over
+  // its channels (pcie_topology.hpp); 0 when it stays in a node or the bound does not use it.
+  double dp_ring = 0;
 };
 
 Rates rates_of(const hw::ClusterProfile& p) {
@@ -39,6 +47,7 @@ Rates rates_of(const hw::ClusterProfile& p) {
   r.read = p.storage.count * p.storage.read_GBps * 1e9;
   r.write = p.storage.count * p.storage.write_GBps * 1e9;
   r.cpu_adam = cpu_adam_params_per_s(p);
+  r.nic = p.nic.link_Gbps * 1e9 / 8;
   return r;
 }
 
@@ -90,7 +99,22 @@ double dp_comm_seconds(double per_rank_bytes, const wl::Strategy& s, const Rates
   if (span > gpus_per_node && span % gpus_per_node == 0 && gpus_per_node % s.tp == 0) {
     t = std::max(t, ratio(s.tp * per_rank_bytes, r.nic_node));
   }
+  // Rank 0's ring, no faster than its channels: every collective of the step crosses them.
+  if (r.dp_ring > 0) t = std::max(t, ratio(per_rank_bytes, r.dp_ring));
   return t;
+}
+
+// Rank 0's data-parallel ring's limit when it crosses nodes (Rates::dp_ring), else 0.
+double dp_ring_rate(const wl::Strategy& s, const hw::ClusterProfile& p, const Rates& r) {
+  if (s.dp < 2 || p.nic.count <= 0 || !(r.pcie > 0) || !(r.nic > 0)) return 0;
+  const Placement placement(s.tp, s.dp, s.pp, p.gpus_per_node());
+  std::map<int, std::vector<int>> by_node;
+  for (int m : placement.group(0, GroupKind::DATA)) {
+    const GpuLocation at = placement.location(m);
+    by_node[at.node].push_back(at.gpu);
+  }
+  if (by_node.size() < 2) return 0;
+  return crossing_ring_rate(PcieTopology(p), by_node, r.pcie, r.nic);
 }
 
 StepBound data_parallel_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
@@ -286,7 +310,10 @@ StepBound pipeline_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw
 StepBound step_time_lower_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                                 const wl::MemoryEstimate& memory) {
   const CostModel c(profile, m.numerics);
-  const Rates r = rates_of(profile);
+  Rates r = rates_of(profile);
+  // Data parallelism alone: the step is no shorter than rank 0's collectives over its ring. (A
+  // pipeline's stages each have their own data-parallel rings; the bound there keeps the NICs.)
+  if (s.pp == 1) r.dp_ring = dp_ring_rate(s, profile, r);
   StepBound out = s.pp > 1 ? pipeline_bound(m, s, profile, memory, c, r) : data_parallel_bound(m, s, profile, memory, c, r);
   struct Term {
     double seconds;

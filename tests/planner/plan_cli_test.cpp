@@ -75,11 +75,14 @@ TEST(PlanCli, SameBytesAgainFromTheCacheAndWithoutIt) {
 }
 
 // SIGINT in the middle of a sweep: the process dies of it, leaves no temporaries; the next run
-// resumes from what was cached and prints what an uninterrupted run prints.
+// resumes from what was cached and prints what an uninterrupted run prints. The top 40 takes 52
+// replays (about 0.7 s): with the default top 5 the whole sweep replays 8 in 0.2 s, and under load
+// it could end between the third cached replay and the interrupt.
 TEST(PlanCli, InterruptedSweepResumesToTheSameBytes) {
   test::ScratchDir dir;
   const fs::path cache = dir.path() / "cache";
-  const std::string args = "plan --model bert-large --hw dgx2 --gpus 4 --global-batch 16 --quiet --format json --cache " + cache.string();
+  const std::string question = "plan --model bert-large --hw dgx2 --gpus 4 --global-batch 16 --top 40 --quiet --format json";
+  const std::string args = question + " --cache " + cache.string();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::execl("/bin/sh", "sh", "-c", (std::string("exec ") + TRAINSIM_BINARY + " " + args + " >/dev/null 2>&1").c_str(), nullptr);
@@ -104,7 +107,7 @@ TEST(PlanCli, InterruptedSweepResumesToTheSameBytes) {
   for (const auto& e : fs::directory_iterator(cache)) EXPECT_NE(e.path().filename().string()[0], '.') << "temporary left: " << e.path();
   const auto resumed = test::run_trainsim(args);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  const auto fresh = test::run_trainsim("plan --model bert-large --hw dgx2 --gpus 4 --global-batch 16 --quiet --format json --no-cache");
+  const auto fresh = test::run_trainsim(question + " --no-cache");
   EXPECT_EQ(resumed.out, fresh.out);
 }
 
