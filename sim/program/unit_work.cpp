@@ -123,10 +123,10 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
 int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassLabel& label,
                    const Deps& first_after, const MemEffects& end_effects) {
   const UnitCost& uc = (*work.units)[static_cast<std::size_t>(unit)];
-  const Segments& segments = label.pass == ComputePass::FORWARD    ? uc.forward
-                                         : label.pass == ComputePass::BACKWARD ? uc.backward
-                                         : work.recompute == wl::Recompute::FULL ? uc.full_recompute
-                                                                                  : uc.selective_recompute;
+  const Segments& segments = label.pass == ComputePass::FORWARD      ? uc.forward
+                             : label.pass == ComputePass::BACKWARD   ? uc.backward
+                             : work.recompute == wl::Recompute::FULL ? uc.full_recompute
+                                                                     : uc.selective_recompute;
   std::vector<MemEffect> at_start, at_end;
   activation_effects(work, unit, label.pass, at_start, at_end);
   at_end.insert(at_end.end(), end_effects.begin(), end_effects.end());
