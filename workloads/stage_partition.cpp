@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <tuple>
 #include <numeric>
+#include <tuple>
 
 #include "config_error.hpp"
 #include "layer_costs.hpp"
