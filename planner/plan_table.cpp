@@ -111,6 +111,12 @@ std::string plan_table(const PlanAnswer& a) {
                      "days", "GPU-hours", "cost USD", "energy kWh");
   for (const GroupResult& g : a.groups) {
     if (g.ranked.empty()) {
+      // More nodes than the cluster has: every strategy fails on that (the counts below name only
+      // each one's first reason, which may be a rule checked before it).
+      if (g.group.nodes > q.profile.node_count) {
+        out += fmt::format(" {:>5}  nothing fits: {} has {} nodes\n", g.group.nodes, q.profile.name, q.profile.node_count);
+        continue;
+      }
       std::string why;
       long best = -1;
       for (const auto& [reason, n] : g.infeasible) {

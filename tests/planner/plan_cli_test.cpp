@@ -131,6 +131,15 @@ TEST(PlanCli, NodeRangeAnswersEachCountAndTheFastestAndCheapest) {
   EXPECT_NE(table.out.find("Cheapest: "), std::string::npos);
 }
 
+// A range past the cluster's size says so for each count beyond it, not which rule each strategy
+// broke first.
+TEST(PlanCli, RangePastTheClusterSaysHowManyNodesItHas) {
+  const auto r = test::run_trainsim("plan --model bert-large --hw zhores --nodes 25..26 --global-batch 200 --families dp --quiet --no-cache");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("   26  nothing fits: zhores has 25 nodes\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("   25  nothing fits"), std::string::npos) << r.out;
+}
+
 TEST(PlanCli, NothingFitsGivesTheSmallestNodeCountThatDoes) {
   test::ScratchDir dir;
   const auto r = test::run_trainsim("plan --model gpt3-175b --hw dgx2 --nodes 1 --families zero3 --global-batch 512 --format json --quiet" +
