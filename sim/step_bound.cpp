@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "activation_memory.hpp"
@@ -104,17 +105,25 @@ double dp_comm_seconds(double per_rank_bytes, const wl::Strategy& s, const Rates
   return t;
 }
 
-// Rank 0's data-parallel ring's limit when it crosses nodes (Rates::dp_ring), else 0.
+// Rank 0's data-parallel ring's limit when it crosses nodes (Rates::dp_ring), else 0. A search
+// asks it of every candidate of a layout (each offload target, ZeRO stage, recompute...): the
+// answer is kept per thread, by what it depends on.
 double dp_ring_rate(const wl::Strategy& s, const hw::ClusterProfile& p, const Rates& r) {
   if (s.dp < 2 || p.nic.count <= 0 || !(r.pcie > 0) || !(r.nic > 0)) return 0;
+  using Key = std::tuple<int, int, int, int, int, int, double, double>;
+  const Key key{s.tp, s.dp, s.pp, p.gpus_per_node(), p.pcie.gpus_per_switch, p.nic.count, r.pcie, r.nic};
+  thread_local std::map<Key, double> seen;
+  if (const auto it = seen.find(key); it != seen.end()) return it->second;
+  if (seen.size() >= 4096) seen.clear();
   const Placement placement(s.tp, s.dp, s.pp, p.gpus_per_node());
   std::map<int, std::vector<int>> by_node;
   for (int m : placement.group(0, GroupKind::DATA)) {
     const GpuLocation at = placement.location(m);
     by_node[at.node].push_back(at.gpu);
   }
-  if (by_node.size() < 2) return 0;
-  return crossing_ring_rate(PcieTopology(p), by_node, r.pcie, r.nic);
+  const double rate = by_node.size() < 2 ? 0.0 : crossing_ring_rate(PcieTopology(p), by_node, r.pcie, r.nic);
+  seen.emplace(key, rate);
+  return rate;
 }
 
 StepBound data_parallel_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
