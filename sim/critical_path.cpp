@@ -38,17 +38,6 @@ struct Rates {
         cpu(cpu_adam_params_per_s(p)) {}
 };
 
-// The platform's limit on a ring crossing nodes (pcie_topology.hpp): its members by node.
-double crossing_ring_rate(const Placement& placement, const std::vector<int>& members, const PcieTopology& topology,
-                          const Rates& r) {
-  std::map<int, std::vector<int>> by_node;  // node -> its members' GPUs, in ring order
-  for (int m : members) {
-    const GpuLocation at = placement.location(m);
-    by_node[at.node].push_back(at.gpu);
-  }
-  return sim::crossing_ring_rate(topology, by_node, r.pcie, r.nic);
-}
-
 RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int copies, const Rates& r, const PcieTopology& topology) {
   RingLimit out;
   const std::vector<int> members = placement.group(rank, kind);
@@ -68,7 +57,8 @@ RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int c
   } else {
     const int rings = std::max(1, copies / std::max(1, at_home));
     out.rate = std::min(std::max(r.port, r.nics), r.nics / rings);
-    if (r.pcie > 0 && r.nic > 0) out.rate = std::min(out.rate, crossing_ring_rate(placement, members, topology, r));
+    // No faster than its channels, as the platform builds them (pcie_topology.hpp).
+    if (r.pcie > 0 && r.nic > 0) out.rate = std::min(out.rate, crossing_ring_rate(topology, placement, members, r.pcie, r.nic));
   }
   return out;
 }

@@ -5,11 +5,11 @@
 // (critical_path.cpp), which must never see a ring faster than the platform makes it.
 
 #include <algorithm>
-#include <map>
 #include <utility>
 #include <vector>
 
 #include "cluster_profile.hpp"
+#include "placement.hpp"
 #include "platform.hpp"
 
 namespace trainsim::sim {
@@ -69,16 +69,18 @@ class PcieTopology {
   int switches_ = 1;
 };
 
-// The fastest a ring crossing nodes can move its hop bytes, in bytes/s, for the ring whose
-// members sit on these nodes at these GPUs (each node's in ring order), on links of `pcie_Bps`
-// (a GPU's PCIe link, per direction) and NICs of `nic_Bps`. The bytes split evenly over the
-// channels (engine.cpp), so the ring is no faster than its channel count times its slowest
-// channel; a channel is no faster than a NIC, nor than the PCIe link it enters or leaves a node
-// by, shared with the ring's other channels that enter or leave by the same GPU (channel_ends).
-// Where the ring's nodes would give different channels: the most channels any gives, each at the
-// slower of a PCIe link and a NIC. An upper bound on what the platform gives the ring alone: the
-// planner's bounds (step_bound.cpp, critical_path.cpp) divide by it.
-double crossing_ring_rate(const PcieTopology& topology, const std::map<int, std::vector<int>>& gpus_by_node, double pcie_Bps,
-                          double nic_Bps);
+// The fastest a ring crossing nodes can move its hop bytes, in bytes/s: the ring's members in
+// ring order (`ring`), on links of `pcie_Bps` (a GPU's PCIe link, per direction) and NICs of
+// `nic_Bps`; 0 when the ring stays on one node. The bytes split evenly over the channels
+// (engine.cpp), so the ring is no faster than its channel count times its slowest channel; a
+// channel is no faster than a NIC, nor than the PCIe link it enters or leaves a node by, shared
+// with the ring's other channels that enter or leave by the same GPU (channel_ends). Where the
+// ring's nodes would give different channels: the most channels any gives, each at the slower of
+// a PCIe link and a NIC. An upper bound on what the platform gives the ring alone: the planner's
+// bounds (step_bound.cpp, critical_path.cpp) divide by it.
+double crossing_ring_rate(const PcieTopology& topology, const std::vector<RingLocation>& ring, double pcie_Bps, double nic_Bps);
+// The same for a placement group's members (Placement::group).
+double crossing_ring_rate(const PcieTopology& topology, const Placement& placement, const std::vector<int>& members,
+                          double pcie_Bps, double nic_Bps);
 
 }  // namespace trainsim::sim

@@ -116,12 +116,7 @@ double dp_ring_rate(const wl::Strategy& s, const hw::ClusterProfile& p, const Ra
   if (const auto it = seen.find(key); it != seen.end()) return it->second;
   if (seen.size() >= 4096) seen.clear();
   const Placement placement(s.tp, s.dp, s.pp, p.gpus_per_node());
-  std::map<int, std::vector<int>> by_node;
-  for (int m : placement.group(0, GroupKind::DATA)) {
-    const GpuLocation at = placement.location(m);
-    by_node[at.node].push_back(at.gpu);
-  }
-  const double rate = by_node.size() < 2 ? 0.0 : crossing_ring_rate(PcieTopology(p), by_node, r.pcie, r.nic);
+  const double rate = crossing_ring_rate(PcieTopology(p), placement, placement.group(0, GroupKind::DATA), r.pcie, r.nic);
   seen.emplace(key, rate);
   return rate;
 }

@@ -25,6 +25,15 @@ std::vector<RingLocation> on_node(const std::vector<int>& members) {
   return ring;
 }
 
+// A ring over these nodes' members (node -> its GPUs, in ring order).
+std::vector<RingLocation> ring_over(const std::map<int, std::vector<int>>& by_node) {
+  std::vector<RingLocation> ring;
+  for (const auto& [node, members] : by_node) {
+    for (int g : members) ring.push_back({node, g});
+  }
+  return ring;
+}
+
 double pcie_of(const hw::ClusterProfile& p) { return p.pcie.link_GBps * 1e9; }
 double nic_of(const hw::ClusterProfile& p) { return p.nic.link_Gbps * 1e9 / 8; }
 
@@ -39,7 +48,7 @@ TEST(PcieTopology, Dgx2RingTakesEightChannelsOnSeparateLinks) {
   EXPECT_EQ(t.ring_nics(on_node(all)), gpus(0, 8));
   for (int c = 0; c < 8; ++c) EXPECT_EQ(t.channel_ends(all, c), std::make_pair(2 * c, 2 * c + 1)) << "NIC " << c;
   const std::map<int, std::vector<int>> two_nodes{{0, all}, {1, all}};
-  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, two_nodes, pcie_of(p), nic_of(p)), 8 * 12e9);
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over(two_nodes), pcie_of(p), nic_of(p)), 8 * 12e9);
 }
 
 // DGX-A100: eight GPUs, two per switch, four switches, two NICs on each. NICs 0 and 1 both enter
@@ -55,22 +64,23 @@ TEST(PcieTopology, DgxA100ChannelsShareTheirSwitchsGpus) {
   EXPECT_EQ(t.channel_ends(all, 0), std::make_pair(0, 1));
   EXPECT_EQ(t.channel_ends(all, 1), std::make_pair(0, 1));
   EXPECT_EQ(t.channel_ends(all, 7), std::make_pair(6, 7));
-  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, {{0, all}, {1, all}}, pcie_of(p), nic_of(p)), 8 * 12e9);
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over({{0, all}, {1, all}}), pcie_of(p), nic_of(p)), 8 * 12e9);
   const std::vector<int> even = gpus(0, 8, 2);
   EXPECT_EQ(t.ring_nics(on_node(even)), gpus(0, 8));
   EXPECT_EQ(t.channel_ends(even, 2), std::make_pair(2, 2));
-  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, {{0, even}, {1, even}}, pcie_of(p), nic_of(p)), 8 * 12e9);
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over({{0, even}, {1, even}}), pcie_of(p), nic_of(p)), 8 * 12e9);
 }
 
 // Zhores: four GPUs on two switches and one NIC (beside switch 0): one channel, at the PCIe link's
-// 12 GB/s.
+// 12 GB/s; a ring that stays on its node has no such limit (0).
 TEST(PcieTopology, ZhoresRingHasOneChannel) {
   const hw::ClusterProfile p = hw::builtin_profile("zhores");
   const PcieTopology t(p);
   const std::vector<int> all = gpus(0, 4);
   EXPECT_EQ(t.ring_nics(on_node(all)), std::vector<int>{0});
   EXPECT_EQ(t.channel_ends(all, 0), std::make_pair(0, 1));
-  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, {{0, all}, {3, all}}, pcie_of(p), nic_of(p)), 12e9);
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over({{0, all}, {3, all}}), pcie_of(p), nic_of(p)), 12e9);
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, on_node(all), pcie_of(p), nic_of(p)), 0.0) << "a ring on one node crosses no NIC";
 }
 
 // Nodes holding a ring's members differently give different channels: then the most channels any
@@ -79,8 +89,8 @@ TEST(PcieTopology, UnlikeNodesTakeTheMostChannelsAnyGives) {
   const hw::ClusterProfile p = hw::builtin_profile("dgx2");
   const PcieTopology t(p);
   EXPECT_EQ(t.ring_nics(on_node({5})), std::vector<int>{2});
-  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, {{0, gpus(0, 16)}, {1, {5}}}, pcie_of(p), nic_of(p)), 8 * 12e9);
-  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, {{0, {5}}, {1, {5}}}, pcie_of(p), nic_of(p)), 12e9);
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over({{0, gpus(0, 16)}, {1, {5}}}), pcie_of(p), nic_of(p)), 8 * 12e9);
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over({{0, {5}}, {1, {5}}}), pcie_of(p), nic_of(p)), 12e9);
 }
 
 }  // namespace
