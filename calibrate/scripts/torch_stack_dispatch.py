@@ -11,7 +11,7 @@ the intercept the per-micro-batch (embedding, head, loss) or per-step (optimizer
   torchrun --standalone --nproc-per-node 2 calibrate/scripts/torch_stack_dispatch.py --out DIR   # the rest
 
 writes DIR/torch_stack_dispatch_wN.json (rank 0). Per data-parallel stack, in microseconds of wall time
-(median of 9 samples after 3 warm-up calls, each sample ending with torch.cuda.synchronize()):
+(median of --samples samples, 9 by default, after --warmup warm-up calls, 3 by default, each sample ending with torch.cuda.synchronize()):
 forward (forward + loss of one micro-batch), forward_backward (no gradient synchronization: DDP
 under no_sync), forward_backward_sync (DDP's last micro-batch), optimizer (AdamW step + zero_grad).
 Pipelines: schedule.step() at 2 and 4 micro-batches.
@@ -37,7 +37,12 @@ TINY = dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1)
 DEPTHS = (2, 8)
 
 
-def wall_us(fn, samples=9, warmup=3):
+SAMPLES, WARMUP = 9, 3  # --samples, --warmup
+
+
+def wall_us(fn, samples=None, warmup=None):
+    samples = SAMPLES if samples is None else samples
+    warmup = WARMUP if warmup is None else warmup
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -149,12 +154,16 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--stacks", nargs="+", default=None,
                     help="only these stacks (default: single at 1 rank, every other stack at more)")
+    ap.add_argument("--samples", type=int, default=9, help="timed samples per figure (their median is kept)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed calls before them")
     args = ap.parse_args()
+    global SAMPLES, WARMUP
+    SAMPLES, WARMUP = args.samples, args.warmup
     os.makedirs(args.out, exist_ok=True)
     run_step.setup()
     world = dist.get_world_size()
     doc = {"schema_version": 1, "kind": "trainsim.torch_stack_dispatch", "world_size": world, "tiny_model": TINY,
-           "depths": list(DEPTHS),
+           "depths": list(DEPTHS), "samples": SAMPLES, "warmup": WARMUP,
            "provenance": {"script": "calibrate/scripts/torch_stack_dispatch.py", "command": " ".join(sys.argv),
                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
                           "gpu": torch.cuda.get_device_name(run_step.DEV), "torch": torch.__version__,

@@ -1,5 +1,6 @@
 #include "measured_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "config_error.hpp"
@@ -34,6 +35,33 @@ std::string beside(const std::string& directory, const std::string& file, const 
 
 const NumberRange SECONDS{0.0, 1e6, false, "a number of seconds in (0, 1e6]"};
 const NumberRange BYTES{0.0, 1e15, false, "a number of bytes in (0, 1e15]"};
+
+// measured.launches: the same configuration timed in several launches (fresh process groups), the
+// row being the launch with the median step time (reports/validation/README.md, "Launches"). The
+// row's step_time_s must be that median, so a reader can trust the range it is shown beside.
+void read_launches(StrictObject& m, MeasuredRun& r) {
+  std::vector<StrictObject> launches = m.objects("launches");
+  if (launches.size() % 2 == 0) {
+    throw ConfigError(m.source(), m.path_of("launches"), "an odd number of launches (the row is the median one)",
+                      std::to_string(launches.size()) + " launches");
+  }
+  for (StrictObject& launch : launches) {
+    launch.integer("launch", 1, 1000);
+    r.launch_step_times_s.push_back(launch.number("step_time_s", SECONDS));
+    launch.optional_number("step_time_spread", {0.0, 1e3, true, "a number in [0, 1000]"});
+    launch.optional_number("bubble_fraction", {0.0, 1.0, true, "a fraction in [0, 1]"});
+    launch.optional_string("date");
+    launch.finish();
+  }
+  std::vector<double> sorted = r.launch_step_times_s;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  if (r.step_time_s != median) {
+    throw ConfigError(m.source(), m.path_of("step_time_s"),
+                      "the median of measured.launches' step_time_s (" + describe_json(median) + ")",
+                      describe_json(r.step_time_s));
+  }
+}
 
 }  // namespace
 
@@ -140,6 +168,7 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
       }
       bytes->finish();
     }
+    if (m.has("launches")) read_launches(m, r);
     if (m.has("trace") && !m.json().at("trace").is_null()) r.trace_path = beside(directory, m.string("trace"), m, "trace");
     else if (m.has("trace")) m.raw("trace");
     m.finish({"warmup_steps", "warmup_step_times_s", "step_times_s", "step_times_s_per_rank", "params_per_rank",

@@ -44,6 +44,8 @@ struct MeasuredRun {
   std::vector<int> layers_per_stage;  // pipelines: the stages' layers as the run split them
   double step_time_s = 0;      // median of the timed steps
   double step_time_spread = 0;
+  // measured.launches (optional): every launch's step time, in launch order; the row is the median one.
+  std::vector<double> launch_step_times_s;
   std::vector<double> peak_allocated_bytes;  // per rank
   std::vector<double> peak_reserved_bytes;   // per rank
   // measured.busy (optional; the reference step reports them): per-stream busy seconds of rank 0's

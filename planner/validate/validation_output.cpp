@@ -61,6 +61,42 @@ nlohmann::ordered_json stats_json(const MetricStats& s) {
           {"outside_tolerance", s.outside}};
 }
 
+// The rows measured in several launches (fresh process groups, one host): how far the launches lie
+// apart against the tolerance, and whether the prediction lies among them. A step that moves more
+// between launches than the tolerance cannot be checked to within it by any one launch.
+std::string launches_markdown(const std::vector<RunValidation>& runs) {
+  std::string table;
+  std::vector<double> spans;
+  std::size_t inside = 0;
+  for (const auto& v : runs) {
+    const auto& l = v.run.launch_step_times_s;
+    if (l.empty() || !v.error.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(l.begin(), l.end());
+    const double span = 100.0 * (*hi - *lo) / v.run.step_time_s;
+    spans.push_back(span);
+    const double predicted = v.rows.front().predicted;  // the step-time row comes first
+    const bool among = predicted >= *lo && predicted <= *hi;
+    inside += among ? 1 : 0;
+    std::vector<std::string> t;
+    for (double x : l) t.push_back(fmt::format("{:.1f}", x * 1e3));
+    table += fmt::format("| {} | {} | {:.1f} | {:.0f}% | {:.1f} | {:+.1f}% | {} |\n", v.run.name, fmt::join(t, ", "), v.run.step_time_s * 1e3,
+                         span, predicted * 1e3, v.rows.front().error_pct, among ? "yes" : "no");
+  }
+  if (spans.empty()) return {};
+  std::vector<double> sorted = spans;
+  std::sort(sorted.begin(), sorted.end());
+  const auto wider = std::count_if(spans.begin(), spans.end(), [](double s) { return s > 2 * STEP_TOLERANCE_PCT; });
+  return fmt::format("## Rows measured in several launches\n\n"
+                     "{} rows ran in several launches each (fresh process groups on one host, `measured.launches`); the row is the "
+                     "launch with the median step time, whole. Their launches lie {:.0f}% to {:.0f}% of that median apart (median "
+                     "{:.0f}%); {} of them more than twice the step-time tolerance, so one launch can miss a prediction by more "
+                     "than {:.0f}% that another launch meets. The prediction lies among the launches for {} of the {}.\n\n"
+                     "| run | launches (ms) | row (ms) | max - min, of the row | predicted (ms) | error | predicted within the launches |\n"
+                     "|---|---|---|---|---|---|---|\n{}\n",
+                     spans.size(), sorted.front(), sorted.back(), sorted[sorted.size() / 2], wider, STEP_TOLERANCE_PCT, inside,
+                     spans.size(), table);
+}
+
 }  // namespace
 
 nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
@@ -92,6 +128,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
                                   {"unit", r.unit},        {"toleranced", r.toleranced}, {"within_tolerance", r.within}};
       if (!r.gap.empty()) e["known_gap"] = r.gap;
       if (r.metric == "step_time" && !v.storage_basis.empty()) e["storage_basis"] = v.storage_basis;
+      if (r.metric == "step_time" && !v.run.launch_step_times_s.empty()) e["measured_launches"] = v.run.launch_step_times_s;
       rows.push_back(e);
     }
   }
@@ -192,6 +229,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
                                 gst.mean_abs_error_pct, gme.mean_abs_error_pct);
   }
   md += "\n![step time](step_time.svg)\n\n![peak memory](peak_allocated.svg)\n\n![errors](errors.svg)\n\n";
+  md += launches_markdown(runs);
   md += "## Rows that miss their target\n\n";
   std::map<std::string, std::vector<std::string>> by_reason;
   std::vector<std::string> unexplained;

@@ -212,6 +212,29 @@ TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
   EXPECT_GT(spans, 0.0);
 }
 
+// A run timed in several launches (measured.launches) shows every launch beside its prediction, in
+// the report's own section and in summary.json; a run without launches has no such section.
+TEST(ValidateCli, LaunchesAreShownBesideThePrediction) {
+  const nlohmann::json committed = read_source_json(RUN + ".json");
+  ASSERT_EQ(committed.at("measured").at("launches").size(), 3U);
+  ScratchDir with, without;
+  ASSERT_EQ(run_trainsim("validate --measured " + q(copy_run(with, [](nlohmann::json&) {})) + " --no-trace --report-dir " +
+                         q(with.path().string()))
+                .exit_code,
+            0);
+  const std::string report = read_file(with.path() / "report.md");
+  EXPECT_NE(report.find("## Rows measured in several launches"), std::string::npos);
+  EXPECT_NE(report.find("| h200x1_single_L24-h1024_mb4x2 | 130.1, 130.5, 129.2 | 130.1 |"), std::string::npos) << report;
+  const nlohmann::json summary = nlohmann::json::parse(read_file(with.path() / "summary.json"));
+  EXPECT_EQ(summary.at("rows").at(0).at("metric"), "step_time");
+  EXPECT_EQ(summary.at("rows").at(0).at("measured_launches").size(), 3U);
+  ASSERT_EQ(run_trainsim("validate --measured " + q(copy_run(without, [](nlohmann::json& j) { j["measured"].erase("launches"); })) +
+                         " --no-trace --report-dir " + q(without.path().string()))
+                .exit_code,
+            0);
+  EXPECT_EQ(read_file(without.path() / "report.md").find("several launches"), std::string::npos);
+}
+
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
   const std::vector<BadCase> cases = {
       {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured", "no such file"}},
@@ -269,6 +292,19 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["machine_storage"] = {{"read_GBps", 2.7}, {"write_GBps", 2.5}}; }));
        },
        {"run.json", "machine_storage.source"}},
+      {"row not the median launch",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["launches"][1]["step_time_s"] = 0.1; }));
+       },
+       {"run.json", "measured.step_time_s", "the median of measured.launches' step_time_s"}},
+      {"even number of launches",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["launches"].erase(2); })); },
+       {"run.json", "measured.launches", "an odd number of launches"}},
+      {"unknown launch key",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["launches"][0]["host"] = "vm"; }));
+       },
+       {"run.json", "measured.launches[0].host"}},
       {"model not beside",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["model"] = "../x/model.json"; })); },
        {"run.json", "model", "beside"}},

@@ -3,6 +3,7 @@
 
     python3 collect.py --call call1 /tmp/r1 --call call2 /tmp/r2 --call call3 /tmp/r3
     python3 collect.py --table            (only the markdown table of what measured/ holds)
+    python3 collect.py --launches call6-h200x4 /tmp/r6   (device_call_samehost.sh's results)
 
 Each results folder is an unpacked results.tgz of device_call.sh: env.txt, log-*.txt and one folder
 per phase (g1, g2, g4, g2e, g4e; smoke is left out: a tiny model that only exercises the code paths).
@@ -38,6 +39,56 @@ def copy_call(call, root):
                 dst = os.path.join(MEASURED, f.split("_")[0])
             os.makedirs(dst, exist_ok=True)
             shutil.copy(os.path.join(src, f), dst)
+
+
+def median_launch(runs):
+    """The launch whose step time is the median of an odd number of launches."""
+    order = sorted(runs, key=lambda kr: kr[1]["measured"]["step_time_s"])
+    return order[len(order) // 2]
+
+
+def copy_launches(call, root):
+    """device_call_samehost.sh: every configuration ran in several launches (folders g<n>_<k>, each
+    launch a fresh process group). The row committed to measured/ is the launch with the median step
+    time, whole (its peaks, bubble and trace belong to that step), with measured.launches listing every
+    launch's step time; every launch's JSON goes to repeats/<call>/launch<k>/ (no traces)."""
+    logs = os.path.join(MEASURED, "logs", call)
+    os.makedirs(logs, exist_ok=True)
+    for f in glob.glob(os.path.join(root, "*.txt")):
+        shutil.copy(f, logs)
+    runs = {}
+    for src in sorted(glob.glob(os.path.join(root, "g*_*"))):
+        phase = os.path.basename(src)
+        launch = int(phase.split("_")[1])
+        shutil.copy(os.path.join(src, "plan.json"), os.path.join(logs, f"plan-{phase}.json"))
+        rep = os.path.join(os.path.dirname(MEASURED), "repeats", call, f"launch{launch}")
+        os.makedirs(rep, exist_ok=True)
+        for f in sorted(glob.glob(os.path.join(src, "*.json"))):
+            name = os.path.basename(f)[:-len(".json")]
+            if name == "plan" or name.endswith(".model") or ".failed." in name:
+                continue
+            shutil.copy(f, rep)
+            runs.setdefault(name, []).append((launch, json.load(open(f)), src))
+    for name, rs in sorted(runs.items()):
+        if len(rs) % 2 == 0:
+            raise SystemExit(f"{name}: {len(rs)} launches; the median launch needs an odd count")
+        launch, row, src = median_launch(rs)
+        m = row["measured"]
+        m["launches"] = []
+        for k, r, _ in sorted(rs, key=lambda x: x[0]):
+            e = {"launch": k, "step_time_s": r["measured"]["step_time_s"],
+                 "step_time_spread": r["measured"]["step_time_spread"], "date": r["provenance"]["date"]}
+            if "bubble_fraction" in r["measured"].get("busy", {}):
+                e["bubble_fraction"] = r["measured"]["busy"]["bubble_fraction"]
+            m["launches"].append(e)
+        dst = os.path.join(MEASURED, name.split("_")[0])
+        with open(os.path.join(dst, f"{name}.json"), "w") as f:
+            json.dump(row, f, indent=1)
+            f.write("\n")
+        for suffix in (".model.json", ".trace.json.gz"):
+            shutil.copy(os.path.join(src, name + suffix), dst)
+        times = ", ".join(f"{r['measured']['step_time_s']:.4f}" for _, r, _ in sorted(rs, key=lambda x: x[0]))
+        print(f"{name}: launch {launch} of {len(rs)} ({times} s)")
 
 
 def gib(x):
@@ -81,10 +132,13 @@ def table():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--call", nargs=2, action="append", metavar=("NAME", "DIR"), default=[])
+    ap.add_argument("--launches", nargs=2, action="append", metavar=("NAME", "DIR"), default=[])
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
     for call, root in args.call:
         copy_call(call, root)
+    for call, root in args.launches:
+        copy_launches(call, root)
     table()
 
 

@@ -20,7 +20,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 OUT=${OUT:-/tmp/validation_out}
 R=/tmp/validation_runs
 # The calibration scripts (hd4, pa4): calibrate/scripts, or beside this script in a devrun copy.
-CAL=$HERE/../../calibrate/scripts
+CAL=$HERE/../../../calibrate/scripts
 [ -f "$HERE/torch_stack_dispatch.py" ] && CAL=$HERE
 mkdir -p "$R" "$OUT"
 {

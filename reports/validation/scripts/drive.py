@@ -178,6 +178,8 @@ def main():
     ap.add_argument("--gpu-name")
     ap.add_argument("--gpu-mem-mib", type=int)
     ap.add_argument("--extra", help="run only the configurations of this file for --gpus (see extra_plan)")
+    ap.add_argument("--small-only", action="store_true",
+                    help="run only the ~350M size of each configuration (a repeat launch of the host-bound class)")
     args = ap.parse_args()
 
     if args.gpu_name:
@@ -190,6 +192,8 @@ def main():
         plan = extra_plan(args.gpus, name, args.extra, None if args.print_plan else mem, args.fill)
     else:
         plan = build_plan(1 if args.smoke else args.gpus, name, mem, args.fill, smoke=args.smoke)
+        if args.small_only:
+            plan = [d for d in plan if d["size"] == "small"]
     if args.print_plan:
         for d in plan:
             print(f"{d['name']:55s} {d['params']/1e9:7.3f} B  est {d['estimate_bytes']/2**30:7.1f} GiB"

@@ -1,0 +1,56 @@
+#!/bin/bash
+# The host-bound class of the validation rows and the host calibration that predicts them, on one
+# host, each in three launches (fresh processes), interleaved so that both see the host's drift:
+#   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2     (command 1)
+#   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh rows:2 cal:3 rows:3     (command 2)
+# (two commands on one held machine: together they pass the device tool's 10 minutes a command).
+#   cal:K   calibrate/scripts/torch_stack_dispatch.py --samples 41 --warmup 5 at 2 ranks (GPUs 0-1,
+#           every stack), at 4 ranks (the data-parallel stacks: torch's 1F1B refuses 2 micro-batches
+#           on 4 stages) and at 1 (single, GPU 0)                                 -> hd_K/
+#   rows:K  drive.py --small-only at 1 GPU (GPU 0), 2 GPUs (GPUs 0-1) and 4 GPUs  -> g{1,2,4}_K/
+# Nothing runs beside a phase: rows and calibration are host-bound. Results: $OUT/small.tgz (JSON,
+# logs) and $OUT/traces.tar.partNN (the rows' profiler traces, 12 MB parts).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+CAL=$HERE/../../../calibrate/scripts
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/hostcal_out}
+R=/tmp/hostcal
+mkdir -p "$R" "$OUT"
+t0=$(date +%s)
+if [ ! -f "$R/env.txt" ]; then
+  {
+    date -u; hostname; nproc; free -g; lscpu; nvidia-smi; nvidia-smi topo -m
+    python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
+  } >"$R/env.txt" 2>&1
+fi
+grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
+pack() {
+  rm -f "$OUT"/small.tgz "$OUT"/traces.tar.part*
+  (cd "$R" && tar czf "$OUT/small.tgz" --exclude='*.trace.json.gz' .)
+  (cd "$R" && find . -name '*.trace.json.gz' | sort | tar cf - -T - | split -b 12000000 -d - "$OUT/traces.tar.part")
+}
+stamp() { echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)" | tee -a "$R/phases.txt"; }
+for ph in "$@"; do
+  what=${ph%%:*}; k=${ph##*:}
+  stamp "$ph"
+  case $what in
+    cal)
+      d=$R/hd_$k; mkdir -p "$d"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 100 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
+        --samples 41 --warmup 5 --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
+      timeout 100 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
+        --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
+      CUDA_VISIBLE_DEVICES=0 MASTER_PORT=29533 timeout 60 python3 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
+        --out "$d" >"$d/stack_w1.log" 2>&1; echo "w1 rc $?"
+      grep -h "stack_dispatch\]" "$d"/stack_w*.log | tr '\n' ' '; echo ;;
+    rows)
+      CUDA_VISIBLE_DEVICES=0 python3 "$HERE/drive.py" --gpus 1 --small-only --out "$R/g1_$k" --budget-s 40 >"$R/log-g1_$k.txt" 2>&1
+      CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --small-only --out "$R/g2_$k" --budget-s 110 >"$R/log-g2_$k.txt" 2>&1
+      python3 "$HERE/drive.py" --gpus 4 --small-only --out "$R/g4_$k" --budget-s 100 >"$R/log-g4_$k.txt" 2>&1
+      grep -h "step .* s (spread" "$R"/log-g?_$k.txt | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
+  esac
+done
+stamp "end of command"
+pack
+ls -la "$OUT"
