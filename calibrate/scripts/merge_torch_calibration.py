@@ -90,6 +90,24 @@ def dp_stack(name, runs, fwd_share):
     return entry, split, clamped
 
 
+def pipeline_forward_share(actions, schedule):
+    """The forward share of a pipeline stage's host time per layer, measured by
+    calibrate/scripts/torch_pipeline_actions.py, which times forward_one_chunk and backward_one_chunk
+    apart: over every rank, the growth of the forward calls' time from 1 to 4 layers a stage over the
+    growth of both, at the most micro-batches run at both depths on the tiny model."""
+    runs = {(r["layers_per_stage"], r["micro_batches"]): r for r in actions["runs"]
+            if r["schedule"] == schedule and r["model"] == "tiny"}
+    counts = [m for (layers, m) in runs if layers == 1 and (4, m) in runs]
+    if not counts:
+        raise SystemExit(f"{schedule}: no tiny-model runs at 1 and 4 layers a stage with the same micro-batches")
+    m = max(counts)
+    lo, hi = runs[(1, m)]["per_rank"], runs[(4, m)]["per_rank"]
+    fwd = sum(b["forward_one_chunk"] - a["forward_one_chunk"] for a, b in zip(lo, hi))
+    both = sum(b["forward_one_chunk"] + b["backward_one_chunk"] - a["forward_one_chunk"] - a["backward_one_chunk"]
+               for a, b in zip(lo, hi))
+    return fwd / both, m
+
+
 def pipe_stack(name, runs, fwd_share):
     """runs: {"L1_M2", "L1_M4", "L4_M2", "L4_M4"}: step(L, M) = O + M (c + L l)."""
     s = {k: med(v) for k, v in runs.items()}
@@ -113,6 +131,8 @@ def main():
     ap.add_argument("--raw", default="reports/calibration/h200x4/ (torch_microbench.json, torch_cpu_adam.json, "
                     "torch_stack_dispatch_w*.json)", help="where the raw files are committed (provenance)")
     ap.add_argument("--stacks", nargs="+", required=True)
+    ap.add_argument("--pipeline-actions", help="torch_pipeline_actions.json: the pipelines' forward share of a layer's "
+                    "host time as measured (otherwise the single-GPU autocast stack's)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     text = open(a.profile).read()
@@ -172,7 +192,13 @@ def main():
         if key not in stacks:
             notes.append(f"{names[key]}: not measured")
             continue
-        if key.startswith("pipe-"):
+        if key.startswith("pipe-") and a.pipeline_actions:
+            share, m = pipeline_forward_share(json.load(open(a.pipeline_actions)), key[len("pipe-"):])
+            e, clamped = pipe_stack(names[key], stacks[key], share)
+            split = (f"layer time split by its forward share as measured, {share:.3f} (torch_pipeline_actions.py: forward_one_chunk "
+                     f"against backward_one_chunk, 1 to 4 layers a stage, {m} micro-batches), micro-batch time half forward, "
+                     "half backward")
+        elif key.startswith("pipe-"):
             e, clamped = pipe_stack(names[key], stacks[key], fwd_share)
             split = "layer time split as the single-GPU autocast stack's, micro-batch time half forward, half backward"
         else:

@@ -4,7 +4,8 @@
 # first and the second launch calibrates that same host's PyTorch-side host figures, so that these
 # rows are replayed with the host they ran on:
 #   OUT=DIR bash reports/validation/scripts/device_call_samehost.sh
-# Phases (each writes under /tmp/samehost, packed into $OUT/results.tgz after each):
+# Phases (each writes under /tmp/samehost, packed after each into $OUT/small.tgz, JSON and logs, and
+# $OUT/traces.tar.partNN, the profiler traces in 12 MB parts):
 #   launch 1  drive.py --small-only at 1 GPU (GPU 0), 2 GPUs (GPUs 0-1) and 4 GPUs -> g{1,2,4}_1/
 #   hd        calibrate/scripts/torch_stack_dispatch.py at 2 ranks (GPUs 0-1, alone), then at 1
 #             (GPU 0) beside torch_microbench.py --parts host (GPU 1)                -> hd/
@@ -25,7 +26,11 @@ t0=$(date +%s)
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
 } >"$R/env.txt" 2>&1
 grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L
-pack() { (cd "$R" && tar czf "$OUT/results.tgz.tmp" . && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"); }
+pack() {
+  rm -f "$OUT"/small.tgz "$OUT"/traces.tar.part*
+  (cd "$R" && tar czf "$OUT/small.tgz" --exclude='*.trace.json.gz' .)
+  (cd "$R" && find . -name '*.trace.json.gz' | sort | tar cf - -T - | split -b 12000000 -d - "$OUT/traces.tar.part")
+}
 stamp() { echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)" | tee -a "$R/phases.txt"; }
 launch() {
   k=$1

@@ -5,8 +5,9 @@
 #   Device budget: 1800 s before, 1185 s after the machine was given back (615 s, start included).
 #
 # Command 1 (423.9 s), from the repository root of the working tree at that moment
-# (reports/validation/scripts/device_call_samehost.sh as committed, except its CAL path, which
-# then pointed at reports/calibrate/scripts: the hd and ob phases failed at once, "can't open file"):
+# (reports/validation/scripts/device_call_samehost.sh as committed at 47b5895, whose CAL path then
+# pointed at reports/calibrate/scripts, so the hd and ob phases failed at once, "can't open file",
+# and whose pack wrote one results.tgz; both fixed since):
 export NCCL_NVLS_ENABLE=0; OUT=$OUT bash reports/validation/scripts/device_call_samehost.sh
 #   Ran: launch 1 (13:15:47), launch 2 (13:18:20), launch 3 (13:20:45) of the 17 small
 #   configurations (drive.py --small-only at 1, 2 and 4 GPUs); phases.txt has the times.
