@@ -4,6 +4,8 @@
 #   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2     (command 1)
 #   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh rows:2 cal:3 rows:3     (command 2)
 # (two commands on one held machine: together they pass the device tool's 10 minutes a command).
+# On a machine of fewer than four GPUs the 4-rank calibration and the 4-GPU rows are left out:
+#   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2 rows:2 cal:3 rows:3
 #   cal:K   calibrate/scripts/torch_stack_dispatch.py --samples 41 --warmup 5 at 2 ranks (GPUs 0-1,
 #           every stack), at 4 ranks (the data-parallel stacks: torch's 1F1B refuses 2 micro-batches
 #           on 4 stages) and at 1 (single, GPU 0)                                 -> hd_K/
@@ -25,6 +27,7 @@ if [ ! -f "$R/env.txt" ]; then
   } >"$R/env.txt" 2>&1
 fi
 grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
+G=$(nvidia-smi -L | grep -c "^GPU")
 pack() {
   rm -f "$OUT"/small.tgz "$OUT"/traces.tar.part*
   (cd "$R" && tar czf "$OUT/small.tgz" --exclude='*.trace.json.gz' .)
@@ -39,15 +42,19 @@ for ph in "$@"; do
       d=$R/hd_$k; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=0,1 timeout 100 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
         --samples 41 --warmup 5 --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
-      timeout 100 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
-        --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
+      if [ "$G" -ge 4 ]; then
+        timeout 100 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
+          --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
+      fi
       CUDA_VISIBLE_DEVICES=0 MASTER_PORT=29533 timeout 60 python3 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
         --out "$d" >"$d/stack_w1.log" 2>&1; echo "w1 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w*.log | tr '\n' ' '; echo ;;
     rows)
       CUDA_VISIBLE_DEVICES=0 python3 "$HERE/drive.py" --gpus 1 --small-only --out "$R/g1_$k" --budget-s 40 >"$R/log-g1_$k.txt" 2>&1
       CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --small-only --out "$R/g2_$k" --budget-s 110 >"$R/log-g2_$k.txt" 2>&1
-      python3 "$HERE/drive.py" --gpus 4 --small-only --out "$R/g4_$k" --budget-s 100 >"$R/log-g4_$k.txt" 2>&1
+      if [ "$G" -ge 4 ]; then
+        python3 "$HERE/drive.py" --gpus 4 --small-only --out "$R/g4_$k" --budget-s 100 >"$R/log-g4_$k.txt" 2>&1
+      fi
       grep -h "step .* s (spread" "$R"/log-g?_$k.txt | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
   esac
 done
