@@ -27,6 +27,7 @@ the raw files' samples rounded to 4 significant digits, each section citing its 
 import argparse
 import json
 import math
+import statistics
 import sys
 
 
@@ -90,6 +91,34 @@ def dp_stack(name, runs, fwd_share):
     return entry, split, clamped
 
 
+def combine_launches(docs):
+    """The stacks of several torch_stack_dispatch files. Files of one world size are launches of
+    the same calibration (fresh processes, device_call_hostcal.sh): each figure (stack, depth,
+    quantity) becomes the median of the launches' medians, with every launch's kept as "launches"."""
+    by_world = {}
+    for d in docs:
+        by_world.setdefault(d["world_size"], []).append(d)
+    stacks = {}
+    for world in sorted(by_world):
+        runs = by_world[world]
+        if len(runs) == 1:
+            stacks.update(runs[0]["stacks"])
+            continue
+        for name in runs[0]["stacks"]:
+            if not all(name in r["stacks"] for r in runs):
+                sys.exit(f"{name}: measured in some launches at {world} ranks, not in all")
+            def combine(figures_of):
+                # A figure is {"median", "min", "max", "samples"}; a point holds one (pipelines) or
+                # several by quantity (data-parallel stacks).
+                first = figures_of[0]
+                if "median" in first:
+                    meds = [f["median"] for f in figures_of]
+                    return {"median": statistics.median(meds), "launches": meds}
+                return {q: combine([f[q] for f in figures_of]) for q in first}
+            stacks[name] = {point: combine([r["stacks"][name][point] for r in runs]) for point in runs[0]["stacks"][name]}
+    return stacks
+
+
 def pipeline_forward_share(actions, schedule):
     """The forward share of a pipeline stage's host time per layer, measured by
     calibrate/scripts/torch_pipeline_actions.py, which times forward_one_chunk and backward_one_chunk
@@ -140,9 +169,14 @@ def main():
     before = json.loads(text)
     micro = json.load(open(a.micro))
     cpu = json.load(open(a.cpu)) if a.cpu else {}
-    stacks = {}
-    for f in a.stacks:
-        stacks.update(json.load(open(f))["stacks"])
+    stack_docs = [json.load(open(f)) for f in a.stacks]
+    stacks = combine_launches(stack_docs)
+    per_world = {}
+    for d in stack_docs:
+        per_world.setdefault(d["world_size"], []).append(d.get("samples", 9))
+    launches_note = "; ".join(
+        f"{w} rank{'s' if w > 1 else ''}: {len(n)} launch{'es' if len(n) > 1 else ''} of {n[0]} samples a figure"
+        + (" (each figure the median of the launches' medians)" if len(n) > 1 else "") for w, n in sorted(per_world.items()))
     cal = prof.setdefault("calibration", {})
     cal.setdefault("kernels", []).extend(curves(micro))
     mp = micro["provenance"]
@@ -214,7 +248,7 @@ def main():
                     "reports/validation/scripts/run_step.py's stacks on a GPT of hidden 64, 2 heads, sequence 64, "
                     "vocabulary 512, micro-batch 1 (kernels shorter than their launches, so wall time is host time), at "
                     "2 and 8 layers (pipelines: 1 and 4 layers per stage, 2 and 4 micro-batches, 2 stages); per layer = "
-                    "slope over the depth, per micro-batch and per step = intercepts; " + "; ".join(notes))
+                    "slope over the depth, per micro-batch and per step = intercepts; " + launches_note + "; " + "; ".join(notes))
     order = ["kernel_launch_us", "gpu_kernel_us", "op_us", "hook_us", "stacks", "source"]
     cal["host_dispatch"] = {k: hd[k] for k in order if k in hd}
     prof.setdefault("provenance", {})["torch_calibration"] = {

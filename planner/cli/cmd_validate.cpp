@@ -49,13 +49,14 @@ void register_validate(CLI::App& app, Commands& commands) {
   // Not dgx2: without --hw each run is simulated on the calibrated profile of its own GPU.
   sub->get_option("--hw")
       ->default_str("")
-      ->description("Cluster: a built-in profile name or a profile JSON (default: the calibrated built-in profile of "
-                    "the run's GPU)");
+      ->description("Cluster: a built-in profile name or a profile JSON (default: the profile the run names, else the "
+                    "calibrated built-in profile of the run's GPU)");
   add_output_flags(*sub, state->output, {"table", "json"});
-  sub->footer(std::string("Without --hw, the calibrated built-in profile of the run's GPU is used (h200x4-measured for "
-                          "the committed H200 runs).\n\n"
+  sub->footer(std::string("Without --hw, a run that names a profile (\"profile\": the calibration of its own host, a file "
+                          "beside it) is costed there, any other on the calibrated built-in profile of its GPU (h200x4-measured "
+                          "for the committed H200 runs).\n\n"
                           "Examples:\n"
-                          "  trainsim validate --measured reports/validation/measured/h200x1/h200x1_single_L24-h1024_mb4x2.json\n"
+                          "  trainsim validate --measured reports/validation/measured/h200x1/h200x1_single_L28-h4096_mb1x2.json\n"
                           "  trainsim validate --measured trace.json.gz --sidecar run.json --hw h200x4-measured\n"
                           "  trainsim validate --measured reports/validation/measured --known-gaps "
                           "reports/validation/known_gaps.json --report-dir reports/validation\n\n") +

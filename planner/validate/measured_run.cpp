@@ -87,6 +87,9 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
     p.finish();
   }
   r.model_path = beside(directory, root.string("model"), root, "model");
+  // The calibration of the host the run ran on, when the run carries one (a profile JSON beside it):
+  // validate costs the run there unless --hw says otherwise (reports/validation/README.md, "Launches").
+  if (auto profile = root.optional_string("profile")) r.profile_path = beside(directory, *profile, root, "profile");
   // The strategy object is trainsim's strategy schema, read by its own strict reader.
   const nlohmann::json& strategy = root.raw("strategy");
   if (!strategy.is_object()) throw ConfigError(doc.source, "strategy", "an object (a trainsim strategy)", describe_json(strategy));

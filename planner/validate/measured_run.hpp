@@ -37,6 +37,7 @@ struct MeasuredRun {
   std::string path;            // the file read
   std::string name;
   std::string model_path;      // the trainsim model JSON, resolved beside the file
+  std::optional<std::string> profile_path;  // "profile": the run's own host's profile JSON, beside the file
   std::string gpu;             // provenance.gpu
   int gpus = 1;
   wl::StrategyInput strategy;  // the strategy object, with the stack and its policies

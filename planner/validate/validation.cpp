@@ -147,7 +147,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     if (run.gpus <= 1 && v.trace->world_size > 1) run.gpus = v.trace->world_size;
     if (run.peak_allocated_bytes.empty() && v.trace->peak_allocated_bytes) run.peak_allocated_bytes = {*v.trace->peak_allocated_bytes};
   }
-  const std::string hw = hw_given ? given.hw : default_profile(run);
+  const std::string hw = hw_given ? given.hw : run.profile_path ? *run.profile_path : default_profile(run);
   v.profile = hw;
 
   InputFlags flags = given;

@@ -16,16 +16,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string RUN = "reports/validation/measured/h200x1/h200x1_single_L24-h1024_mb4x2";
+const std::string CALL7 = "reports/validation/measured/call7-h200x2/";
+const std::string RUN = CALL7 + "h200x1_single_L24-h1024_mb4x2";
+const std::string CALL7_PROFILE = "h200x2-call7.profile.json";
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
 
-// A copy of the committed single-GPU run (and its model) in `dir`, with `edit` applied to its JSON.
+// A copy of the committed single-GPU run (its model and the profile of its host beside it) in
+// `dir`, with `edit` applied to its JSON.
 std::string copy_run(const ScratchDir& dir, const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json run = read_source_json(RUN + ".json");
   run["measured"]["trace"] = nullptr;
   edit(run);
   dir.write("h200x1_single_L24-h1024_mb4x2.model.json", read_file(source_path(RUN + ".model.json")));
+  dir.write(CALL7_PROFILE, read_file(source_path(CALL7 + CALL7_PROFILE)));
   return dir.write("run.json", run.dump(1));
 }
 
@@ -49,11 +53,28 @@ TEST(ValidateCli, TwoGpuRunIsCostedOnTheProfileCalibratedForPytorch) {
   const nlohmann::json h2 = read_source_json("hwprofiles/h200x2-measured.json");
   ASSERT_TRUE(h2.at("calibration").contains("host_dispatch"));
   ASSERT_FALSE(h2.at("calibration").contains("attention"));
-  const std::string run2 = "reports/validation/measured/h200x2/h200x2_ddp_L24-h1024_mb4x2.json";
+  const std::string run2 = "reports/validation/measured/h200x2/h200x2_ddp_L28-h4096_mb1x2.json";
   const CommandResult r = run_trainsim("validate --measured " + q(source_path(run2)) + " --no-trace --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-measured"}));
+}
+
+// A run that names the profile of its own host ("profile", a file beside it) is costed there, and
+// --hw still overrides it; without the key it takes the built-in default.
+TEST(ValidateCli, RunIsCostedOnTheProfileItNames) {
+  ASSERT_EQ(read_source_json(RUN + ".json").at("profile"), CALL7_PROFILE);
+  auto profiles_of = [](const std::string& args) {
+    const CommandResult r = run_trainsim("validate " + args + " --no-trace --format json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("provenance").at("profiles") : nlohmann::json();
+  };
+  ScratchDir named, unnamed;
+  EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {}))), nlohmann::json::array({"h200x2-call7"}));
+  EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {})) + " --hw h200x4-measured"),
+            nlohmann::json::array({"h200x4-measured"}));
+  EXPECT_EQ(profiles_of("--measured " + q(copy_run(unnamed, [](nlohmann::json& j) { j.erase("profile"); }))),
+            nlohmann::json::array({"h200x4-measured"}));
 }
 
 TEST(ValidateCli, JsonHasTheSummarySchema) {
@@ -61,7 +82,7 @@ TEST(ValidateCli, JsonHasTheSummarySchema) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("schema_version"), 1);
-  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-measured"}));
+  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x2-call7"}));
   ASSERT_FALSE(j.at("rows").empty());
   for (const auto& row : j.at("rows")) {
     for (const char* key : {"name", "metric", "predicted", "measured", "error_pct"}) EXPECT_TRUE(row.contains(key)) << key;
@@ -188,7 +209,7 @@ struct BadCase {
 // (CUDA events around the stack's calls: a GPU waiting for its host inside a call is busy) or
 // "kernels" (the default: the GPU running work). The committed 2-GPU pipeline runs time calls.
 TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
-  const std::string run2 = "reports/validation/measured/h200x2/h200x2_pipe-gpipe_L24-h1024_mb2x4";
+  const std::string run2 = CALL7 + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
   nlohmann::json run = read_source_json(run2 + ".json");
   ASSERT_EQ(run.at("measured").at("busy").at("definition"), "call_spans");
   run["measured"]["trace"] = nullptr;
@@ -197,6 +218,7 @@ TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
     nlohmann::json r = run;
     r["measured"]["busy"]["definition"] = definition;
     dir.write("h200x2_pipe-gpipe_L24-h1024_mb2x4.model.json", read_file(source_path(run2 + ".model.json")));
+    dir.write(CALL7_PROFILE, read_file(source_path(CALL7 + CALL7_PROFILE)));
     const CommandResult out = run_trainsim("validate --measured " + q(dir.write("run.json", r.dump(1))) + " --no-trace --format json");
     EXPECT_EQ(out.exit_code, 0) << out.err;
     const nlohmann::json summary = nlohmann::json::parse(out.out);
@@ -226,7 +248,7 @@ TEST(ValidateCli, LaunchesAreShownBesideThePrediction) {
             0);
   const std::string report = read_file(with.path() / "report.md");
   EXPECT_NE(report.find("## Rows measured in several launches"), std::string::npos);
-  EXPECT_NE(report.find("| h200x1_single_L24-h1024_mb4x2 | 130.1, 130.5, 129.2 | 130.1 |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| h200x1_single_L24-h1024_mb4x2 | 129.0, 129.9, 129.3 | 129.3 |"), std::string::npos) << report;
   const nlohmann::json summary = nlohmann::json::parse(read_file(with.path() / "summary.json"));
   EXPECT_EQ(summary.at("rows").at(0).at("metric"), "step_time");
   EXPECT_EQ(summary.at("rows").at(0).at("measured_launches").size(), 3U);
@@ -307,6 +329,12 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["launches"][0]["host"] = "vm"; }));
        },
        {"run.json", "measured.launches[0].host"}},
+      {"profile not beside",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../h200x2-call7.profile.json"; })); },
+       {"run.json", "profile", "beside"}},
+      {"profile missing",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "absent.profile.json"; })); },
+       {"absent.profile.json"}},
       {"model not beside",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["model"] = "../x/model.json"; })); },
        {"run.json", "model", "beside"}},

@@ -4,6 +4,8 @@
     python3 collect.py --call call1 /tmp/r1 --call call2 /tmp/r2 --call call3 /tmp/r3
     python3 collect.py --table            (only the markdown table of what measured/ holds)
     python3 collect.py --launches call6-h200x4 /tmp/r6   (device_call_samehost.sh's results)
+    python3 collect.py --launches call7-h200x2 /tmp/r7 --into reports/validation/measured/call7-h200x2 \
+        --profile /tmp/h200x2-call7.profile.json          (device_call_hostcal.sh's, with its host's profile)
 
 Each results folder is an unpacked results.tgz of device_call.sh: env.txt, log-*.txt and one folder
 per phase (g1, g2, g4, g2e, g4e; smoke is left out: a tiny model that only exercises the code paths).
@@ -47,11 +49,14 @@ def median_launch(runs):
     return order[len(order) // 2]
 
 
-def copy_launches(call, root):
-    """device_call_samehost.sh: every configuration ran in several launches (folders g<n>_<k>, each
-    launch a fresh process group). The row committed to measured/ is the launch with the median step
-    time, whole (its peaks, bubble and trace belong to that step), with measured.launches listing every
-    launch's step time; every launch's JSON goes to repeats/<call>/launch<k>/ (no traces)."""
+def copy_launches(call, root, into=None, profile=None):
+    """device_call_samehost.sh, device_call_hostcal.sh: every configuration ran in several launches
+    (folders g<n>_<k>, each launch a fresh process group). The row committed is the launch with the
+    median step time, whole (its peaks, bubble and trace belong to that step), with measured.launches
+    listing every launch's step time; every launch's JSON goes to repeats/<call>/launch<k>/ (no
+    traces), logs to measured/logs/<call>/. Rows go to measured/<gpu>x<n>/, or all to `into`; with
+    `profile` (the calibration of the host they ran on) a copy of it goes beside them and each row
+    names it ("profile"), so that trainsim validate costs them there."""
     logs = os.path.join(MEASURED, "logs", call)
     os.makedirs(logs, exist_ok=True)
     for f in glob.glob(os.path.join(root, "*.txt")):
@@ -69,10 +74,17 @@ def copy_launches(call, root):
                 continue
             shutil.copy(f, rep)
             runs.setdefault(name, []).append((launch, json.load(open(f)), src))
+    if into and profile:
+        os.makedirs(into, exist_ok=True)
+        shutil.copy(profile, os.path.join(into, os.path.basename(profile)))
     for name, rs in sorted(runs.items()):
         if len(rs) % 2 == 0:
             raise SystemExit(f"{name}: {len(rs)} launches; the median launch needs an odd count")
         launch, row, src = median_launch(rs)
+        if into and profile:
+            keys = list(row)
+            row["profile"] = os.path.basename(profile)
+            row = {k: row[k] for k in keys[:keys.index("model") + 1] + ["profile"] + keys[keys.index("model") + 1:]}
         m = row["measured"]
         m["launches"] = []
         for k, r, _ in sorted(rs, key=lambda x: x[0]):
@@ -81,7 +93,8 @@ def copy_launches(call, root):
             if "bubble_fraction" in r["measured"].get("busy", {}):
                 e["bubble_fraction"] = r["measured"]["busy"]["bubble_fraction"]
             m["launches"].append(e)
-        dst = os.path.join(MEASURED, name.split("_")[0])
+        dst = into or os.path.join(MEASURED, name.split("_")[0])
+        os.makedirs(dst, exist_ok=True)
         with open(os.path.join(dst, f"{name}.json"), "w") as f:
             json.dump(row, f, indent=1)
             f.write("\n")
@@ -101,6 +114,8 @@ def table():
         if f.endswith(".model.json") or os.sep + "failed" + os.sep in f or os.sep + "logs" + os.sep in f:
             continue
         d = json.load(open(f))
+        if d.get("kind") != "trainsim.measured_run":  # a profile beside the runs
+            continue
         m, st, det = d["measured"], d["strategy"], d["stack"]["details"]
         work = (f"{st['micro_batch']} x {st['global_batch'] // st['micro_batch']} mb" if st["pp"] > 1 else
                 f"{st['micro_batch']} x {det.get('grad_accum', 1)} x dp {st['dp']}")
@@ -133,12 +148,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--call", nargs=2, action="append", metavar=("NAME", "DIR"), default=[])
     ap.add_argument("--launches", nargs=2, action="append", metavar=("NAME", "DIR"), default=[])
+    ap.add_argument("--into", help="with --launches: every row into this folder (instead of measured/<gpu>x<n>/)")
+    ap.add_argument("--profile", help="with --into: the profile of the host the rows ran on, copied beside them")
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
     for call, root in args.call:
         copy_call(call, root)
     for call, root in args.launches:
-        copy_launches(call, root)
+        copy_launches(call, root, args.into, args.profile)
     table()
 
 
