@@ -1,0 +1,36 @@
+#pragma once
+// What the pipeline schedule tests share (schedule_generators_test.cpp: invariants and the
+// abstract executor; schedule_orders_test.cpp: exact orders and refusals): the schedules' names,
+// a shape in words, and a stage's order as compact text.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline_schedule.hpp"
+
+namespace trainsim::sim {
+
+inline const std::vector<std::string_view> NAMES = {"gpipe", "1f1b", "interleaved", "pipedream", "2bw", "hydra"};
+
+inline std::string describe(std::string_view name, const PipelineShape& s) {
+  return std::string(name) + " p=" + std::to_string(s.stages) + " m=" + std::to_string(s.micro_batches) +
+         " v=" + std::to_string(s.chunks) + " steps=" + std::to_string(s.steps);
+}
+
+inline bool is_pass(const Work& w) { return w.kind == WorkKind::FORWARD || w.kind == WorkKind::BACKWARD; }
+
+// A compact text of a stage's order: F<mb>, B<mb>, U (an update), with .<chunk> when a stage has
+// several chunks and @<version> when asked.
+inline std::string text_of(const StageSchedule& order, bool chunks, bool versions = false) {
+  std::string out;
+  for (const Work& w : order) {
+    if (!out.empty()) out += ' ';
+    out += w.kind == WorkKind::FORWARD ? "F" : w.kind == WorkKind::BACKWARD ? "B" : w.kind == WorkKind::OPTIMIZER_STEP ? "U" : "?";
+    if (is_pass(w)) out += std::to_string(w.micro_batch);
+    if (chunks) out += "." + std::to_string(w.chunk);
+    if (versions) out += "@" + std::to_string(w.weight_version);
+  }
+  return out;
+}
+
+}  // namespace trainsim::sim
