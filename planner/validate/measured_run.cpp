@@ -27,7 +27,7 @@ wl::StackKind stack_kind(const StrictObject& o, const std::string& name) {
 }
 
 std::string beside(const std::string& directory, const std::string& file, const StrictObject& o, const char* key) {
-  if (file.empty() || file.find('/') != std::string::npos) {
+  if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos) {
     throw ConfigError(o.source(), o.path_of(key), "the name of a file beside the measured run (no directories)", "\"" + file + "\"");
   }
   return (fs::path(directory) / file).string();
