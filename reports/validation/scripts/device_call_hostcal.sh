@@ -10,6 +10,8 @@
 #           every stack), at 4 ranks (the data-parallel stacks: torch's 1F1B refuses 2 micro-batches
 #           on 4 stages) and at 1 (single, GPU 0)                                 -> hd_K/
 #   rows:K  drive.py --small-only at 1 GPU (GPU 0), 2 GPUs (GPUs 0-1) and 4 GPUs  -> g{1,2,4}_K/
+#   cal2:K  as cal:K without the 4-rank part (the profile's stack figures are 2-rank ones)
+#   rows4:K as rows:K at 4 GPUs only                                                  -> g4_K/
 # Nothing runs beside a phase: rows and calibration are host-bound. Results: $OUT/small.tgz (JSON,
 # logs) and $OUT/traces.tar.partNN (the rows' profiler traces, 12 MB parts).
 set -u
@@ -37,12 +39,13 @@ stamp() { echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)" | tee -a "$R/p
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"
+  [ "$what" = cal2 ] && G2=1 || G2=0
   case $what in
-    cal)
+    cal|cal2)
       d=$R/hd_$k; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=0,1 timeout 100 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
         --samples 41 --warmup 5 --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
-      if [ "$G" -ge 4 ]; then
+      if [ "$G" -ge 4 ] && [ "$G2" = 0 ]; then
         timeout 100 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
           --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       fi
@@ -56,7 +59,11 @@ for ph in "$@"; do
         python3 "$HERE/drive.py" --gpus 4 --small-only --out "$R/g4_$k" --budget-s 100 >"$R/log-g4_$k.txt" 2>&1
       fi
       grep -h "step .* s (spread" "$R"/log-g?_$k.txt | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
+    rows4)
+      python3 "$HERE/drive.py" --gpus 4 --small-only --out "$R/g4_$k" --budget-s 100 >"$R/log-g4_$k.txt" 2>&1
+      grep -h "step .* s (spread" "$R"/log-g4_$k.txt | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
   esac
+  pack  # after every phase: a command cut short still returns what it measured
 done
 stamp "end of command"
 pack
