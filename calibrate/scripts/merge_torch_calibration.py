@@ -60,21 +60,32 @@ def med(d):
     return d["median"]
 
 
+def depth_ends(runs):
+    """The shallowest and the deepest of a stack's runs {"L<layers>": {...}}: (layers, run) each.
+    The slope between them is the host time per layer, the intercept at the shallowest the rest; so
+    a calibration at the depths of the models it will cost (torch_stack_dispatch.py --depths) fits
+    the slope there."""
+    depths = sorted(int(k[1:]) for k in runs if k.startswith("L"))
+    if len(depths) < 2:
+        sys.exit(f"need runs at two depths at least, got {sorted(runs)}")
+    return (depths[0], runs[f"L{depths[0]}"]), (depths[-1], runs[f"L{depths[-1]}"])
+
+
 def dp_stack(name, runs, fwd_share):
-    """runs: {"L2": {...}, "L8": {...}} in microseconds (medians)."""
-    lo, hi = runs["L2"], runs["L8"]
-    dl = 6.0
+    """runs: {"L2": {...}, "L8": {...}} (or other depths) in microseconds (medians)."""
+    (d_lo, lo), (d_hi, hi) = depth_ends(runs)
+    dl = float(d_hi - d_lo)
     fb_layer = (med(hi["forward_backward"]) - med(lo["forward_backward"])) / dl
     if "forward" in lo:
         f_layer = (med(hi["forward"]) - med(lo["forward"])) / dl
-        f_mb = med(lo["forward"]) - 2 * f_layer
+        f_mb = med(lo["forward"]) - d_lo * f_layer
         split = "forward timed alone"
     else:
         f_layer = fb_layer * fwd_share
         f_mb = None
         split = f"forward share {fwd_share:.3f} of the single-GPU autocast stack (its forward cannot be timed alone)"
     b_layer = fb_layer - f_layer
-    fb_mb = med(lo["forward_backward"]) - 2 * fb_layer
+    fb_mb = med(lo["forward_backward"]) - d_lo * fb_layer
     if f_mb is None:
         f_mb = fb_mb * fwd_share
     b_mb = fb_mb - f_mb
@@ -83,7 +94,7 @@ def dp_stack(name, runs, fwd_share):
         sync = ((med(hi["forward_backward_sync"]) - med(lo["forward_backward_sync"])) - (med(hi["forward_backward"]) -
                                                                                          med(lo["forward_backward"]))) / dl
     o_layer = (med(hi["optimizer"]) - med(lo["optimizer"])) / dl
-    o_step = med(lo["optimizer"]) - 2 * o_layer
+    o_step = med(lo["optimizer"]) - d_lo * o_layer
     vals = dict(layer_forward_us=f_layer, layer_backward_us=b_layer, micro_batch_forward_us=f_mb,
                 micro_batch_backward_us=b_mb, sync_layer_us=sync, optimizer_step_us=o_step, optimizer_layer_us=o_layer)
     clamped = [k for k, v in vals.items() if v < 0]
@@ -170,6 +181,8 @@ def main():
     micro = json.load(open(a.micro))
     cpu = json.load(open(a.cpu)) if a.cpu else {}
     stack_docs = [json.load(open(f)) for f in a.stacks]
+    depths = sorted({d for doc in stack_docs for d in doc.get("depths", [2, 8])})
+    depths_said = " and ".join(str(d) for d in depths)
     stacks = combine_launches(stack_docs)
     per_world = {}
     for d in stack_docs:
@@ -216,7 +229,7 @@ def main():
     single = stacks.get("single")
     fwd_share = 1 / 3
     if single:
-        lo, hi = single["L2"], single["L8"]
+        (_, lo), (_, hi) = depth_ends(single)
         fwd_share = (med(hi["forward"]) - med(lo["forward"])) / (med(hi["forward_backward"]) - med(lo["forward_backward"]))
     names = {"single": "pytorch", "ddp": "pytorch-ddp", "fsdp2-zero2": "pytorch-fsdp:zero2",
              "fsdp2-zero3": "pytorch-fsdp:zero3", "fsdp2-offload": "pytorch-fsdp:offload",
@@ -247,7 +260,7 @@ def main():
                     f"calibrate/scripts/torch_stack_dispatch.py on {sp['host']} {sp['date'][:10]}: step times of "
                     "reports/validation/scripts/run_step.py's stacks on a GPT of hidden 64, 2 heads, sequence 64, "
                     "vocabulary 512, micro-batch 1 (kernels shorter than their launches, so wall time is host time), at "
-                    "2 and 8 layers (pipelines: 1 and 4 layers per stage, 2 and 4 micro-batches, 2 stages); per layer = "
+                    f"{depths_said} layers (pipelines: 1 and 4 layers per stage, 2 and 4 micro-batches, 2 stages); per layer = "
                     "slope over the depth, per micro-batch and per step = intercepts; " + launches_note + "; " + "; ".join(notes))
     order = ["kernel_launch_us", "gpu_kernel_us", "op_us", "hook_us", "stacks", "source"]
     cal["host_dispatch"] = {k: hd[k] for k in order if k in hd}

@@ -155,10 +155,13 @@ def main():
     ap.add_argument("--stacks", nargs="+", default=None,
                     help="only these stacks (default: single at 1 rank, every other stack at more)")
     ap.add_argument("--samples", type=int, default=9, help="timed samples per figure (their median is kept)")
+    ap.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS),
+                    help="layers of the data-parallel stacks' runs (merge_torch_calibration.py fits the shallowest and "
+                         "the deepest): the depths of the models the calibration will cost")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls before them")
     args = ap.parse_args()
-    global SAMPLES, WARMUP
-    SAMPLES, WARMUP = args.samples, args.warmup
+    global SAMPLES, WARMUP, DEPTHS
+    SAMPLES, WARMUP, DEPTHS = args.samples, args.warmup, tuple(args.depths)
     os.makedirs(args.out, exist_ok=True)
     run_step.setup()
     world = dist.get_world_size()
