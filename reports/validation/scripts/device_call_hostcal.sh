@@ -4,7 +4,9 @@
 #   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2     (command 1)
 #   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh rows:2 cal:3 rows:3     (command 2)
 # (two commands on one held machine: together they pass the device tool's 10 minutes a command).
-# On a machine of fewer than four GPUs the 4-rank calibration and the 4-GPU rows are left out:
+# DEPTHS="8 24" passes --depths to torch_stack_dispatch.py (the layers the data-parallel stacks are
+# calibrated at; default 2 and 8). On a machine of fewer than four GPUs the 4-rank calibration and
+# the 4-GPU rows are left out:
 #   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2 rows:2 cal:3 rows:3
 #   cal:K   calibrate/scripts/torch_stack_dispatch.py --samples 41 --warmup 5 at 2 ranks (GPUs 0-1,
 #           every stack), at 4 ranks (the data-parallel stacks: torch's 1F1B refuses 2 micro-batches
@@ -44,13 +46,13 @@ for ph in "$@"; do
     cal|cal2)
       d=$R/hd_$k; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=0,1 timeout 100 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
-        --samples 41 --warmup 5 --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
+        --samples 41 --warmup 5 ${DEPTHS:+--depths $DEPTHS} --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
       if [ "$G" -ge 4 ] && [ "$G2" = 0 ]; then
         timeout 100 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
-          --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
+          ${DEPTHS:+--depths $DEPTHS} --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       fi
       CUDA_VISIBLE_DEVICES=0 MASTER_PORT=29533 timeout 60 python3 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
-        --out "$d" >"$d/stack_w1.log" 2>&1; echo "w1 rc $?"
+        ${DEPTHS:+--depths $DEPTHS} --out "$d" >"$d/stack_w1.log" 2>&1; echo "w1 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w*.log | tr '\n' ' '; echo ;;
     rows)
       CUDA_VISIBLE_DEVICES=0 python3 "$HERE/drive.py" --gpus 1 --small-only --out "$R/g1_$k" --budget-s 40 >"$R/log-g1_$k.txt" 2>&1
