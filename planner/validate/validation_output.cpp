@@ -70,17 +70,18 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
   std::size_t inside = 0;
   for (const auto& v : runs) {
     const auto& l = v.run.launch_step_times_s;
-    if (l.empty() || !v.error.empty()) continue;
+    const auto step = std::find_if(v.rows.begin(), v.rows.end(), [](const ValidationRow& r) { return r.metric == "step_time"; });
+    if (l.empty() || !v.error.empty() || step == v.rows.end()) continue;
     const auto [lo, hi] = std::minmax_element(l.begin(), l.end());
     const double span = 100.0 * (*hi - *lo) / v.run.step_time_s;
     spans.push_back(span);
-    const double predicted = v.rows.front().predicted;  // the step-time row comes first
+    const double predicted = step->predicted;
     const bool among = predicted >= *lo && predicted <= *hi;
     inside += among ? 1 : 0;
     std::vector<std::string> t;
     for (double x : l) t.push_back(fmt::format("{:.1f}", x * 1e3));
     table += fmt::format("| {} | {} | {:.1f} | {:.0f}% | {:.1f} | {:+.1f}% | {} |\n", v.run.name, fmt::join(t, ", "), v.run.step_time_s * 1e3,
-                         span, predicted * 1e3, v.rows.front().error_pct, among ? "yes" : "no");
+                         span, predicted * 1e3, step->error_pct, among ? "yes" : "no");
   }
   if (spans.empty()) return {};
   std::vector<double> sorted = spans;

@@ -19,9 +19,9 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 CAL=$HERE/../../../calibrate/scripts
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/hostcal_out}
 R=/tmp/hostcal
+. "$HERE/device_lib.sh"
 mkdir -p "$R" "$OUT"
 t0=$(date +%s)
 if [ ! -f "$R/env.txt" ]; then
@@ -32,12 +32,6 @@ if [ ! -f "$R/env.txt" ]; then
 fi
 grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
 G=$(nvidia-smi -L | grep -c "^GPU")
-pack() {
-  rm -f "$OUT"/small.tgz "$OUT"/traces.tar.part*
-  (cd "$R" && tar czf "$OUT/small.tgz" --exclude='*.trace.json.gz' .)
-  (cd "$R" && find . -name '*.trace.json.gz' | sort | tar cf - -T - | split -b 12000000 -d - "$OUT/traces.tar.part")
-}
-stamp() { echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)" | tee -a "$R/phases.txt"; }
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"

@@ -16,9 +16,9 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 CAL=$HERE/../../../calibrate/scripts
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/samehost_out}
 R=/tmp/samehost
+. "$HERE/device_lib.sh"
 mkdir -p "$R/hd" "$R/ob" "$OUT"
 t0=$(date +%s)
 {
@@ -26,12 +26,6 @@ t0=$(date +%s)
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
 } >"$R/env.txt" 2>&1
 grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L
-pack() {
-  rm -f "$OUT"/small.tgz "$OUT"/traces.tar.part*
-  (cd "$R" && tar czf "$OUT/small.tgz" --exclude='*.trace.json.gz' .)
-  (cd "$R" && find . -name '*.trace.json.gz' | sort | tar cf - -T - | split -b 12000000 -d - "$OUT/traces.tar.part")
-}
-stamp() { echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)" | tee -a "$R/phases.txt"; }
 launch() {
   k=$1
   stamp "launch $k"
