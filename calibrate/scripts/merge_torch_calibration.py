@@ -148,12 +148,24 @@ def pipeline_forward_share(actions, schedule):
     return fwd / both, m
 
 
+def pipe_points(runs):
+    """The two stage depths and the two micro-batch counts of a pipeline's runs {"L<layers>_M<micro-batches>"}."""
+    points = {tuple(int(x[1:]) for x in k.split("_")) for k in runs}
+    layers, counts = sorted({p[0] for p in points}), sorted({p[1] for p in points})
+    if len(layers) != 2 or len(counts) != 2 or len(points) != 4:
+        sys.exit(f"a pipeline needs runs at two stage depths by two micro-batch counts, got {sorted(runs)}")
+    return layers, counts
+
+
 def pipe_stack(name, runs, fwd_share):
-    """runs: {"L1_M2", "L1_M4", "L4_M2", "L4_M4"}: step(L, M) = O + M (c + L l)."""
-    s = {k: med(v) for k, v in runs.items()}
-    l = ((s["L4_M2"] - s["L1_M2"]) / (3 * 2) + (s["L4_M4"] - s["L1_M4"]) / (3 * 4)) / 2
-    c = ((s["L1_M4"] - s["L1_M2"]) / 2 - l + (s["L4_M4"] - s["L4_M2"]) / 2 - 4 * l) / 2
-    o = s["L1_M2"] - 2 * (c + l)
+    """runs at stage depths L in {La, Lb} and micro-batch counts M in {Ma, Mb} ("L1_M2" ... "L4_M4" by
+    default): step(L, M) = O + M (c + L l), l from the growth over the depth at each M, c from the
+    growth over the micro-batches at each depth, O what is left at (La, Ma)."""
+    (la, lb), (ma, mb) = pipe_points(runs)
+    s = {tuple(int(x[1:]) for x in k.split("_")): med(v) for k, v in runs.items()}
+    l = sum((s[lb, m] - s[la, m]) / ((lb - la) * m) for m in (ma, mb)) / 2
+    c = sum((s[L, mb] - s[L, ma]) / (mb - ma) - L * l for L in (la, lb)) / 2
+    o = s[la, ma] - ma * (c + la * l)
     vals = dict(layer_forward_us=l * fwd_share, layer_backward_us=l * (1 - fwd_share), micro_batch_forward_us=c / 2,
                 micro_batch_backward_us=c / 2, sync_layer_us=0.0, optimizer_step_us=o, optimizer_layer_us=0.0)
     clamped = [k for k, v in vals.items() if v < 0]
@@ -183,6 +195,10 @@ def main():
     stack_docs = [json.load(open(f)) for f in a.stacks]
     depths = sorted({d for doc in stack_docs for d in doc.get("depths", [2, 8])})
     depths_said = " and ".join(str(d) for d in depths)
+    pipe_sets = {(tuple(doc.get("pipe_layers", [1, 4])), tuple(doc.get("pipe_micro_batches", [2, 4])))
+                 for doc in stack_docs if any(k.startswith("pipe-") for k in doc["stacks"])}
+    pipes_said = "; ".join(f"{la} and {lb} layers per stage, {ma} and {mb} micro-batches"
+                           for (la, lb), (ma, mb) in sorted(pipe_sets)) or "not run"
     stacks = combine_launches(stack_docs)
     per_world = {}
     for d in stack_docs:
@@ -260,7 +276,7 @@ def main():
                     f"calibrate/scripts/torch_stack_dispatch.py on {sp['host']} {sp['date'][:10]}: step times of "
                     "reports/validation/scripts/run_step.py's stacks on a GPT of hidden 64, 2 heads, sequence 64, "
                     "vocabulary 512, micro-batch 1 (kernels shorter than their launches, so wall time is host time), at "
-                    f"{depths_said} layers (pipelines: 1 and 4 layers per stage, 2 and 4 micro-batches, 2 stages); per layer = "
+                    f"{depths_said} layers (pipelines: {pipes_said}, 2 stages); per layer = "
                     "slope over the depth, per micro-batch and per step = intercepts; " + launches_note + "; " + "; ".join(notes))
     order = ["kernel_launch_us", "gpu_kernel_us", "op_us", "hook_us", "stacks", "source"]
     cal["host_dispatch"] = {k: hd[k] for k in order if k in hd}

@@ -14,7 +14,8 @@ writes DIR/torch_stack_dispatch_wN.json (rank 0). Per data-parallel stack, in mi
 (median of --samples samples, 9 by default, after --warmup warm-up calls, 3 by default, each sample ending with torch.cuda.synchronize()):
 forward (forward + loss of one micro-batch), forward_backward (no gradient synchronization: DDP
 under no_sync), forward_backward_sync (DDP's last micro-batch), optimizer (AdamW step + zero_grad).
-Pipelines: schedule.step() at 2 and 4 micro-batches.
+Pipelines: schedule.step() at two stage depths (--pipe-layers, 1 and 4 layers a stage by default) and
+two micro-batch counts (--pipe-micro-batches, 2 and 4), one stage a rank.
 """
 import argparse
 import contextlib
@@ -35,6 +36,7 @@ from model import init_weights, loss_fn  # noqa: E402
 
 TINY = dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1)
 DEPTHS = (2, 8)
+PIPE_LAYERS, PIPE_MICRO_BATCHES = (1, 4), (2, 4)
 
 
 SAMPLES, WARMUP = 9, 3  # --samples, --warmup
@@ -158,6 +160,10 @@ def main():
     ap.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS),
                     help="layers of the data-parallel stacks' runs (merge_torch_calibration.py fits the shallowest and "
                          "the deepest): the depths of the models the calibration will cost")
+    ap.add_argument("--pipe-layers", type=int, nargs=2, default=list(PIPE_LAYERS),
+                    help="layers a stage of the pipelines' runs (merge_torch_calibration.py fits over both)")
+    ap.add_argument("--pipe-micro-batches", type=int, nargs=2, default=list(PIPE_MICRO_BATCHES),
+                    help="micro-batches of the pipelines' runs (1F1B needs at least as many as stages)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls before them")
     args = ap.parse_args()
     global SAMPLES, WARMUP, DEPTHS
@@ -166,7 +172,8 @@ def main():
     run_step.setup()
     world = dist.get_world_size()
     doc = {"schema_version": 1, "kind": "trainsim.torch_stack_dispatch", "world_size": world, "tiny_model": TINY,
-           "depths": list(DEPTHS), "samples": SAMPLES, "warmup": WARMUP,
+           "depths": list(DEPTHS), "pipe_layers": args.pipe_layers, "pipe_micro_batches": args.pipe_micro_batches,
+           "samples": SAMPLES, "warmup": WARMUP,
            "provenance": {"script": "calibrate/scripts/torch_stack_dispatch.py", "command": " ".join(sys.argv),
                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
                           "gpu": torch.cuda.get_device_name(run_step.DEV), "torch": torch.__version__,
@@ -180,7 +187,8 @@ def main():
         t0 = time.time()
         try:
             if stack.startswith("pipe-"):
-                doc["stacks"][stack] = {f"L{L}_M{M}": pipe_stack(stack, L, M) for L in (1, 4) for M in (2, 4)}
+                doc["stacks"][stack] = {f"L{L}_M{M}": pipe_stack(stack, L, M) for L in args.pipe_layers
+                                       for M in args.pipe_micro_batches}
             else:
                 doc["stacks"][stack] = {f"L{L}": dp_stack(stack, L) for L in DEPTHS}
         except Exception as e:  # noqa: BLE001 - keep the other stacks

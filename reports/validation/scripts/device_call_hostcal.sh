@@ -5,8 +5,9 @@
 #   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh rows:2 cal:3 rows:3     (command 2)
 # (two commands on one held machine: together they pass the device tool's 10 minutes a command).
 # DEPTHS="8 24" passes --depths to torch_stack_dispatch.py (the layers the data-parallel stacks are
-# calibrated at; default 2 and 8). On a machine of fewer than four GPUs the 4-rank calibration and
-# the 4-GPU rows are left out:
+# calibrated at; default 2 and 8), PIPE_LAYERS="4 12" and PIPE_MICRO_BATCHES="4 8" its --pipe-layers and
+# --pipe-micro-batches (the pipelines' stage depths and micro-batch counts; default 1 4 and 2 4).
+# On a machine of fewer than four GPUs the 4-rank calibration and the 4-GPU rows are left out:
 #   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2 rows:2 cal:3 rows:3
 #   cal:K   calibrate/scripts/torch_stack_dispatch.py --samples 41 --warmup 5 at 2 ranks (GPUs 0-1,
 #           every stack), at 4 ranks (the data-parallel stacks: torch's 1F1B refuses 2 micro-batches
@@ -39,13 +40,14 @@ for ph in "$@"; do
   case $what in
     cal|cal2)
       d=$R/hd_$k; mkdir -p "$d"
-      CUDA_VISIBLE_DEVICES=0,1 timeout 100 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
-        --samples 41 --warmup 5 ${DEPTHS:+--depths $DEPTHS} --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 240 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
+        --samples 41 --warmup 5 ${DEPTHS:+--depths $DEPTHS} ${PIPE_LAYERS:+--pipe-layers $PIPE_LAYERS} \
+        ${PIPE_MICRO_BATCHES:+--pipe-micro-batches $PIPE_MICRO_BATCHES} --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
       if [ "$G" -ge 4 ] && [ "$G2" = 0 ]; then
-        timeout 100 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
+        timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
           ${DEPTHS:+--depths $DEPTHS} --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       fi
-      CUDA_VISIBLE_DEVICES=0 MASTER_PORT=29533 timeout 60 python3 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
+      CUDA_VISIBLE_DEVICES=0 MASTER_PORT=29533 timeout 120 python3 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
         ${DEPTHS:+--depths $DEPTHS} --out "$d" >"$d/stack_w1.log" 2>&1; echo "w1 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w*.log | tr '\n' ' '; echo ;;
     rows)
