@@ -152,6 +152,7 @@ def pipe_stack(stack, layers_per_stage, micro_batches):
 
 
 def main():
+    global SAMPLES, WARMUP, DEPTHS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--stacks", nargs="+", default=None,
@@ -166,7 +167,6 @@ def main():
                     help="micro-batches of the pipelines' runs (1F1B needs at least as many as stages)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls before them")
     args = ap.parse_args()
-    global SAMPLES, WARMUP, DEPTHS
     SAMPLES, WARMUP, DEPTHS = args.samples, args.warmup, tuple(args.depths)
     os.makedirs(args.out, exist_ok=True)
     run_step.setup()
