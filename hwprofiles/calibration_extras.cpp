@@ -84,6 +84,7 @@ HostDispatch read_host_dispatch(StrictObject o) {
     for (StrictObject s : o.objects("stacks")) {
       StackDispatch d;
       d.stack = s.string("stack");
+      if (auto r = s.optional_integer("ranks", 1, 1 << 20)) d.ranks = static_cast<int>(*r);
       d.layer_forward_us = s.number("layer_forward_us", micros());
       d.layer_backward_us = s.number("layer_backward_us", micros());
       d.micro_batch_forward_us = s.number("micro_batch_forward_us", micros());
@@ -91,6 +92,18 @@ HostDispatch read_host_dispatch(StrictObject o) {
       d.sync_layer_us = s.number("sync_layer_us", micros());
       d.optimizer_step_us = s.number("optimizer_step_us", micros());
       d.optimizer_layer_us = s.number("optimizer_layer_us", micros());
+      for (const StackDispatch& e : h.stacks) {
+        if (e.stack != d.stack) continue;
+        if (!e.ranks || !d.ranks) {
+          throw ConfigError(o.source(), s.path_of("ranks"),
+                            "\"ranks\" on every entry of a stack calibrated at several rank counts",
+                            "a second entry for " + d.stack);
+        }
+        if (*e.ranks == *d.ranks) {
+          throw ConfigError(o.source(), s.path_of("ranks"), "one entry per (stack, ranks)",
+                            "a repeat of " + d.stack + " at " + std::to_string(*d.ranks) + " ranks");
+        }
+      }
       s.finish();
       h.stacks.push_back(d);
     }
@@ -163,14 +176,16 @@ void calibration_extras_to_json(const Calibration& c, nlohmann::ordered_json& ca
     if (!h.stacks.empty()) {
       j["stacks"] = nlohmann::ordered_json::array();
       for (const StackDispatch& s : h.stacks) {
-        j["stacks"].push_back({{"stack", s.stack},
-                               {"layer_forward_us", s.layer_forward_us},
+        nlohmann::ordered_json e = {{"stack", s.stack}};
+        if (s.ranks) e["ranks"] = *s.ranks;
+        e.update(nlohmann::ordered_json{{"layer_forward_us", s.layer_forward_us},
                                {"layer_backward_us", s.layer_backward_us},
                                {"micro_batch_forward_us", s.micro_batch_forward_us},
                                {"micro_batch_backward_us", s.micro_batch_backward_us},
                                {"sync_layer_us", s.sync_layer_us},
                                {"optimizer_step_us", s.optimizer_step_us},
                                {"optimizer_layer_us", s.optimizer_layer_us}});
+        j["stacks"].push_back(e);
       }
     }
     j["source"] = h.source;

@@ -156,6 +156,10 @@ InterferenceEffect interference_effect(const Interference& table, std::string_vi
 // their launches (calibrate/scripts/torch_stack_dispatch.py).
 struct StackDispatch {
   std::string stack;  // "pytorch", "pytorch-ddp", "pytorch-fsdp:zero3", "pytorch-pipelining:1f1b", ...
+  // The ranks of the calibration run (its world size), where a stack is calibrated at several:
+  // a collective's host side waits for the slowest rank, so FSDP's host time per layer grows with
+  // the ranks (reports/calibration/h200x4-call9/README.md). Unset: one calibration for every size.
+  std::optional<int> ranks;
   double layer_forward_us = 0;         // per transformer layer and micro-batch
   double layer_backward_us = 0;
   double micro_batch_forward_us = 0;   // per micro-batch besides the layers (embedding, head, loss; a

@@ -103,9 +103,10 @@ def dp_stack(name, runs, fwd_share):
 
 
 def combine_launches(docs):
-    """The stacks of several torch_stack_dispatch files. Files of one world size are launches of
-    the same calibration (fresh processes, device_call_hostcal.sh): each figure (stack, depth,
-    quantity) becomes the median of the launches' medians, with every launch's kept as "launches"."""
+    """The stacks of several torch_stack_dispatch files: {stack: {world size: points}}. Files of one
+    world size are launches of the same calibration (fresh processes, device_call_hostcal.sh): each
+    figure (stack, depth, quantity) becomes the median of the launches' medians, with every
+    launch's kept as "launches". A stack measured at several world sizes keeps each."""
     by_world = {}
     for d in docs:
         by_world.setdefault(d["world_size"], []).append(d)
@@ -113,7 +114,8 @@ def combine_launches(docs):
     for world in sorted(by_world):
         runs = by_world[world]
         if len(runs) == 1:
-            stacks.update(runs[0]["stacks"])
+            for name, points in runs[0]["stacks"].items():
+                stacks.setdefault(name, {})[world] = points
             continue
         for name in runs[0]["stacks"]:
             if not all(name in r["stacks"] for r in runs):
@@ -126,7 +128,8 @@ def combine_launches(docs):
                     meds = [f["median"] for f in figures_of]
                     return {"median": statistics.median(meds), "launches": meds}
                 return {q: combine([f[q] for f in figures_of]) for q in first}
-            stacks[name] = {point: combine([r["stacks"][name][point] for r in runs]) for point in runs[0]["stacks"][name]}
+            stacks.setdefault(name, {})[world] = {point: combine([r["stacks"][name][point] for r in runs])
+                                                  for point in runs[0]["stacks"][name]}
     return stacks
 
 
@@ -242,7 +245,7 @@ def main():
     if host:
         hd["op_us"] = sig4(med(host["op_autograd_us"]))
         hd["hook_us"] = sig4(max(0.0, host["hook_us"]))
-    single = stacks.get("single")
+    single = next(iter(stacks["single"].values())) if "single" in stacks else None
     fwd_share = 1 / 3
     if single:
         (_, lo), (_, hi) = depth_ends(single)
@@ -255,19 +258,25 @@ def main():
         if key not in stacks:
             notes.append(f"{names[key]}: not measured")
             continue
-        if key.startswith("pipe-") and a.pipeline_actions:
-            share, m = pipeline_forward_share(json.load(open(a.pipeline_actions)), key[len("pipe-"):])
-            e, clamped = pipe_stack(names[key], stacks[key], share)
-            split = (f"layer time split by its forward share as measured, {share:.3f} (torch_pipeline_actions.py: forward_one_chunk "
-                     f"against backward_one_chunk, 1 to 4 layers a stage, {m} micro-batches), micro-batch time half forward, "
-                     "half backward")
-        elif key.startswith("pipe-"):
-            e, clamped = pipe_stack(names[key], stacks[key], fwd_share)
-            split = "layer time split as the single-GPU autocast stack's, micro-batch time half forward, half backward"
-        else:
-            e, split, clamped = dp_stack(names[key], stacks[key], fwd_share)
-        entries.append(e)
-        notes.append(f"{names[key]}: {split}" + (f"; negative (noise) set to 0: {', '.join(clamped)}" if clamped else ""))
+        worlds = stacks[key]
+        for world, points in sorted(worlds.items()):
+            if key.startswith("pipe-") and a.pipeline_actions:
+                share, m = pipeline_forward_share(json.load(open(a.pipeline_actions)), key[len("pipe-"):])
+                e, clamped = pipe_stack(names[key], points, share)
+                split = (f"layer time split by its forward share as measured, {share:.3f} (torch_pipeline_actions.py: "
+                         f"forward_one_chunk against backward_one_chunk, 1 to 4 layers a stage, {m} micro-batches), "
+                         "micro-batch time half forward, half backward")
+            elif key.startswith("pipe-"):
+                e, clamped = pipe_stack(names[key], points, fwd_share)
+                split = "layer time split as the single-GPU autocast stack's, micro-batch time half forward, half backward"
+            else:
+                e, split, clamped = dp_stack(names[key], points, fwd_share)
+            at = ""
+            if len(worlds) > 1:  # one entry per rank count, each naming it
+                e = {"stack": e["stack"], "ranks": world, **{k: v for k, v in e.items() if k != "stack"}}
+                at = f" at {world} ranks"
+            entries.append(e)
+            notes.append(f"{names[key]}{at}: {split}" + (f"; negative (noise) set to 0: {', '.join(clamped)}" if clamped else ""))
     hd["stacks"] = entries
     sp = json.load(open(a.stacks[0]))["provenance"]
     hd["source"] = (hd.get("source", "") + ("; " if hd.get("source") else "") +

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <set>
 #include <tuple>
+#include <utility>
 
 namespace trainsim::sim {
 
@@ -24,10 +26,17 @@ std::string stack_dispatch_key(const wl::Strategy& s) {
 const hw::StackDispatch* stack_dispatch(const wl::Strategy& s, const hw::ClusterProfile& profile) {
   if (s.stack.kind == wl::StackKind::IDEALIZED || !profile.calibration.host_dispatch) return nullptr;
   const std::string key = stack_dispatch_key(s);
+  // A stack calibrated at several rank counts (every entry names its "ranks"; the loader checks):
+  // the entry at the run's ranks, else the nearest (fewer on a tie), the calibration's world size
+  // being the run's whole world (torch_stack_dispatch.py: data-parallel ranks, or stages).
+  const hw::StackDispatch* best = nullptr;
   for (const auto& d : profile.calibration.host_dispatch->stacks) {
-    if (d.stack == key) return &d;
+    if (d.stack != key) continue;
+    if (!d.ranks) return &d;
+    const auto distance = [&](const hw::StackDispatch& e) { return std::pair(std::abs(*e.ranks - s.gpus), *e.ranks); };
+    if (best == nullptr || distance(d) < distance(*best)) best = &d;
   }
-  return nullptr;
+  return best;
 }
 
 void assign_host_dispatch(ProgramSet& programs, const wl::Strategy& s, const hw::ClusterProfile& profile,
@@ -68,9 +77,9 @@ void assign_host_dispatch(ProgramSet& programs, const wl::Strategy& s, const hw:
     }
   }
   notes.push_back(fmt::format(
-      "host dispatch ({}'s calibration of {}): {:.0f} us per layer forward, {:.0f} us per layer backward, {:.0f} + {:.0f} us "
+      "host dispatch ({}'s calibration of {}{}): {:.0f} us per layer forward, {:.0f} us per layer backward, {:.0f} + {:.0f} us "
       "per micro-batch, {:.0f} us per optimizer step; replayed as a host stream feeding the compute stream",
-      profile.name, d->stack, d->layer_forward_us, d->layer_backward_us, d->micro_batch_forward_us, d->micro_batch_backward_us,
+      profile.name, d->stack, d->ranks ? fmt::format(" at {} ranks", *d->ranks) : "", d->layer_forward_us, d->layer_backward_us, d->micro_batch_forward_us, d->micro_batch_backward_us,
       d->optimizer_step_us + d->optimizer_layer_us * transformer_layers));
 }
 

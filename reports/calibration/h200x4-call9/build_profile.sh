@@ -1,0 +1,15 @@
+#!/bin/bash
+# Builds the profile that validation call 9's rows are costed on
+# (reports/validation/measured/call9-h200x4/h200x4-call9.profile.json), from the repository root:
+#   bash reports/calibration/h200x4-call9/build_profile.sh /tmp/h200x4-call9.profile.json
+set -eu
+C=reports/calibration/h200x4-call9
+python3 calibrate/scripts/host_swap_profile.py --base h200x4-measured --name h200x4-call9 \
+  --description "h200x4-measured's GPU side (GEMMs, PyTorch's kernels, flash attention, NCCL and copies: 4 x NVIDIA H200, 2026-11-26) with the PyTorch host dispatch of the 4 x H200 machine (64 cores) of validation call 9 (2026-11-27): the median of three launches of calibrate/scripts/torch_stack_dispatch.py --samples 41 at 1 and 2 ranks and one launch of the data-parallel stacks at 4 ranks (after the rows; a stack's figures apply at their rank count), the data-parallel stacks at 8 and 24 layers, the pipelines at 4 and 12 layers a stage and 4 and 8 micro-batches, interleaved with the rows' launches on that host (reports/calibration/h200x4-call9/); pipelines split by the forward share measured at 4 stages on a 4 x H200 machine (validation call 5); FSDP2 offload's host copies and CPU AdamW at 2 and 4 ranks measured on the same host after the rows (torch_offload_bench.py, one launch)" \
+  --stacks $C/hd_1/torch_stack_dispatch_w1.json $C/hd_1/torch_stack_dispatch_w2.json \
+           $C/hd_2/torch_stack_dispatch_w1.json $C/hd_2/torch_stack_dispatch_w2.json \
+           $C/hd_3/torch_stack_dispatch_w1.json $C/hd_3/torch_stack_dispatch_w2.json \
+           $C/hd4/torch_stack_dispatch_w4.json \
+  --micro reports/calibration/h200x4-call6/hd/torch_microbench.json \
+  --pipeline-actions reports/validation/measured/logs/call5-h200x4/torch_pipeline_actions.json \
+  --offload $C/ob/torch_offload_bench_r2.json $C/ob/torch_offload_bench_r4.json --out "$1"
