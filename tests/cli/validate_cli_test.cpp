@@ -1,5 +1,7 @@
 // `trainsim validate`: one measured run, a profiler trace with its sidecar, and bad input (a clear
 // error naming the file, the key and what was expected; exit 2; nothing written).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,9 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string CALL7 = "reports/validation/measured/call7-h200x2/";
-const std::string RUN = CALL7 + "h200x1_single_L24-h1024_mb4x2";
-const std::string CALL7_PROFILE = "h200x2-call7.profile.json";
+const std::string CALL9 = "reports/validation/measured/call9-h200x4/";
+const std::string RUN = CALL9 + "h200x1_single_L24-h1024_mb4x2";
+const std::string CALL9_PROFILE = "h200x4-call9.profile.json";
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
 
@@ -29,7 +31,7 @@ std::string copy_run(const ScratchDir& dir, const std::function<void(nlohmann::j
   run["measured"]["trace"] = nullptr;
   edit(run);
   dir.write("h200x1_single_L24-h1024_mb4x2.model.json", read_file(source_path(RUN + ".model.json")));
-  dir.write(CALL7_PROFILE, read_file(source_path(CALL7 + CALL7_PROFILE)));
+  dir.write(CALL9_PROFILE, read_file(source_path(CALL9 + CALL9_PROFILE)));
   return dir.write("run.json", run.dump(1));
 }
 
@@ -63,14 +65,14 @@ TEST(ValidateCli, TwoGpuRunIsCostedOnTheProfileCalibratedForPytorch) {
 // A run that names the profile of its own host ("profile", a file beside it) is costed there, and
 // --hw still overrides it; without the key it takes the built-in default.
 TEST(ValidateCli, RunIsCostedOnTheProfileItNames) {
-  ASSERT_EQ(read_source_json(RUN + ".json").at("profile"), CALL7_PROFILE);
+  ASSERT_EQ(read_source_json(RUN + ".json").at("profile"), CALL9_PROFILE);
   auto profiles_of = [](const std::string& args) {
     const CommandResult r = run_trainsim("validate " + args + " --no-trace --format json");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("provenance").at("profiles") : nlohmann::json();
   };
   ScratchDir named, unnamed;
-  EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {}))), nlohmann::json::array({"h200x2-call7"}));
+  EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {}))), nlohmann::json::array({"h200x4-call9"}));
   EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {})) + " --hw h200x4-measured"),
             nlohmann::json::array({"h200x4-measured"}));
   EXPECT_EQ(profiles_of("--measured " + q(copy_run(unnamed, [](nlohmann::json& j) { j.erase("profile"); }))),
@@ -82,7 +84,7 @@ TEST(ValidateCli, JsonHasTheSummarySchema) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("schema_version"), 1);
-  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x2-call7"}));
+  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-call9"}));
   ASSERT_FALSE(j.at("rows").empty());
   for (const auto& row : j.at("rows")) {
     for (const char* key : {"name", "metric", "predicted", "measured", "error_pct"}) EXPECT_TRUE(row.contains(key)) << key;
@@ -209,7 +211,7 @@ struct BadCase {
 // (CUDA events around the stack's calls: a GPU waiting for its host inside a call is busy) or
 // "kernels" (the default: the GPU running work). The committed 2-GPU pipeline runs time calls.
 TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
-  const std::string run2 = CALL7 + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
+  const std::string run2 = CALL9 + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
   nlohmann::json run = read_source_json(run2 + ".json");
   ASSERT_EQ(run.at("measured").at("busy").at("definition"), "call_spans");
   run["measured"]["trace"] = nullptr;
@@ -218,7 +220,7 @@ TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
     nlohmann::json r = run;
     r["measured"]["busy"]["definition"] = definition;
     dir.write("h200x2_pipe-gpipe_L24-h1024_mb2x4.model.json", read_file(source_path(run2 + ".model.json")));
-    dir.write(CALL7_PROFILE, read_file(source_path(CALL7 + CALL7_PROFILE)));
+    dir.write(CALL9_PROFILE, read_file(source_path(CALL9 + CALL9_PROFILE)));
     const CommandResult out = run_trainsim("validate --measured " + q(dir.write("run.json", r.dump(1))) + " --no-trace --format json");
     EXPECT_EQ(out.exit_code, 0) << out.err;
     const nlohmann::json summary = nlohmann::json::parse(out.out);
@@ -248,7 +250,12 @@ TEST(ValidateCli, LaunchesAreShownBesideThePrediction) {
             0);
   const std::string report = read_file(with.path() / "report.md");
   EXPECT_NE(report.find("## Rows measured in several launches"), std::string::npos);
-  EXPECT_NE(report.find("| h200x1_single_L24-h1024_mb4x2 | 129.0, 129.9, 129.3 | 129.3 |"), std::string::npos) << report;
+  // Each launch's step in ms in launch order, then their median (the row's step).
+  std::vector<std::string> launch_ms;
+  for (const auto& l : committed.at("measured").at("launches")) launch_ms.push_back(fmt::format("{:.1f}", 1e3 * l.at("step_time_s").get<double>()));
+  const std::string line = fmt::format("| h200x1_single_L24-h1024_mb4x2 | {} | {:.1f} |", fmt::join(launch_ms, ", "),
+                                       1e3 * committed.at("measured").at("step_time_s").get<double>());
+  EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
   const nlohmann::json summary = nlohmann::json::parse(read_file(with.path() / "summary.json"));
   EXPECT_EQ(summary.at("rows").at(0).at("metric"), "step_time");
   EXPECT_EQ(summary.at("rows").at(0).at("measured_launches").size(), 3U);
@@ -318,7 +325,9 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
        {"run.json", "machine_storage.source"}},
       {"row not the median launch",
        [](const ScratchDir& d) {
-         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["launches"][1]["step_time_s"] = 0.1; }));
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) {
+           for (auto& l : j["measured"]["launches"]) l["step_time_s"] = l["step_time_s"].get<double>() + 1.0;
+         }));
        },
        {"run.json", "measured.step_time_s", "the median of measured.launches' step_time_s"}},
       {"even number of launches",
@@ -330,7 +339,7 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
        },
        {"run.json", "measured.launches[0].host"}},
       {"profile not beside",
-       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../h200x2-call7.profile.json"; })); },
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../h200x4-call9.profile.json"; })); },
        {"run.json", "profile", "beside"}},
       {"profile the parent directory",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = ".."; })); },
