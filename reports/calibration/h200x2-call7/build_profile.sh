@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the profile that validation call 7's rows are costed on
-# (reports/validation/measured/call7-h200x2/h200x2-call7.profile.json), from the repository root:
+# (reports/validation/measured/call7-h200x2/h200x2-call7.profile.json until call 9's rows replaced those; in the git history), from the repository root:
 #   bash reports/calibration/h200x2-call7/build_profile.sh /tmp/h200x2-call7.profile.json
 set -eu
 C=reports/calibration/h200x2-call7

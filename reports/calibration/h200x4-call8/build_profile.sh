@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the profile that validation call 8's rows are costed on
-# (reports/validation/measured/call8-h200x4/h200x4-call8.profile.json), from the repository root:
+# (reports/validation/measured/call8-h200x4/h200x4-call8.profile.json until call 9's rows replaced those; in the git history), from the repository root:
 #   bash reports/calibration/h200x4-call8/build_profile.sh /tmp/h200x4-call8.profile.json
 set -eu
 C=reports/calibration/h200x4-call8
