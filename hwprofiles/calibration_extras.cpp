@@ -179,12 +179,12 @@ void calibration_extras_to_json(const Calibration& c, nlohmann::ordered_json& ca
         nlohmann::ordered_json e = {{"stack", s.stack}};
         if (s.ranks) e["ranks"] = *s.ranks;
         e.update(nlohmann::ordered_json{{"layer_forward_us", s.layer_forward_us},
-                               {"layer_backward_us", s.layer_backward_us},
-                               {"micro_batch_forward_us", s.micro_batch_forward_us},
-                               {"micro_batch_backward_us", s.micro_batch_backward_us},
-                               {"sync_layer_us", s.sync_layer_us},
-                               {"optimizer_step_us", s.optimizer_step_us},
-                               {"optimizer_layer_us", s.optimizer_layer_us}});
+                                        {"layer_backward_us", s.layer_backward_us},
+                                        {"micro_batch_forward_us", s.micro_batch_forward_us},
+                                        {"micro_batch_backward_us", s.micro_batch_backward_us},
+                                        {"sync_layer_us", s.sync_layer_us},
+                                        {"optimizer_step_us", s.optimizer_step_us},
+                                        {"optimizer_layer_us", s.optimizer_layer_us}});
         j["stacks"].push_back(e);
       }
     }
