@@ -15,7 +15,9 @@ wall time spent in:
 The slope of the step time over the micro-batch count is the host time per micro-batch of the
 schedule; the split above says how much of it is the compute calls and how much the schedule's own.
 Optionally (--row) the same for the validation rows' model (24 layers split over the stages,
-micro-batch 2 x 2048 tokens, --row-micro-batches), where GPU work is not negligible.
+micro-batch 2 x 2048 tokens, --row-micro-batches), where GPU work is not negligible; --row-only
+leaves the tiny runs out, and --sync-calls synchronizes the GPU before each compute call (that wait
+timed apart), so that the calls' host time holds no wait for earlier GPU work.
 Writes DIR/torch_pipeline_actions.json (rank 0).
 """
 import argparse
@@ -38,13 +40,20 @@ TINY = dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1)
 
 
 class Clock:
-    def __init__(self):
+    def __init__(self, sync_calls=False):
         self.t = {}
+        self.sync_calls = sync_calls
 
-    def wrap(self, owner, name, key):
+    def wrap(self, owner, name, key, sync=False):
         orig = getattr(owner, name)
 
         def timed(*a, **k):
+            if sync and self.sync_calls:
+                # The GPU idle when the call starts (its earlier work and the receives queued before it
+                # done): what is left of the call's host time is the host's own, not a wait for the GPU.
+                t0 = time.perf_counter()
+                torch.cuda.synchronize()
+                self.t["sync_before_calls"] = self.t.get("sync_before_calls", 0.0) + time.perf_counter() - t0
             t0 = time.perf_counter()
             try:
                 return orig(*a, **k)
@@ -54,7 +63,7 @@ class Clock:
         return orig
 
 
-def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3):
+def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_calls=False):
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
     import torch.distributed.pipelining.schedules as sched_mod
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -71,9 +80,9 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3):
     mb = c["micro_batch"]
     x = torch.randint(0, c["vocab"], (micro_batches * mb, c["seq"]), device=run_step.DEV)
     y = torch.randint(0, c["vocab"], (micro_batches * mb, c["seq"]), device=run_step.DEV)
-    clock = Clock()
-    clock.wrap(stage, "forward_one_chunk", "forward_one_chunk")
-    clock.wrap(stage, "backward_one_chunk", "backward_one_chunk")
+    clock = Clock(sync_calls)
+    clock.wrap(stage, "forward_one_chunk", "forward_one_chunk", sync=True)
+    clock.wrap(stage, "backward_one_chunk", "backward_one_chunk", sync=True)
     restore = []
     restore.append((dist, "batch_isend_irecv", clock.wrap(dist, "batch_isend_irecv", "p2p_issue")))
     for name in ("_wait_batch_p2p",):
@@ -129,6 +138,10 @@ def main():
                     help="also the validation rows' model, L24-h1024 micro-batch 2, 24 / stages layers per stage")
     ap.add_argument("--row-micro-batches", type=int, nargs="+", default=[8],
                     help="micro-batch counts of the --row runs (default 8)")
+    ap.add_argument("--row-only", action="store_true", help="with --row: leave out the tiny model's runs")
+    ap.add_argument("--sync-calls", action="store_true",
+                    help="synchronize the GPU before each forward_one_chunk and backward_one_chunk (timed apart, "
+                         "as sync_before_calls): the calls' host time without waits for earlier GPU work")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     run_step.setup()
@@ -137,10 +150,10 @@ def main():
            "provenance": {"script": "calibrate/scripts/torch_pipeline_actions.py", "command": " ".join(sys.argv),
                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
                           "gpu": torch.cuda.get_device_name(run_step.DEV), "torch": torch.__version__},
-           "runs": [], "errors": []}
+           "sync_calls": a.sync_calls, "runs": [], "errors": []}
     out = os.path.join(a.out, "torch_pipeline_actions.json")
-    plan = [(s, TINY, 1, m) for s in ("gpipe", "1f1b") for m in (2, 4, 8, 16)]
-    plan += [(s, TINY, 4, 8) for s in ("gpipe", "1f1b")]
+    plan = [] if a.row_only else [(s, TINY, 1, m) for s in ("gpipe", "1f1b") for m in (2, 4, 8, 16)]
+    plan += [] if a.row_only else [(s, TINY, 4, 8) for s in ("gpipe", "1f1b")]
     if a.row:
         row = dict(hidden=1024, heads=16, vocab=50304, seq=2048, micro_batch=2)
         per = 24 // dist.get_world_size()
@@ -148,7 +161,7 @@ def main():
     for stack, cfg, L, M in plan:
         t0 = time.time()
         try:
-            per_rank = run(stack, cfg, L, M)
+            per_rank = run(stack, cfg, L, M, sync_calls=a.sync_calls)
             doc["runs"].append({"schedule": stack, "model": "tiny" if cfg is TINY else "L24-h1024",
                                 "layers_per_stage": L, "micro_batches": M, "per_rank": per_rank})
         except Exception as e:  # noqa: BLE001 - keep the others
