@@ -17,7 +17,10 @@ schedule; the split above says how much of it is the compute calls and how much 
 Optionally (--row) the same for the validation rows' model (24 layers split over the stages,
 micro-batch 2 x 2048 tokens, --row-micro-batches), where GPU work is not negligible; --row-only
 leaves the tiny runs out, and --sync-calls synchronizes the GPU before each compute call (that wait
-timed apart), so that the calls' host time holds no wait for earlier GPU work.
+timed apart), so that the calls' host time holds no wait for earlier GPU work; --sync-debug lists the
+synchronizing CUDA operations inside the timed steps (with the Python line that made each) and every
+run records the caching allocator's retries, whole-device synchronizations and cudaMalloc/cudaFree
+counts over its timed steps.
 Writes DIR/torch_pipeline_actions.json (rank 0).
 """
 import argparse
@@ -26,6 +29,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "reports", "validation", "scripts"))
@@ -63,7 +67,7 @@ class Clock:
         return orig
 
 
-def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_calls=False):
+def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_calls=False, sync_debug=False):
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
     import torch.distributed.pipelining.schedules as sched_mod
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -105,12 +109,26 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_c
         mod.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     rows = []
+    stats0 = torch.cuda.memory_stats()
+    caught = []
     for _ in range(samples):
         dist.barrier(device_ids=[run_step.LOCAL_RANK])
         torch.cuda.synchronize()
         clock.t = {}
         t0 = time.perf_counter()
-        step()
+        if sync_debug:
+            # Every synchronizing CUDA operation inside the step (not the synchronize after it) warns,
+            # with the Python line that made it.
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                torch.cuda.set_sync_debug_mode("warn")
+                try:
+                    step()
+                finally:
+                    torch.cuda.set_sync_debug_mode(0)
+            caught += w
+        else:
+            step()
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
         mod.zero_grad(set_to_none=True)
@@ -122,6 +140,15 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_c
         setattr(owner, name, orig)
     keys = sorted({k for r in rows for k in r})
     med = {k: statistics.median(r.get(k, 0.0) for r in rows) for k in keys}
+    stats1 = torch.cuda.memory_stats()
+    med["allocator_during_timed_steps"] = {k: stats1.get(k, 0) - stats0.get(k, 0) for k in (
+        "num_alloc_retries", "num_sync_all_streams", "num_device_alloc", "num_device_free", "num_ooms")}
+    if sync_debug:
+        where = {}
+        for w in caught:
+            key = f"{os.path.relpath(w.filename) if w.filename else '?'}:{w.lineno}: {str(w.message)[:120]}"
+            where[key] = where.get(key, 0) + 1
+        med["synchronizing_operations"] = dict(sorted(where.items(), key=lambda kv: -kv[1]))
     med["step_min"] = min(r["step"] for r in rows)
     med["step_max"] = max(r["step"] for r in rows)
     gathered = [None] * S
@@ -142,6 +169,8 @@ def main():
     ap.add_argument("--sync-calls", action="store_true",
                     help="synchronize the GPU before each forward_one_chunk and backward_one_chunk (timed apart, "
                          "as sync_before_calls): the calls' host time without waits for earlier GPU work")
+    ap.add_argument("--sync-debug", action="store_true",
+                    help="list the synchronizing CUDA operations inside the timed steps (torch.cuda.set_sync_debug_mode)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     run_step.setup()
@@ -161,7 +190,7 @@ def main():
     for stack, cfg, L, M in plan:
         t0 = time.time()
         try:
-            per_rank = run(stack, cfg, L, M, sync_calls=a.sync_calls)
+            per_rank = run(stack, cfg, L, M, sync_calls=a.sync_calls, sync_debug=a.sync_debug)
             doc["runs"].append({"schedule": stack, "model": "tiny" if cfg is TINY else "L24-h1024",
                                 "layers_per_stage": L, "micro_batches": M, "per_rank": per_rank})
         except Exception as e:  # noqa: BLE001 - keep the others
