@@ -169,17 +169,20 @@ def main():
     ap.add_argument("--sync-calls", action="store_true",
                     help="synchronize the GPU before each forward_one_chunk and backward_one_chunk (timed apart, "
                          "as sync_before_calls): the calls' host time without waits for earlier GPU work")
+    ap.add_argument("--threads", type=int, help="torch.set_num_threads per rank (default: cores / ranks, as run_step.py)")
     ap.add_argument("--sync-debug", action="store_true",
                     help="list the synchronizing CUDA operations inside the timed steps (torch.cuda.set_sync_debug_mode)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     run_step.setup()
+    if a.threads:
+        torch.set_num_threads(a.threads)
     doc = {"schema_version": 1, "kind": "trainsim.torch_pipeline_actions", "world_size": dist.get_world_size(),
            "tiny_model": TINY, "unit": "microseconds of host wall time per step (medians over 9 steps)",
            "provenance": {"script": "calibrate/scripts/torch_pipeline_actions.py", "command": " ".join(sys.argv),
                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
                           "gpu": torch.cuda.get_device_name(run_step.DEV), "torch": torch.__version__},
-           "sync_calls": a.sync_calls, "runs": [], "errors": []}
+           "sync_calls": a.sync_calls, "threads_per_rank": torch.get_num_threads(), "runs": [], "errors": []}
     out = os.path.join(a.out, "torch_pipeline_actions.json")
     plan = [] if a.row_only else [(s, TINY, 1, m) for s in ("gpipe", "1f1b") for m in (2, 4, 8, 16)]
     plan += [] if a.row_only else [(s, TINY, 4, 8) for s in ("gpipe", "1f1b")]
