@@ -152,20 +152,20 @@ def pipeline_forward_share(actions, schedule):
 
 
 def pipe_points(runs):
-    """The two stage depths and the two micro-batch counts of a pipeline's runs {"L<layers>_M<micro-batches>"}."""
-    points = {tuple(int(x[1:]) for x in k.split("_")) for k in runs}
-    layers, counts = sorted({p[0] for p in points}), sorted({p[1] for p in points})
-    if len(layers) != 2 or len(counts) != 2 or len(points) != 4:
+    """A pipeline's runs {"L<layers>_M<micro-batches>": figure} as {(layers, micro-batches): median
+    step}, with its two stage depths and its two micro-batch counts."""
+    s = {tuple(int(x[1:]) for x in k.split("_")): med(v) for k, v in runs.items()}
+    layers, counts = sorted({p[0] for p in s}), sorted({p[1] for p in s})
+    if len(layers) != 2 or len(counts) != 2 or len(s) != 4:
         sys.exit(f"a pipeline needs runs at two stage depths by two micro-batch counts, got {sorted(runs)}")
-    return layers, counts
+    return s, layers, counts
 
 
 def pipe_stack(name, runs, fwd_share):
     """runs at stage depths L in {La, Lb} and micro-batch counts M in {Ma, Mb} ("L1_M2" ... "L4_M4" by
     default): step(L, M) = O + M (c + L l), l from the growth over the depth at each M, c from the
     growth over the micro-batches at each depth, O what is left at (La, Ma)."""
-    (la, lb), (ma, mb) = pipe_points(runs)
-    s = {tuple(int(x[1:]) for x in k.split("_")): med(v) for k, v in runs.items()}
+    s, (la, lb), (ma, mb) = pipe_points(runs)
     l = sum((s[lb, m] - s[la, m]) / ((lb - la) * m) for m in (ma, mb)) / 2
     c = sum((s[L, mb] - s[L, ma]) / (mb - ma) - L * l for L in (la, lb)) / 2
     o = s[la, ma] - ma * (c + la * l)

@@ -173,6 +173,8 @@ def main():
     ap.add_argument("--sync-debug", action="store_true",
                     help="list the synchronizing CUDA operations inside the timed steps (torch.cuda.set_sync_debug_mode)")
     a = ap.parse_args()
+    if a.sync_calls and a.sync_debug:
+        ap.error("--sync-calls and --sync-debug together: the synchronizations --sync-calls adds would be reported")
     os.makedirs(a.out, exist_ok=True)
     run_step.setup()
     if a.threads:

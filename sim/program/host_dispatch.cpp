@@ -29,11 +29,11 @@ const hw::StackDispatch* stack_dispatch(const wl::Strategy& s, const hw::Cluster
   // A stack calibrated at several rank counts (every entry names its "ranks"; the loader checks):
   // the entry at the run's ranks, else the nearest (fewer on a tie), the calibration's world size
   // being the run's whole world (torch_stack_dispatch.py: data-parallel ranks, or stages).
+  const auto distance = [&](const hw::StackDispatch& e) { return std::pair(std::abs(*e.ranks - s.gpus), *e.ranks); };
   const hw::StackDispatch* best = nullptr;
   for (const auto& d : profile.calibration.host_dispatch->stacks) {
     if (d.stack != key) continue;
     if (!d.ranks) return &d;
-    const auto distance = [&](const hw::StackDispatch& e) { return std::pair(std::abs(*e.ranks - s.gpus), *e.ranks); };
     if (best == nullptr || distance(d) < distance(*best)) best = &d;
   }
   return best;
