@@ -9,11 +9,18 @@ significant digits: d2h_pageable (blocking `x.to("cpu")` into a fresh pageable t
 d2h_pinned (`non_blocking=True`, fresh pinned), h2d_pinned (the all-gather's copy-in),
 cpu_grad_add (`acc += y` on the CPU, GB/s of y). AdamW: per process, the run over 16 tensors of
 4 M parameters (FSDP2 shards of transformer weights are tensors of millions of parameters; the
-runs over many small tensors are in the raw files).
+runs over many small tensors are in the raw files). Where a file has the `rounds` part (the
+accumulating micro-batch's copy and add in synchronized rounds, as the step makes them),
+d2h_pageable and cpu_grad_add come from it instead of from the back-to-back `copies` (files
+without it merge as before, byte for byte).
 """
 import argparse
 import json
 import re
+
+
+# The curves the accumulating micro-batch's rounds measure where a bench file has them.
+STEP_PATTERN = ("d2h_pageable", "cpu_grad_add")
 
 
 def sig4(x):
@@ -71,7 +78,8 @@ def main():
     docs = sorted((json.load(open(p)) for p in a.bench), key=lambda d: d["ranks"])
     for what, key in names:
         for d in docs:
-            pts = [{"bytes": float(r["bytes"]), "GBps": sig4(r[key])} for r in sorted(d["copies"], key=lambda r: r["bytes"])]
+            rows = d["rounds"] if what in STEP_PATTERN and "rounds" in d else d["copies"]
+            pts = [{"bytes": float(r["bytes"]), "GBps": sig4(r[key])} for r in sorted(rows, key=lambda r: r["bytes"])]
             curves.append({"what": what, "gpus": d["ranks"], "points": pts})
     for d in docs:
         big = [r for r in d["adam"] if r["tensors"] == 16 and r["elements_per_tensor"] == 1 << 22][0]
@@ -82,7 +90,9 @@ def main():
         "curves": curves, "adamw": adamw,
         "source": (f"measured by calibrate/scripts/torch_offload_bench.py on {prov['host']} {prov['date'][:10]} "
                    f"({prov['gpu']}, {prov['cpu_count']} logical CPUs, torch {prov['torch']}): 1, 2 and 4 ranks at once "
-                   "(GPUs 0; 0,1; 0-3), cores / ranks threads each, median of 5 samples of the slowest rank; merged by "
+                   "(GPUs 0; 0,1; 0-3), cores / ranks threads each, median of 5 samples of the slowest rank"
+                   + ("; d2h_pageable and cpu_grad_add from synchronized rounds of copy and add as the step makes "
+                      "them" if any("rounds" in d for d in docs) else "") + "; merged by "
                    "calibrate/scripts/merge_offload_calibration.py; raw: reports/calibration/offload/")}
     out = insert_section(text, section)
     merged = json.loads(out)

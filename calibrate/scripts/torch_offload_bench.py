@@ -20,6 +20,15 @@ Parts (each figure the median over samples of the slowest rank's time):
   all-gather copy-in), and `acc += y` on the CPU (the accumulation; acc pinned, y pageable).
 - adam: AdamW(fused=True) over pinned fp32 parameters with pinned gradients: a set of tensors
   (count x elements) per rank, so the per-tensor cost and the per-parameter rate separate.
+- rounds: the accumulating micro-batch's copy and add as the step makes them, not back to back: per
+  size, rounds of [a one-element NCCL all-reduce and a stream synchronize (the layer's
+  reduce-scatter, which the step's blocking copy waits for and which ties the ranks together),
+  the blocking pageable `x.to("cpu")`, `acc += y`], the copy and the add each timed on every rank;
+  per round the slowest rank's time of each (a synchronous step pays the slowest rank at every
+  layer), the mean over a sample's rounds, the median over samples. In `copies` the adds of
+  all ranks run back to back with every thread busy, which the step never does (the call-9 host
+  measured about 6 ms for every add at 2 ranks there, where the step's adds took microseconds to a
+  few ms: reports/validation/known_gaps.json).
 """
 import argparse
 import datetime
@@ -109,6 +118,43 @@ def copies(dev, samples):
     return res
 
 
+def rounds(dev, samples, nccl):
+    """Per size: the step's accumulating copy and add in synchronized rounds (module docstring)."""
+    res = []
+    tiny = torch.ones(1, device=dev)
+    for nbytes in COPY_SIZES:
+        n = int(nbytes) // 4
+        x = torch.randn(n, device=dev)
+        acc = torch.zeros(n, pin_memory=True)
+        per_sample = 4 if nbytes >= 32 * MiB else 24  # 24: the validation model's layers
+        copy_xs, add_xs = [], []
+
+        def one_round():
+            dist.all_reduce(tiny, group=nccl)
+            torch.cuda.current_stream().synchronize()
+            t0 = time.perf_counter()
+            y = x.to("cpu")
+            t1 = time.perf_counter()
+            acc.add_(y)
+            t2 = time.perf_counter()
+            del y
+            return t1 - t0, t2 - t1
+
+        one_round()
+        for _ in range(samples):
+            mine = [one_round() for _ in range(per_sample)]
+            everyone = [None] * dist.get_world_size()
+            dist.all_gather_object(everyone, mine)
+            copy_xs.append(statistics.mean(max(r[i][0] for r in everyone) for i in range(per_sample)))
+            add_xs.append(statistics.mean(max(r[i][1] for r in everyone) for i in range(per_sample)))
+        res.append({"bytes": int(nbytes), "rounds_per_sample": per_sample,
+                    "d2h_pageable_s": stats(copy_xs), "d2h_pageable_GBps": nbytes / statistics.median(copy_xs) / 1e9,
+                    "cpu_add_s": stats(add_xs), "cpu_add_GBps": nbytes / statistics.median(add_xs) / 1e9})
+        del x, acc
+        torch.cuda.empty_cache()
+    return res
+
+
 def adam(samples):
     res = []
     for tensors, elems in ADAM_SETS:
@@ -128,12 +174,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", type=int, default=5)
+    ap.add_argument("--parts", nargs="+", choices=["copies", "adam", "rounds"], default=["copies", "adam", "rounds"])
     args = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", 0))
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1)))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=300))
+    nccl = dist.new_group(backend="nccl") if "rounds" in args.parts else None
     cores = os.cpu_count() or 1
     torch.set_num_threads(max(1, cores // ranks))  # as reports/validation/scripts/run_step.py
     doc = {"schema_version": 1, "kind": "trainsim.torch_offload_bench",
@@ -142,7 +190,10 @@ def main():
                           "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "cuda": torch.version.cuda,
                           "cpu_count": cores, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")},
            "ranks": ranks, "threads_per_rank": torch.get_num_threads(), "seconds": {}}
-    for part, fn in (("copies", lambda: copies(dev, args.samples)), ("adam", lambda: adam(args.samples))):
+    parts = {"copies": lambda: copies(dev, args.samples), "adam": lambda: adam(args.samples),
+             "rounds": lambda: rounds(dev, args.samples, nccl)}
+    for part in args.parts:
+        fn = parts[part]
         t0 = time.time()
         doc[part] = fn()
         doc["seconds"][part] = time.time() - t0

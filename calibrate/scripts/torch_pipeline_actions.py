@@ -20,7 +20,11 @@ leaves the tiny runs out, and --sync-calls synchronizes the GPU before each comp
 timed apart), so that the calls' host time holds no wait for earlier GPU work; --sync-debug lists the
 synchronizing CUDA operations inside the timed steps (with the Python line that made each) and every
 run records the caching allocator's retries, whole-device synchronizations and cudaMalloc/cudaFree
-counts over its timed steps.
+counts over its timed steps. --lag records a CUDA event at the start and the end of every
+compute call and says, per call, how far the GPU's stream was behind the host there (the time
+the GPU reached the event less the host time it was recorded at; 0 when the GPU was idle), so
+that a host held back by its GPU (a full launch queue) shows as a call whose host time stretches
+while the lag at its end stays near a fixed depth.
 Writes DIR/torch_pipeline_actions.json (rank 0).
 """
 import argparse
@@ -44,9 +48,11 @@ TINY = dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1)
 
 
 class Clock:
-    def __init__(self, sync_calls=False):
+    def __init__(self, sync_calls=False, lag=False):
         self.t = {}
         self.sync_calls = sync_calls
+        self.lag = lag
+        self.marks = []  # with lag: (call, host start, start event, host end, end event)
 
     def wrap(self, owner, name, key, sync=False):
         orig = getattr(owner, name)
@@ -58,16 +64,34 @@ class Clock:
                 t0 = time.perf_counter()
                 torch.cuda.synchronize()
                 self.t["sync_before_calls"] = self.t.get("sync_before_calls", 0.0) + time.perf_counter() - t0
+            ev0 = None
+            if sync and self.lag:
+                ev0 = torch.cuda.Event(enable_timing=True)
+                ev0.record()
             t0 = time.perf_counter()
             try:
                 return orig(*a, **k)
             finally:
-                self.t[key] = self.t.get(key, 0.0) + time.perf_counter() - t0
+                t1 = time.perf_counter()
+                self.t[key] = self.t.get(key, 0.0) + t1 - t0
+                if ev0 is not None:
+                    ev1 = torch.cuda.Event(enable_timing=True)
+                    ev1.record()
+                    self.marks.append((key, t0, ev0, t1, ev1))
         setattr(owner, name, timed)
         return orig
 
 
-def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_calls=False, sync_debug=False):
+def lag_rows(base_t, base_ev, marks):
+    """Per compute call: its host time and the GPU's lag behind the host at its start and end (us)."""
+    def lag(t, ev):
+        return max(0.0, base_t + base_ev.elapsed_time(ev) / 1e3 - t) * 1e6
+    return [{"call": k, "host": (t1 - t0) * 1e6, "lag_start": lag(t0, e0), "lag_end": lag(t1, e1)}
+            for k, t0, e0, t1, e1 in marks]
+
+
+def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_calls=False, sync_debug=False,
+        lag=False):
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
     import torch.distributed.pipelining.schedules as sched_mod
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -84,7 +108,7 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_c
     mb = c["micro_batch"]
     x = torch.randint(0, c["vocab"], (micro_batches * mb, c["seq"]), device=run_step.DEV)
     y = torch.randint(0, c["vocab"], (micro_batches * mb, c["seq"]), device=run_step.DEV)
-    clock = Clock(sync_calls)
+    clock = Clock(sync_calls, lag)
     clock.wrap(stage, "forward_one_chunk", "forward_one_chunk", sync=True)
     clock.wrap(stage, "backward_one_chunk", "backward_one_chunk", sync=True)
     restore = []
@@ -111,10 +135,14 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_c
     rows = []
     stats0 = torch.cuda.memory_stats()
     caught = []
+    lags = []
     for _ in range(samples):
         dist.barrier(device_ids=[run_step.LOCAL_RANK])
         torch.cuda.synchronize()
         clock.t = {}
+        clock.marks = []
+        base_ev = torch.cuda.Event(enable_timing=True)
+        base_ev.record()  # the GPU idle: it reaches this event when the host records it
         t0 = time.perf_counter()
         if sync_debug:
             # Every synchronizing CUDA operation inside the step (not the synchronize after it) warns,
@@ -131,6 +159,8 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_c
             step()
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
+        if lag:
+            lags.append(lag_rows(t0, base_ev, clock.marks))
         mod.zero_grad(set_to_none=True)
         r = {k: v * 1e6 for k, v in clock.t.items()}
         r["step"] = wall * 1e6
@@ -149,6 +179,8 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_c
             key = f"{os.path.relpath(w.filename) if w.filename else '?'}:{w.lineno}: {str(w.message)[:120]}"
             where[key] = where.get(key, 0) + 1
         med["synchronizing_operations"] = dict(sorted(where.items(), key=lambda kv: -kv[1]))
+    if lag:
+        med["lag_per_call"] = lags
     med["step_min"] = min(r["step"] for r in rows)
     med["step_max"] = max(r["step"] for r in rows)
     gathered = [None] * S
@@ -169,10 +201,14 @@ def main():
     ap.add_argument("--sync-calls", action="store_true",
                     help="synchronize the GPU before each forward_one_chunk and backward_one_chunk (timed apart, "
                          "as sync_before_calls): the calls' host time without waits for earlier GPU work")
+    ap.add_argument("--lag", action="store_true",
+                    help="per compute call, the GPU's lag behind the host at its start and end (CUDA events)")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads per rank (default: cores / ranks, as run_step.py)")
     ap.add_argument("--sync-debug", action="store_true",
                     help="list the synchronizing CUDA operations inside the timed steps (torch.cuda.set_sync_debug_mode)")
     a = ap.parse_args()
+    if a.lag and (a.sync_calls or a.sync_debug):
+        ap.error("--lag alone: --sync-calls empties the GPU's queue before each call, --sync-debug slows the host")
     if a.sync_calls and a.sync_debug:
         ap.error("--sync-calls and --sync-debug together: the synchronizations --sync-calls adds would be reported")
     os.makedirs(a.out, exist_ok=True)
@@ -184,7 +220,7 @@ def main():
            "provenance": {"script": "calibrate/scripts/torch_pipeline_actions.py", "command": " ".join(sys.argv),
                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
                           "gpu": torch.cuda.get_device_name(run_step.DEV), "torch": torch.__version__},
-           "sync_calls": a.sync_calls, "threads_per_rank": torch.get_num_threads(), "runs": [], "errors": []}
+           "sync_calls": a.sync_calls, "lag": a.lag, "threads_per_rank": torch.get_num_threads(), "runs": [], "errors": []}
     out = os.path.join(a.out, "torch_pipeline_actions.json")
     plan = [] if a.row_only else [(s, TINY, 1, m) for s in ("gpipe", "1f1b") for m in (2, 4, 8, 16)]
     plan += [] if a.row_only else [(s, TINY, 4, 8) for s in ("gpipe", "1f1b")]
@@ -195,7 +231,7 @@ def main():
     for stack, cfg, L, M in plan:
         t0 = time.time()
         try:
-            per_rank = run(stack, cfg, L, M, sync_calls=a.sync_calls, sync_debug=a.sync_debug)
+            per_rank = run(stack, cfg, L, M, sync_calls=a.sync_calls, sync_debug=a.sync_debug, lag=a.lag)
             doc["runs"].append({"schedule": stack, "model": "tiny" if cfg is TINY else "L24-h1024",
                                 "layers_per_stage": L, "micro_batches": M, "per_rank": per_rank})
         except Exception as e:  # noqa: BLE001 - keep the others

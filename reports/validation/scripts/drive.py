@@ -180,6 +180,7 @@ def main():
     ap.add_argument("--extra", help="run only the configurations of this file for --gpus (see extra_plan)")
     ap.add_argument("--small-only", action="store_true",
                     help="run only the ~350M size of each configuration (a repeat launch of the host-bound class)")
+    ap.add_argument("--stacks", nargs="+", help="run only these stacks' configurations (a repeat of some rows)")
     args = ap.parse_args()
 
     if args.gpu_name:
@@ -194,6 +195,8 @@ def main():
         plan = build_plan(1 if args.smoke else args.gpus, name, mem, args.fill, smoke=args.smoke)
         if args.small_only:
             plan = [d for d in plan if d["size"] == "small"]
+    if args.stacks:
+        plan = [d for d in plan if d["stack"] in args.stacks]
     if args.print_plan:
         for d in plan:
             print(f"{d['name']:55s} {d['params']/1e9:7.3f} B  est {d['estimate_bytes']/2**30:7.1f} GiB"

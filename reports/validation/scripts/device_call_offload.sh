@@ -1,0 +1,67 @@
+#!/bin/bash
+# Validation call 10 (reports/validation/README.md, "Call 10"): the FSDP2 offload rows and the
+# 4-GPU data-parallel rows again, each beside the host calibration that costs it, in three launches
+# on one 4-GPU host, with the offload bench that now also measures the accumulating micro-batch's
+# copy and add as the step makes them (torch_offload_bench.py's `rounds`); then two probes of the
+# 2-stage pipelines' host (the launch queue's depth; the GPU's lag at every compute call).
+#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh ob cal:1 rows:1 cal:2 rows:2   (command 1)
+#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh cal:3 rows:3 probe              (command 2)
+#   ob      torch_offload_bench.py (copies, adam, rounds) at 2 ranks (GPUs 0-1) and 4         -> ob/
+#   cal:K   torch_stack_dispatch.py --samples 41 --warmup 5 --depths 8 24: fsdp2-offload at 2 ranks
+#           (GPUs 0-1), ddp, fsdp2-zero2, fsdp2-zero3, fsdp2-offload at 4                   -> hd_K/
+#   rows:K  drive.py --small-only: fsdp2-offload at 2 GPUs (GPUs 0-1); ddp, fsdp2-zero2,
+#           fsdp2-zero3, fsdp2-offload at 4 GPUs                                        -> g{2,4}_K/
+#   probe   cuda_launch_queue.py (GPU 0); torch_pipeline_actions.py --row --row-only --lag at 2
+#           ranks (GPUs 0-1), 8 micro-batches                                              -> probe/
+# Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+CAL=$HERE/../../../calibrate/scripts
+OUT=${OUT:-/tmp/offload_out}
+R=/tmp/call10
+. "$HERE/device_lib.sh"
+mkdir -p "$R" "$OUT"
+t0=$(date +%s)
+if [ ! -f "$R/env.txt" ]; then
+  {
+    date -u; hostname; nproc; free -g; lscpu; nvidia-smi; nvidia-smi topo -m; nvidia-smi -L
+    python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
+  } >"$R/env.txt" 2>&1
+fi
+grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
+for ph in "$@"; do
+  what=${ph%%:*}; k=${ph##*:}
+  stamp "$ph"
+  case $what in
+    ob)
+      mkdir -p "$R/ob"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$CAL/torch_offload_bench.py" \
+        --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
+      timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
+        --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
+    cal)
+      d=$R/hd_$k; mkdir -p "$d"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 120 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
+        --samples 41 --warmup 5 --depths 8 24 --stacks fsdp2-offload --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
+      timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
+        --depths 8 24 --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
+      grep -h "stack_dispatch\]" "$d"/stack_w*.log | tr '\n' ' '; echo ;;
+    rows)
+      CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --small-only --stacks fsdp2-offload \
+        --out "$R/g2_$k" --budget-s 60 >"$R/log-g2_$k.txt" 2>&1
+      python3 "$HERE/drive.py" --gpus 4 --small-only --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload \
+        --out "$R/g4_$k" --budget-s 100 >"$R/log-g4_$k.txt" 2>&1
+      grep -h "step .* s (spread" "$R"/log-g?_$k.txt | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
+    probe)
+      mkdir -p "$R/probe"
+      CUDA_VISIBLE_DEVICES=0 timeout 60 python3 "$CAL/cuda_launch_queue.py" --out "$R/probe/cuda_launch_queue.json" \
+        >"$R/probe/queue.log" 2>&1; echo "queue rc $?"; tail -c 600 "$R/probe/queue.log"; echo
+      CUDA_VISIBLE_DEVICES=0,1 timeout 150 torchrun --standalone --nproc-per-node 2 "$CAL/torch_pipeline_actions.py" \
+        --row --row-only --lag --row-micro-batches 8 --out "$R/probe" >"$R/probe/lag.log" 2>&1; echo "lag rc $?"
+      grep "pipeline_actions\]" "$R/probe/lag.log" ;;
+  esac
+  pack  # after every phase: a command cut short still returns what it measured
+done
+stamp "end of command"
+pack
+ls -la "$OUT"
