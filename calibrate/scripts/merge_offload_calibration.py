@@ -9,10 +9,11 @@ significant digits: d2h_pageable (blocking `x.to("cpu")` into a fresh pageable t
 d2h_pinned (`non_blocking=True`, fresh pinned), h2d_pinned (the all-gather's copy-in),
 cpu_grad_add (`acc += y` on the CPU, GB/s of y). AdamW: per process, the run over 16 tensors of
 4 M parameters (FSDP2 shards of transformer weights are tensors of millions of parameters; the
-runs over many small tensors are in the raw files). Where a file has the `rounds` part (the
-accumulating micro-batch's copy and add in synchronized rounds, as the step makes them),
-d2h_pageable and cpu_grad_add come from it instead of from the back-to-back `copies` (files
-without it merge as before, byte for byte).
+runs over many small tensors are in the raw files). d2h_pageable and cpu_grad_add come from the
+part of a file closest to how the step makes them: `autograd_rounds` (synchronized rounds of the
+accumulating micro-batch's copy and add inside a backward pass, on autograd's thread, where FSDP2
+runs them), else `rounds` (the same rounds on the main thread), else the back-to-back `copies`
+(files without the round parts merge as before, byte for byte).
 """
 import argparse
 import json
@@ -78,7 +79,9 @@ def main():
     docs = sorted((json.load(open(p)) for p in a.bench), key=lambda d: d["ranks"])
     for what, key in names:
         for d in docs:
-            rows = d["rounds"] if what in STEP_PATTERN and "rounds" in d else d["copies"]
+            rows = d["copies"]
+            if what in STEP_PATTERN:
+                rows = d.get("autograd_rounds", d.get("rounds", rows))
             pts = [{"bytes": float(r["bytes"]), "GBps": sig4(r[key])} for r in sorted(rows, key=lambda r: r["bytes"])]
             curves.append({"what": what, "gpus": d["ranks"], "points": pts})
     for d in docs:
@@ -91,7 +94,9 @@ def main():
         "source": (f"measured by calibrate/scripts/torch_offload_bench.py on {prov['host']} {prov['date'][:10]} "
                    f"({prov['gpu']}, {prov['cpu_count']} logical CPUs, torch {prov['torch']}): 1, 2 and 4 ranks at once "
                    "(GPUs 0; 0,1; 0-3), cores / ranks threads each, median of 5 samples of the slowest rank"
-                   + ("; d2h_pageable and cpu_grad_add from synchronized rounds of copy and add as the step makes "
+                   + ("; d2h_pageable and cpu_grad_add from synchronized rounds of copy and add inside a backward "
+                      "pass, on autograd's thread, as FSDP2 makes them" if any("autograd_rounds" in d for d in docs) else
+                      "; d2h_pageable and cpu_grad_add from synchronized rounds of copy and add as the step makes "
                       "them" if any("rounds" in d for d in docs) else "") + "; merged by "
                    "calibrate/scripts/merge_offload_calibration.py; raw: reports/calibration/offload/")}
     out = insert_section(text, section)

@@ -29,6 +29,12 @@ Parts (each figure the median over samples of the slowest rank's time):
   all ranks run back to back with every thread busy, which the step never does (the call-9 host
   measured about 6 ms for every add at 2 ranks there, where the step's adds took microseconds to a
   few ms: reports/validation/known_gaps.json).
+- autograd_rounds: the same rounds run where FSDP2 runs them, inside the backward pass: a chain of
+  autograd Functions on a CUDA tensor, each Function's backward one round, so the rounds run on
+  autograd's CUDA device thread (FSDP2's post-backward hook runs there: the step traces show its
+  `aten::add_` on another thread than the step's), with their own OpenMP team. Validation call 10's
+  host added a 4-16 MiB shard in 0.14-0.3 ms in `rounds` while the step's own adds, on autograd's
+  thread with the GPU idle, took about 3.6 ms each (reports/calibration/h200x4-call10/README.md).
 """
 import argparse
 import datetime
@@ -36,6 +42,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 
 import torch
@@ -155,6 +162,68 @@ def rounds(dev, samples, nccl):
     return res
 
 
+class _Round(torch.autograd.Function):
+    """Identity forward; its backward runs one round (autograd_rounds)."""
+    @staticmethod
+    def forward(ctx, x, one_round):
+        ctx.one_round = one_round
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.one_round()
+        return g, None
+
+
+def autograd_rounds(dev, samples, nccl):
+    """Per size: the rounds of `rounds`, each inside a backward Function (module docstring)."""
+    res = []
+    tiny = torch.ones(1, device=dev)
+    main_thread = threading.get_native_id()
+    for nbytes in COPY_SIZES:
+        n = int(nbytes) // 4
+        x = torch.randn(n, device=dev)
+        acc = torch.zeros(n, pin_memory=True)
+        per_sample = 4 if nbytes >= 32 * MiB else 24
+        times, threads = [], set()
+
+        def one_round():
+            dist.all_reduce(tiny, group=nccl)
+            torch.cuda.current_stream().synchronize()
+            t0 = time.perf_counter()
+            y = x.to("cpu")
+            t1 = time.perf_counter()
+            acc.add_(y)
+            t2 = time.perf_counter()
+            del y
+            times.append((t1 - t0, t2 - t1))
+            threads.add(threading.get_native_id())
+
+        def backward_pass():
+            leaf = torch.zeros(1, device=dev, requires_grad=True)
+            h = leaf
+            for _ in range(per_sample):
+                h = _Round.apply(h, one_round)
+            h.sum().backward()
+
+        backward_pass()
+        copy_xs, add_xs = [], []
+        for _ in range(samples):
+            times.clear()
+            backward_pass()
+            everyone = [None] * dist.get_world_size()
+            dist.all_gather_object(everyone, list(times))
+            copy_xs.append(statistics.mean(max(r[i][0] for r in everyone) for i in range(per_sample)))
+            add_xs.append(statistics.mean(max(r[i][1] for r in everyone) for i in range(per_sample)))
+        res.append({"bytes": int(nbytes), "rounds_per_sample": per_sample,
+                    "on_main_thread": main_thread in threads,
+                    "d2h_pageable_s": stats(copy_xs), "d2h_pageable_GBps": nbytes / statistics.median(copy_xs) / 1e9,
+                    "cpu_add_s": stats(add_xs), "cpu_add_GBps": nbytes / statistics.median(add_xs) / 1e9})
+        del x, acc
+        torch.cuda.empty_cache()
+    return res
+
+
 def adam(samples):
     res = []
     for tensors, elems in ADAM_SETS:
@@ -174,14 +243,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", type=int, default=5)
-    ap.add_argument("--parts", nargs="+", choices=["copies", "adam", "rounds"], default=["copies", "adam", "rounds"])
+    ap.add_argument("--parts", nargs="+", choices=["copies", "adam", "rounds", "autograd_rounds"],
+                    default=["copies", "adam", "rounds", "autograd_rounds"])
     args = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", 0))
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1)))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=300))
-    nccl = dist.new_group(backend="nccl") if "rounds" in args.parts else None
+    nccl = dist.new_group(backend="nccl") if {"rounds", "autograd_rounds"} & set(args.parts) else None
     cores = os.cpu_count() or 1
     torch.set_num_threads(max(1, cores // ranks))  # as reports/validation/scripts/run_step.py
     doc = {"schema_version": 1, "kind": "trainsim.torch_offload_bench",
@@ -191,7 +261,8 @@ def main():
                           "cpu_count": cores, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")},
            "ranks": ranks, "threads_per_rank": torch.get_num_threads(), "seconds": {}}
     parts = {"copies": lambda: copies(dev, args.samples), "adam": lambda: adam(args.samples),
-             "rounds": lambda: rounds(dev, args.samples, nccl)}
+             "rounds": lambda: rounds(dev, args.samples, nccl),
+             "autograd_rounds": lambda: autograd_rounds(dev, args.samples, nccl)}
     for part in args.parts:
         fn = parts[part]
         t0 = time.time()

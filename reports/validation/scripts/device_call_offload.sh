@@ -13,6 +13,9 @@
 #           fsdp2-zero3, fsdp2-offload at 4 GPUs                                        -> g{2,4}_K/
 #   probe   cuda_launch_queue.py (GPU 0); torch_pipeline_actions.py --row --row-only --lag at 2
 #           ranks (GPUs 0-1), 8 micro-batches                                              -> probe/
+# STACKS4="fsdp2-offload" (call 11) restricts the 4-rank calibration and the 4-GPU rows to those stacks
+# (default: ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload). Each phase's start also records /proc/stat's
+# cpu line in phases.txt (steal time: the hypervisor's, on these virtual machines).
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,9 +32,11 @@ if [ ! -f "$R/env.txt" ]; then
   } >"$R/env.txt" 2>&1
 fi
 grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
+STACKS4=${STACKS4:-ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload}
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"
+  grep "^cpu " /proc/stat >>"$R/phases.txt"
   case $what in
     ob)
       mkdir -p "$R/ob"
@@ -44,12 +49,12 @@ for ph in "$@"; do
       CUDA_VISIBLE_DEVICES=0,1 timeout 120 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
         --samples 41 --warmup 5 --depths 8 24 --stacks fsdp2-offload --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" --samples 41 --warmup 5 \
-        --depths 8 24 --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
+        --depths 8 24 --stacks $STACKS4 --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w*.log | tr '\n' ' '; echo ;;
     rows)
       CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --small-only --stacks fsdp2-offload \
         --out "$R/g2_$k" --budget-s 60 >"$R/log-g2_$k.txt" 2>&1
-      python3 "$HERE/drive.py" --gpus 4 --small-only --stacks ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload \
+      python3 "$HERE/drive.py" --gpus 4 --small-only --stacks $STACKS4 \
         --out "$R/g4_$k" --budget-s 100 >"$R/log-g4_$k.txt" 2>&1
       grep -h "step .* s (spread" "$R"/log-g?_$k.txt | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
     probe)
