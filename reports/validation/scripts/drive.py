@@ -181,6 +181,7 @@ def main():
     ap.add_argument("--small-only", action="store_true",
                     help="run only the ~350M size of each configuration (a repeat launch of the host-bound class)")
     ap.add_argument("--stacks", nargs="+", help="run only these stacks' configurations (a repeat of some rows)")
+    ap.add_argument("--steps", type=int, help="timed steps of every configuration (default: the plan's)")
     args = ap.parse_args()
 
     if args.gpu_name:
@@ -197,6 +198,9 @@ def main():
             plan = [d for d in plan if d["size"] == "small"]
     if args.stacks:
         plan = [d for d in plan if d["stack"] in args.stacks]
+    if args.steps:
+        for d in plan:
+            d["steps"] = args.steps
     if args.print_plan:
         for d in plan:
             print(f"{d['name']:55s} {d['params']/1e9:7.3f} B  est {d['estimate_bytes']/2**30:7.1f} GiB"

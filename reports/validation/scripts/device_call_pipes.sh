@@ -1,0 +1,41 @@
+#!/bin/bash
+# Validation call 12 (reports/validation/README.md, "Call 12"): the four small 2-stage pipelines
+# again, 24 timed steps a launch (8 before), in three launches on one host, each after a launch of
+# the pipelines' host calibration at the rows' shape:
+#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
+#   calp:K  torch_stack_dispatch.py --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b
+#           --pipe-layers 4 12 --pipe-micro-batches 4 8 at 2 ranks (GPUs 0-1)        -> hd_K/
+#   pipes:K drive.py --gpus 2 --small-only --stacks pipe-gpipe pipe-1f1b --steps 24 (GPUs 0-1) -> g2_K/
+# Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt.
+# Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+CAL=$HERE/../../../calibrate/scripts
+OUT=${OUT:-/tmp/pipes_out}
+R=/tmp/call12
+. "$HERE/device_lib.sh"
+mkdir -p "$R" "$OUT"
+t0=$(date +%s)
+[ -f "$R/env.txt" ] || { date -u; hostname; nproc; free -g; lscpu; nvidia-smi; nvidia-smi topo -m; } >"$R/env.txt" 2>&1
+for ph in "$@"; do
+  what=${ph%%:*}; k=${ph##*:}
+  stamp "$ph"
+  grep "^cpu " /proc/stat >>"$R/phases.txt"
+  case $what in
+    calp)
+      d=$R/hd_$k; mkdir -p "$d"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 150 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
+        --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b --pipe-layers 4 12 --pipe-micro-batches 4 8 \
+        --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
+      grep -h "stack_dispatch\]" "$d"/stack_w2.log | tr '\n' ' '; echo ;;
+    pipes)
+      CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --small-only --stacks pipe-gpipe pipe-1f1b \
+        --steps 24 --out "$R/g2_$k" --budget-s 120 >"$R/log-g2_$k.txt" 2>&1
+      grep -h "step .* s (spread" "$R/log-g2_$k.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
+  esac
+  pack
+done
+stamp "end of command"
+grep "^cpu " /proc/stat >>"$R/phases.txt"
+pack
+ls -la "$OUT"
