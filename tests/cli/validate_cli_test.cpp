@@ -21,6 +21,8 @@ namespace fs = std::filesystem;
 const std::string CALL9 = "reports/validation/measured/call9-h200x4/";
 const std::string RUN = CALL9 + "h200x1_single_L24-h1024_mb4x2";
 const std::string CALL9_PROFILE = "h200x4-call9.profile.json";
+const std::string CALL12 = "reports/validation/measured/call12-h200x4/";
+const std::string CALL12_PROFILE = "h200x4-call12.profile.json";
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
 
@@ -211,10 +213,14 @@ struct BadCase {
 // (CUDA events around the stack's calls: a GPU waiting for its host inside a call is busy) or
 // "kernels" (the default: the GPU running work). The committed 2-GPU pipeline runs time calls.
 TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
-  const std::string run2 = CALL9 + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
+  const std::string run2 = CALL12 + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
   nlohmann::json run = read_source_json(run2 + ".json");
   ASSERT_EQ(run.at("measured").at("busy").at("definition"), "call_spans");
   run["measured"]["trace"] = nullptr;
+  // Costed on call 9's host, whose pipeline dispatch is slower than its GPU work (host-bound calls);
+  // on call 12's faster host the two definitions come closer (0.360 by call spans, 0.314 by
+  // kernels, whose busy time holds the receives' kernels waiting for their sends).
+  run["profile"] = CALL9_PROFILE;
   auto bubble_of = [&](const char* definition) {
     ScratchDir dir;
     nlohmann::json r = run;
@@ -232,9 +238,8 @@ TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
   };
   const double spans = bubble_of("call_spans"), kernels = bubble_of("kernels");
   // Host-bound: the calls cover much of what the kernels leave idle (a GPU waiting inside a call
-  // for its host to issue the next kernel is busy by call spans, idle by kernels): 0.318 against
-  // 0.396 on this row (the median launch of call 6, pipelining's forward share as measured).
-  EXPECT_LT(spans, kernels - 0.05);
+  // for its host to issue the next kernel is busy by call spans, idle by kernels): 0.321 against 0.382.
+  EXPECT_LT(spans, kernels - 0.05) << spans << " against " << kernels;
   EXPECT_GT(spans, 0.0);
 }
 
