@@ -17,6 +17,7 @@ runs them), else `rounds` (the same rounds on the main thread), else the back-to
 """
 import argparse
 import json
+import os
 import re
 
 
@@ -65,6 +66,29 @@ def insert_section(text, section, name="torch_offload"):
     return head + f',\n    "{name}": ' + body + "\n  " + text[end:]
 
 
+def source_of(paths):
+    """Where each rank count's figures come from: per folder of raw files, its rank counts, GPUs,
+    host, date, machine and which part gave d2h_pageable and cpu_grad_add."""
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    folders = {}
+    for path, d in sorted(zip(paths, (json.load(open(p)) for p in paths)), key=lambda pd: pd[1]["ranks"]):
+        folder = os.path.relpath(os.path.dirname(os.path.abspath(path)), root) + "/"
+        folders.setdefault(folder, []).append(d)
+    parts = []
+    for folder, ds in folders.items():
+        p = ds[-1]["provenance"]
+        counts = [str(d["ranks"]) for d in ds]
+        ranks = counts[0] if len(counts) == 1 else ", ".join(counts[:-1]) + " and " + counts[-1]
+        # No CUDA_VISIBLE_DEVICES: rank r on GPU r.
+        gpus = "; ".join(d["provenance"].get("visible_devices") or ",".join(map(str, range(d["ranks"]))) for d in ds)
+        step = sorted({next((k for k in ("autograd_rounds", "rounds") if k in d), "copies") for d in ds})
+        parts.append(f"{ranks} rank{'s' if ranks != '1' else ''} at once (GPUs {gpus}) on {p['host']} {p['date'][:10]} "
+                     f"({p['gpu']}, {p['cpu_count']} logical CPUs, torch {p['torch']}; d2h_pageable and cpu_grad_add "
+                     f"from its {' / '.join(step)} part), raw {folder}")
+    return ("measured by calibrate/scripts/torch_offload_bench.py, cores / ranks threads each, median of 5 samples "
+            "of the slowest rank: " + "; ".join(parts) + "; merged by calibrate/scripts/merge_offload_calibration.py")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
@@ -73,7 +97,7 @@ def main():
     a = ap.parse_args()
     text = open(a.profile).read()
     prof = json.loads(text)
-    curves, adamw, prov = [], [], None
+    curves, adamw = [], []
     names = [("d2h_pageable", "d2h_pageable_GBps"), ("d2h_pinned", "d2h_pinned_GBps"),
              ("h2d_pinned", "h2d_pinned_GBps"), ("cpu_grad_add", "cpu_add_GBps")]
     docs = sorted((json.load(open(p)) for p in a.bench), key=lambda d: d["ranks"])
@@ -88,17 +112,7 @@ def main():
         big = [r for r in d["adam"] if r["tensors"] == 16 and r["elements_per_tensor"] == 1 << 22][0]
         adamw.append({"processes": d["ranks"], "threads_per_process": d["threads_per_rank"],
                       "params_per_s_per_process": sig4(big["params_per_s"])})
-        prov = d["provenance"]
-    section = {
-        "curves": curves, "adamw": adamw,
-        "source": (f"measured by calibrate/scripts/torch_offload_bench.py on {prov['host']} {prov['date'][:10]} "
-                   f"({prov['gpu']}, {prov['cpu_count']} logical CPUs, torch {prov['torch']}): 1, 2 and 4 ranks at once "
-                   "(GPUs 0; 0,1; 0-3), cores / ranks threads each, median of 5 samples of the slowest rank"
-                   + ("; d2h_pageable and cpu_grad_add from synchronized rounds of copy and add inside a backward "
-                      "pass, on autograd's thread, as FSDP2 makes them" if any("autograd_rounds" in d for d in docs) else
-                      "; d2h_pageable and cpu_grad_add from synchronized rounds of copy and add as the step makes "
-                      "them" if any("rounds" in d for d in docs) else "") + "; merged by "
-                   "calibrate/scripts/merge_offload_calibration.py; raw: reports/calibration/offload/")}
+    section = {"curves": curves, "adamw": adamw, "source": source_of(a.bench)}
     out = insert_section(text, section)
     merged = json.loads(out)
     prof["calibration"]["torch_offload"] = section

@@ -33,8 +33,8 @@ Parts (each figure the median over samples of the slowest rank's time):
   autograd Functions on a CUDA tensor, each Function's backward one round, so the rounds run on
   autograd's CUDA device thread (FSDP2's post-backward hook runs there: the step traces show its
   `aten::add_` on another thread than the step's), with their own OpenMP team. Validation call 10's
-  host added a 4-16 MiB shard in 0.14-0.3 ms in `rounds` while the step's own adds, on autograd's
-  thread with the GPU idle, took about 3.6 ms each (reports/calibration/h200x4-call10/README.md).
+  host added a 4-16 MiB shard in 0.14-0.3 ms in `rounds` while the step's own adds of 2-8 MB weight
+  shards, on autograd's thread, took 2.7 ms on average (reports/calibration/h200x4-call10/README.md).
 """
 import argparse
 import datetime

@@ -22,7 +22,6 @@ const std::string CALL9 = "reports/validation/measured/call9-h200x4/";
 const std::string RUN = CALL9 + "h200x1_single_L24-h1024_mb4x2";
 const std::string CALL9_PROFILE = "h200x4-call9.profile.json";
 const std::string CALL12 = "reports/validation/measured/call12-h200x4/";
-const std::string CALL12_PROFILE = "h200x4-call12.profile.json";
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
 
@@ -217,9 +216,10 @@ TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
   nlohmann::json run = read_source_json(run2 + ".json");
   ASSERT_EQ(run.at("measured").at("busy").at("definition"), "call_spans");
   run["measured"]["trace"] = nullptr;
-  // Costed on call 9's host, whose pipeline dispatch is slower than its GPU work (host-bound calls);
-  // on call 12's faster host the two definitions come closer (0.360 by call spans, 0.314 by
-  // kernels, whose busy time holds the receives' kernels waiting for their sends).
+  // Costed on call 9's host, whose pipeline dispatch is slower than its GPU work (host-bound calls).
+  // On call 12's faster host, the run's own, the order reverses (0.360 by call spans against 0.314
+  // by kernels, whose busy time holds the receives' kernels waiting for their sends): what this
+  // test checks needs calls bound by their host.
   run["profile"] = CALL9_PROFILE;
   auto bubble_of = [&](const char* definition) {
     ScratchDir dir;

@@ -6,7 +6,8 @@
 # 2-stage pipelines' host (the launch queue's depth; the GPU's lag at every compute call).
 #   OUT=DIR bash reports/validation/scripts/device_call_offload.sh ob cal:1 rows:1 cal:2 rows:2   (command 1)
 #   OUT=DIR bash reports/validation/scripts/device_call_offload.sh cal:3 rows:3 probe              (command 2)
-#   ob      torch_offload_bench.py (copies, adam, rounds) at 2 ranks (GPUs 0-1) and 4         -> ob/
+#   ob      torch_offload_bench.py, every part (copies, adam, rounds, autograd_rounds), at 2 ranks
+#           (GPUs 0-1) and 4                                                                  -> ob/
 #   cal:K   torch_stack_dispatch.py --samples 41 --warmup 5 --depths 8 24: fsdp2-offload at 2 ranks
 #           (GPUs 0-1), ddp, fsdp2-zero2, fsdp2-zero3, fsdp2-offload at 4                   -> hd_K/
 #   rows:K  drive.py --small-only: fsdp2-offload at 2 GPUs (GPUs 0-1); ddp, fsdp2-zero2,
@@ -14,8 +15,8 @@
 #   probe   cuda_launch_queue.py (GPU 0); torch_pipeline_actions.py --row --row-only --lag at 2
 #           ranks (GPUs 0-1), 8 micro-batches                                              -> probe/
 # STACKS4="fsdp2-offload" (call 11) restricts the 4-rank calibration and the 4-GPU rows to those stacks
-# (default: ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload). Each phase's start also records /proc/stat's
-# cpu line in phases.txt (steal time: the hypervisor's, on these virtual machines).
+# (default: ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload). Each phase's start and the command's end also
+# record /proc/stat's cpu line in phases.txt (steal time: the hypervisor's, on these virtual machines).
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -68,5 +69,6 @@ for ph in "$@"; do
   pack  # after every phase: a command cut short still returns what it measured
 done
 stamp "end of command"
+grep "^cpu " /proc/stat >>"$R/phases.txt"
 pack
 ls -la "$OUT"
