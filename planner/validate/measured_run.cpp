@@ -80,9 +80,10 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
     StrictObject p = root.object("provenance");
     r.gpu = p.optional_string("gpu").value_or("");
     r.gpus = static_cast<int>(p.optional_integer("gpus", 1, 1 << 20).value_or(1));
+    r.cpu_steal_fraction = p.optional_number("cpu_steal_fraction", NumberRange{0.0, 1.0, true, "a fraction in [0, 1]"});
     // The rest of the provenance is kept as it is (who ran it, where, with which versions).
     for (const auto& [key, value] : p.json().items()) {
-      if (key != "gpu" && key != "gpus") p.raw(key);
+      if (key != "gpu" && key != "gpus" && key != "cpu_steal_fraction") p.raw(key);
     }
     p.finish();
   }

@@ -68,6 +68,10 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
   std::string table;
   std::vector<double> spans;
   std::size_t inside = 0;
+  // The host's steal, where the runs recorded it (provenance.cpu_steal_fraction): a column only then.
+  const bool steal = std::any_of(runs.begin(), runs.end(), [](const RunValidation& v) {
+    return !v.run.launch_step_times_s.empty() && v.run.cpu_steal_fraction.has_value();
+  });
   for (const auto& v : runs) {
     const auto& l = v.run.launch_step_times_s;
     const auto step = std::find_if(v.rows.begin(), v.rows.end(), [](const ValidationRow& r) { return r.metric == "step_time"; });
@@ -80,8 +84,12 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
     inside += among ? 1 : 0;
     std::vector<std::string> t;
     for (double x : l) t.push_back(fmt::format("{:.1f}", x * 1e3));
-    table += fmt::format("| {} | {} | {:.1f} | {:.0f}% | {:.1f} | {:+.1f}% | {} |\n", v.run.name, fmt::join(t, ", "), v.run.step_time_s * 1e3,
+    table += fmt::format("| {} | {} | {:.1f} | {:.0f}% | {:.1f} | {:+.1f}% | {} |", v.run.name, fmt::join(t, ", "), v.run.step_time_s * 1e3,
                          span, predicted * 1e3, step->error_pct, among ? "yes" : "no");
+    if (steal) {
+      table += v.run.cpu_steal_fraction ? fmt::format(" {:.1f}% |", 100 * *v.run.cpu_steal_fraction) : std::string(" not recorded |");
+    }
+    table += "\n";
   }
   if (spans.empty()) return {};
   std::vector<double> sorted = spans;
@@ -92,10 +100,14 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
                      "launch with the median step time, whole. Their launches lie {:.0f}% to {:.0f}% of that median apart (median "
                      "{:.0f}%); {} of them more than twice the step-time tolerance, so one launch can miss a prediction by more "
                      "than {:.0f}% that another launch meets. The prediction lies among the launches for {} of the {}.\n\n"
-                     "| run | launches (ms) | row (ms) | max - min, of the row | predicted (ms) | error | predicted within the launches |\n"
-                     "|---|---|---|---|---|---|---|\n{}\n",
+                     "{}| run | launches (ms) | row (ms) | max - min, of the row | predicted (ms) | error | predicted within the launches |{}\n"
+                     "|---|---|---|---|---|---|---|{}\n{}\n",
                      spans.size(), sorted.front(), sorted.back(), sorted[sorted.size() / 2], wider, STEP_TOLERANCE_PCT, inside,
-                     spans.size(), table);
+                     spans.size(),
+                     steal ? "The host's steal is the hypervisor's share of the machine's CPU time over the row's timed steps "
+                             "(`provenance.cpu_steal_fraction`): a host that loses CPU time stalls a host-bound step.\n\n"
+                           : "",
+                     steal ? " host's steal |" : "", steal ? "---|" : "", table);
 }
 
 }  // namespace
@@ -130,6 +142,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
       if (!r.gap.empty()) e["known_gap"] = r.gap;
       if (r.metric == "step_time" && !v.storage_basis.empty()) e["storage_basis"] = v.storage_basis;
       if (r.metric == "step_time" && !v.run.launch_step_times_s.empty()) e["measured_launches"] = v.run.launch_step_times_s;
+      if (r.metric == "step_time" && v.run.cpu_steal_fraction) e["host_cpu_steal_fraction"] = *v.run.cpu_steal_fraction;
       rows.push_back(e);
     }
   }

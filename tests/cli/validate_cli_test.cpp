@@ -271,6 +271,26 @@ TEST(ValidateCli, LaunchesAreShownBesideThePrediction) {
   EXPECT_EQ(read_file(without.path() / "report.md").find("several launches"), std::string::npos);
 }
 
+// The host's steal over the timed steps (provenance.cpu_steal_fraction), where a run recorded it,
+// stands beside its launches in the report (a column only then) and on its step-time row in
+// summary.json.
+TEST(ValidateCli, HostStealIsShownWhereTheRunRecordedIt) {
+  ScratchDir with, without;
+  const auto run_with = copy_run(with, [](nlohmann::json& j) { j["provenance"]["cpu_steal_fraction"] = 0.117; });
+  ASSERT_EQ(run_trainsim("validate --measured " + q(run_with) + " --no-trace --report-dir " + q(with.path().string())).exit_code, 0);
+  const std::string report = read_file(with.path() / "report.md");
+  EXPECT_NE(report.find("| predicted within the launches | host's steal |"), std::string::npos) << report;
+  EXPECT_NE(report.find(" 11.7% |\n"), std::string::npos) << report;
+  const nlohmann::json summary = nlohmann::json::parse(read_file(with.path() / "summary.json"));
+  EXPECT_DOUBLE_EQ(summary.at("rows").at(0).at("host_cpu_steal_fraction").get<double>(), 0.117);
+  ASSERT_EQ(run_trainsim("validate --measured " + q(copy_run(without, [](nlohmann::json&) {})) + " --no-trace --report-dir " +
+                         q(without.path().string()))
+                .exit_code,
+            0);
+  EXPECT_EQ(read_file(without.path() / "report.md").find("steal"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(read_file(without.path() / "summary.json")).at("rows").at(0).contains("host_cpu_steal_fraction"));
+}
+
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
   const std::vector<BadCase> cases = {
       {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured", "no such file"}},
@@ -302,6 +322,16 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"bubble_fraction", 1.5}}; }));
        },
        {"run.json", "measured.busy.bubble_fraction", "a fraction in [0, 1]"}},
+      {"host steal out of range",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["provenance"]["cpu_steal_fraction"] = -0.1; }));
+       },
+       {"run.json", "provenance.cpu_steal_fraction", "a fraction in [0, 1]", "-0.1"}},
+      {"host steal not a number",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["provenance"]["cpu_steal_fraction"] = "4%"; }));
+       },
+       {"run.json", "provenance.cpu_steal_fraction", "a fraction in [0, 1]"}},
       {"machine storage not positive",
        [](const ScratchDir& d) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) {

@@ -113,6 +113,25 @@ def setup():
     torch.set_num_threads(max(1, cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", WORLD)))))
 
 
+def cpu_times():
+    """/proc/stat's machine-wide cpu line (user nice system idle iowait irq softirq steal ...), or None."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def steal_fraction(before, after):
+    """The hypervisor's share of the CPU time the machine used or lost between two cpu_times():
+    steal / (user + nice + system + irq + softirq + steal); None where unknown."""
+    if not before or not after or len(before) < 8 or len(after) < 8:
+        return None
+    d = [a - b for a, b in zip(after, before)]
+    used = d[0] + d[1] + d[2] + d[5] + d[6] + d[7]
+    return d[7] / used if used > 0 else None
+
+
 def versions():
     nccl = None
     try:
@@ -429,6 +448,7 @@ def run_config(cfg):
         warm_times.append(timed_step())
     torch.cuda.reset_peak_memory_stats(DEV)
     times, busy_steps = [], []
+    cpu_before = cpu_times()
     for _ in range(cfg["steps"]):
         if busy_timer is not None:
             busy_timer.collect()
@@ -437,6 +457,7 @@ def run_config(cfg):
         if busy_timer is not None:
             busy_timer.on = False
             busy_steps.append(busy_timer.collect())  # timed_step synchronized: every event has run
+    steal = steal_fraction(cpu_before, cpu_times())
     peak_alloc = torch.cuda.max_memory_allocated(DEV)
     peak_res = torch.cuda.max_memory_reserved(DEV)
 
@@ -506,6 +527,7 @@ def run_config(cfg):
                            "host": socket.gethostname(), "gpu": gpu, "gpus": WORLD,
                            "gpu_memory_bytes": gathered[0]["total_mem"],
                            "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                           **({"cpu_steal_fraction": steal} if steal is not None else {}),
                            **versions()},
             "model": model_file,
             "stack": {"name": stack_name, "details": details},
