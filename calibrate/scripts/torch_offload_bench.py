@@ -125,43 +125,6 @@ def copies(dev, samples):
     return res
 
 
-def rounds(dev, samples, nccl):
-    """Per size: the step's accumulating copy and add in synchronized rounds (module docstring)."""
-    res = []
-    tiny = torch.ones(1, device=dev)
-    for nbytes in COPY_SIZES:
-        n = int(nbytes) // 4
-        x = torch.randn(n, device=dev)
-        acc = torch.zeros(n, pin_memory=True)
-        per_sample = 4 if nbytes >= 32 * MiB else 24  # 24: the validation model's layers
-        copy_xs, add_xs = [], []
-
-        def one_round():
-            dist.all_reduce(tiny, group=nccl)
-            torch.cuda.current_stream().synchronize()
-            t0 = time.perf_counter()
-            y = x.to("cpu")
-            t1 = time.perf_counter()
-            acc.add_(y)
-            t2 = time.perf_counter()
-            del y
-            return t1 - t0, t2 - t1
-
-        one_round()
-        for _ in range(samples):
-            mine = [one_round() for _ in range(per_sample)]
-            everyone = [None] * dist.get_world_size()
-            dist.all_gather_object(everyone, mine)
-            copy_xs.append(statistics.mean(max(r[i][0] for r in everyone) for i in range(per_sample)))
-            add_xs.append(statistics.mean(max(r[i][1] for r in everyone) for i in range(per_sample)))
-        res.append({"bytes": int(nbytes), "rounds_per_sample": per_sample,
-                    "d2h_pageable_s": stats(copy_xs), "d2h_pageable_GBps": nbytes / statistics.median(copy_xs) / 1e9,
-                    "cpu_add_s": stats(add_xs), "cpu_add_GBps": nbytes / statistics.median(add_xs) / 1e9})
-        del x, acc
-        torch.cuda.empty_cache()
-    return res
-
-
 class _Round(torch.autograd.Function):
     """Identity forward; its backward runs one round (autograd_rounds)."""
     @staticmethod
@@ -175,8 +138,10 @@ class _Round(torch.autograd.Function):
         return g, None
 
 
-def autograd_rounds(dev, samples, nccl):
-    """Per size: the rounds of `rounds`, each inside a backward Function (module docstring)."""
+def synchronized_rounds(dev, samples, nccl, in_backward):
+    """Per size: the step's accumulating copy and add in synchronized rounds, run one after the
+    other on this thread (`rounds`) or each inside a backward Function, on autograd's thread
+    (`autograd_rounds`; module docstring)."""
     res = []
     tiny = torch.ones(1, device=dev)
     main_thread = threading.get_native_id()
@@ -184,7 +149,7 @@ def autograd_rounds(dev, samples, nccl):
         n = int(nbytes) // 4
         x = torch.randn(n, device=dev)
         acc = torch.zeros(n, pin_memory=True)
-        per_sample = 4 if nbytes >= 32 * MiB else 24
+        per_sample = 4 if nbytes >= 32 * MiB else 24  # 24: the validation model's layers
         times, threads = [], set()
 
         def one_round():
@@ -199,26 +164,32 @@ def autograd_rounds(dev, samples, nccl):
             times.append((t1 - t0, t2 - t1))
             threads.add(threading.get_native_id())
 
-        def backward_pass():
-            leaf = torch.zeros(1, device=dev, requires_grad=True)
-            h = leaf
-            for _ in range(per_sample):
-                h = _Round.apply(h, one_round)
-            h.sum().backward()
+        def sample(count):
+            times.clear()
+            if in_backward:
+                h = torch.zeros(1, device=dev, requires_grad=True)
+                for _ in range(count):
+                    h = _Round.apply(h, one_round)
+                h.sum().backward()
+            else:
+                for _ in range(count):
+                    one_round()
+            return list(times)
 
-        backward_pass()
+        sample(per_sample if in_backward else 1)  # warm-up
         copy_xs, add_xs = [], []
         for _ in range(samples):
-            times.clear()
-            backward_pass()
             everyone = [None] * dist.get_world_size()
-            dist.all_gather_object(everyone, list(times))
+            dist.all_gather_object(everyone, sample(per_sample))
+            # A synchronous step pays the slowest rank at every layer: per round, the slowest rank.
             copy_xs.append(statistics.mean(max(r[i][0] for r in everyone) for i in range(per_sample)))
             add_xs.append(statistics.mean(max(r[i][1] for r in everyone) for i in range(per_sample)))
-        res.append({"bytes": int(nbytes), "rounds_per_sample": per_sample,
-                    "on_main_thread": main_thread in threads,
-                    "d2h_pageable_s": stats(copy_xs), "d2h_pageable_GBps": nbytes / statistics.median(copy_xs) / 1e9,
+        row = {"bytes": int(nbytes), "rounds_per_sample": per_sample}
+        if in_backward:
+            row["on_main_thread"] = main_thread in threads
+        row.update({"d2h_pageable_s": stats(copy_xs), "d2h_pageable_GBps": nbytes / statistics.median(copy_xs) / 1e9,
                     "cpu_add_s": stats(add_xs), "cpu_add_GBps": nbytes / statistics.median(add_xs) / 1e9})
+        res.append(row)
         del x, acc
         torch.cuda.empty_cache()
     return res
@@ -261,8 +232,8 @@ def main():
                           "cpu_count": cores, "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")},
            "ranks": ranks, "threads_per_rank": torch.get_num_threads(), "seconds": {}}
     parts = {"copies": lambda: copies(dev, args.samples), "adam": lambda: adam(args.samples),
-             "rounds": lambda: rounds(dev, args.samples, nccl),
-             "autograd_rounds": lambda: autograd_rounds(dev, args.samples, nccl)}
+             "rounds": lambda: synchronized_rounds(dev, args.samples, nccl, in_backward=False),
+             "autograd_rounds": lambda: synchronized_rounds(dev, args.samples, nccl, in_backward=True)}
     for part in args.parts:
         fn = parts[part]
         t0 = time.time()
