@@ -126,7 +126,8 @@ def copies(dev, samples):
 
 
 class _Round(torch.autograd.Function):
-    """Identity forward; its backward runs one round (autograd_rounds)."""
+    """Identity forward; its backward runs one round (synchronized_rounds' backward form, the
+    `autograd_rounds` part)."""
     @staticmethod
     def forward(ctx, x, one_round):
         ctx.one_round = one_round

@@ -128,8 +128,10 @@ def steal_fraction(before, after):
     if not before or not after or len(before) < 8 or len(after) < 8:
         return None
     d = [a - b for a, b in zip(after, before)]
-    used = d[0] + d[1] + d[2] + d[5] + d[6] + d[7]
-    return d[7] / used if used > 0 else None
+    parts = [d[0], d[1], d[2], d[5], d[6], d[7]]
+    if min(parts) < 0 or sum(parts) <= 0:  # a counter that went back (e.g. a live migration): unknown
+        return None
+    return d[7] / sum(parts)
 
 
 def versions():
