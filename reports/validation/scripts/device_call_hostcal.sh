@@ -23,15 +23,7 @@ CAL=$HERE/../../../calibrate/scripts
 OUT=${OUT:-/tmp/hostcal_out}
 R=/tmp/hostcal
 . "$HERE/device_lib.sh"
-mkdir -p "$R" "$OUT"
-t0=$(date +%s)
-if [ ! -f "$R/env.txt" ]; then
-  {
-    date -u; hostname; nproc; free -g; lscpu; nvidia-smi; nvidia-smi topo -m
-    python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
-  } >"$R/env.txt" 2>&1
-fi
-grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
+begin
 G=$(nvidia-smi -L | grep -c "^GPU")
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}

@@ -24,20 +24,11 @@ CAL=$HERE/../../../calibrate/scripts
 OUT=${OUT:-/tmp/offload_out}
 R=/tmp/call10
 . "$HERE/device_lib.sh"
-mkdir -p "$R" "$OUT"
-t0=$(date +%s)
-if [ ! -f "$R/env.txt" ]; then
-  {
-    date -u; hostname; nproc; free -g; lscpu; nvidia-smi; nvidia-smi topo -m; nvidia-smi -L
-    python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
-  } >"$R/env.txt" 2>&1
-fi
-grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
+begin
 STACKS4=${STACKS4:-ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload}
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"
-  grep "^cpu " /proc/stat >>"$R/phases.txt"
   case $what in
     ob)
       mkdir -p "$R/ob"
@@ -69,6 +60,5 @@ for ph in "$@"; do
   pack  # after every phase: a command cut short still returns what it measured
 done
 stamp "end of command"
-grep "^cpu " /proc/stat >>"$R/phases.txt"
 pack
 ls -la "$OUT"

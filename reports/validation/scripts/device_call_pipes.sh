@@ -14,13 +14,10 @@ CAL=$HERE/../../../calibrate/scripts
 OUT=${OUT:-/tmp/pipes_out}
 R=/tmp/call12
 . "$HERE/device_lib.sh"
-mkdir -p "$R" "$OUT"
-t0=$(date +%s)
-[ -f "$R/env.txt" ] || { date -u; hostname; nproc; free -g; lscpu; nvidia-smi; nvidia-smi topo -m; } >"$R/env.txt" 2>&1
+begin
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"
-  grep "^cpu " /proc/stat >>"$R/phases.txt"
   case $what in
     calp)
       d=$R/hd_$k; mkdir -p "$d"
@@ -36,6 +33,5 @@ for ph in "$@"; do
   pack
 done
 stamp "end of command"
-grep "^cpu " /proc/stat >>"$R/phases.txt"
 pack
 ls -la "$OUT"

@@ -1,11 +1,29 @@
-# What the validation device scripts share (sourced by device_call_samehost.sh and
-# device_call_hostcal.sh, which set R, the work folder, and OUT, the device tool's folder, first):
-# NCCL's settings for the lent machines and packing the results so that the tool takes them back
-# (JSON and logs in small.tgz; the profiler traces apart, in 12 MB parts: one 54 MB file was refused).
+# What the validation device scripts share (sourced by device_call_samehost.sh, device_call_hostcal.sh,
+# device_call_offload.sh and device_call_pipes.sh, which set R, the work folder, and OUT, the device
+# tool's folder, first): NCCL's settings for the lent machines, the machine's description, phase
+# stamps with the CPU's steal, and packing the results so that the tool takes them back (JSON and
+# logs in small.tgz; the profiler traces apart, in 12 MB parts: one 54 MB file was refused).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 pack() {
   rm -f "$OUT"/small.tgz "$OUT"/traces.tar.part*
   (cd "$R" && tar czf "$OUT/small.tgz" --exclude='*.trace.json.gz' .)
   (cd "$R" && find . -name '*.trace.json.gz' | sort | tar cf - -T - | split -b 12000000 -d - "$OUT/traces.tar.part")
 }
-stamp() { echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)" | tee -a "$R/phases.txt"; }
+# A phase's start (or a command's end) in phases.txt, with /proc/stat's cpu line: the steal time
+# between two stamps is what the hypervisor took from these virtual machines.
+stamp() {
+  echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)" | tee -a "$R/phases.txt"
+  grep "^cpu " /proc/stat >>"$R/phases.txt"
+}
+# The work and result folders, the command's start time, and the machine in env.txt (once a machine).
+begin() {
+  mkdir -p "$R" "$OUT"
+  t0=$(date +%s)
+  if [ ! -f "$R/env.txt" ]; then
+    {
+      date -u; hostname; nproc; free -g; lscpu; nvidia-smi; nvidia-smi topo -m; nvidia-smi -L
+      python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version())"
+    } >"$R/env.txt" 2>&1
+  fi
+  grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
+}
