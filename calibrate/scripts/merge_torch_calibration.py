@@ -198,10 +198,13 @@ def main():
     stack_docs = [json.load(open(f)) for f in a.stacks]
     depths = sorted({d for doc in stack_docs for d in doc.get("depths", [2, 8])})
     depths_said = " and ".join(str(d) for d in depths)
-    pipe_sets = {(tuple(doc.get("pipe_layers", [1, 4])), tuple(doc.get("pipe_micro_batches", [2, 4])))
+    # The pipelines' shapes, per rank count (one stage a rank: a 4-rank run is a 4-stage pipeline).
+    pipe_sets = {(doc["world_size"], tuple(doc.get("pipe_layers", [1, 4])), tuple(doc.get("pipe_micro_batches", [2, 4])))
                  for doc in stack_docs if any(k.startswith("pipe-") for k in doc["stacks"])}
-    pipes_said = "; ".join(f"{la} and {lb} layers per stage, {ma} and {mb} micro-batches"
-                           for (la, lb), (ma, mb) in sorted(pipe_sets)) or "not run"
+    pipes_said = "; ".join(
+        "; ".join(f"{la} and {lb} layers per stage, {ma} and {mb} micro-batches"
+                  for w, (la, lb), (ma, mb) in sorted(pipe_sets) if w == world) + f", {world} stages"
+        for world in sorted({s[0] for s in pipe_sets})) or "not run"
     stacks = combine_launches(stack_docs)
     per_world = {}
     for d in stack_docs:
@@ -285,7 +288,7 @@ def main():
                     f"calibrate/scripts/torch_stack_dispatch.py on {sp['host']} {sp['date'][:10]}: step times of "
                     "reports/validation/scripts/run_step.py's stacks on a GPT of hidden 64, 2 heads, sequence 64, "
                     "vocabulary 512, micro-batch 1 (kernels shorter than their launches, so wall time is host time), at "
-                    f"{depths_said} layers (pipelines: {pipes_said}, 2 stages); per layer = "
+                    f"{depths_said} layers (pipelines: {pipes_said}); per layer = "
                     "slope over the depth, per micro-batch and per step = intercepts; " + launches_note + "; " + "; ".join(notes))
     order = ["kernel_launch_us", "gpu_kernel_us", "op_us", "hook_us", "stacks", "source"]
     cal["host_dispatch"] = {k: hd[k] for k in order if k in hd}

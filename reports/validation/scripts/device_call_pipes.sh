@@ -1,18 +1,24 @@
 #!/bin/bash
-# Validation call 12 (reports/validation/README.md, "Call 12"): the four small 2-stage pipelines
-# again, 24 timed steps a launch (8 before), in three launches on one host, each after a launch of
-# the pipelines' host calibration at the rows' shape:
+# The small pipelines again, 24 timed steps a launch, in three launches on one host, each after a
+# launch of the pipelines' host calibration at the rows' shape.
+# Validation call 12 (reports/validation/README.md, "Call 12"), the four 2-stage pipelines:
 #   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
-#   calp:K  torch_stack_dispatch.py --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b
-#           --pipe-layers 4 12 --pipe-micro-batches 4 8 at 2 ranks (GPUs 0-1)        -> hd_K/
-#   pipes:K drive.py --gpus 2 --small-only --stacks pipe-gpipe pipe-1f1b --steps 24 (GPUs 0-1) -> g2_K/
-# Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt.
+# Validation call 13 ("Call 13"), the four 4-stage pipelines:
+#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp4:1 pipes4:1 calp4:2 pipes4:2 calp4:3 pipes4:3
+#   calp:K   torch_stack_dispatch.py --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b
+#            --pipe-layers 4 12 --pipe-micro-batches 4 8 at 2 ranks (GPUs 0-1)        -> hd_K/
+#   pipes:K  drive.py --gpus 2 --small-only --stacks pipe-gpipe pipe-1f1b --steps 24 (GPUs 0-1) -> g2_K/
+#   calp4:K  the same calibration at 4 ranks (4 stages), --pipe-layers 2 6 --pipe-micro-batches 8 16
+#            (the 4-stage rows: 6 layers a stage, 8 and 16 micro-batches)               -> hd4_K/
+#   pipes4:K drive.py --gpus 4 --small-only --stacks pipe-gpipe pipe-1f1b --steps 24   -> g4_K/
+# Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
+# steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 CAL=$HERE/../../../calibrate/scripts
 OUT=${OUT:-/tmp/pipes_out}
-R=/tmp/call12
+R=${R:-/tmp/pipes}
 . "$HERE/device_lib.sh"
 begin
 for ph in "$@"; do
@@ -29,6 +35,16 @@ for ph in "$@"; do
       CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --small-only --stacks pipe-gpipe pipe-1f1b \
         --steps 24 --out "$R/g2_$k" --budget-s 120 >"$R/log-g2_$k.txt" 2>&1
       grep -h "step .* s (spread" "$R/log-g2_$k.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
+    calp4)
+      d=$R/hd4_$k; mkdir -p "$d"
+      timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" \
+        --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b --pipe-layers 2 6 --pipe-micro-batches 8 16 \
+        --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
+      grep -h "stack_dispatch\]" "$d"/stack_w4.log | tr '\n' ' '; echo ;;
+    pipes4)
+      python3 "$HERE/drive.py" --gpus 4 --small-only --stacks pipe-gpipe pipe-1f1b \
+        --steps 24 --out "$R/g4_$k" --budget-s 150 >"$R/log-g4_$k.txt" 2>&1
+      grep -h "step .* s (spread" "$R/log-g4_$k.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
   esac
   pack
 done
