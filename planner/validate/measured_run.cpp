@@ -34,6 +34,7 @@ std::string beside(const std::string& directory, const std::string& file, const 
 }
 
 const NumberRange SECONDS{0.0, 1e6, false, "a number of seconds in (0, 1e6]"};
+const NumberRange FRACTION{0.0, 1.0, true, "a fraction in [0, 1]"};
 const NumberRange BYTES{0.0, 1e15, false, "a number of bytes in (0, 1e15]"};
 
 // measured.launches: the same configuration timed in several launches (fresh process groups), the
@@ -49,7 +50,8 @@ void read_launches(StrictObject& m, MeasuredRun& r) {
     launch.integer("launch", 1, 1000);
     r.launch_step_times_s.push_back(launch.number("step_time_s", SECONDS));
     launch.optional_number("step_time_spread", {0.0, 1e3, true, "a number in [0, 1000]"});
-    launch.optional_number("bubble_fraction", {0.0, 1.0, true, "a fraction in [0, 1]"});
+    launch.optional_number("bubble_fraction", FRACTION);
+    r.launch_cpu_steal_fractions.push_back(launch.optional_number("cpu_steal_fraction", FRACTION));
     launch.optional_string("date");
     launch.finish();
   }
@@ -80,7 +82,7 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
     StrictObject p = root.object("provenance");
     r.gpu = p.optional_string("gpu").value_or("");
     r.gpus = static_cast<int>(p.optional_integer("gpus", 1, 1 << 20).value_or(1));
-    r.cpu_steal_fraction = p.optional_number("cpu_steal_fraction", NumberRange{0.0, 1.0, true, "a fraction in [0, 1]"});
+    r.cpu_steal_fraction = p.optional_number("cpu_steal_fraction", FRACTION);
     // The rest of the provenance is kept as it is (who ran it, where, with which versions).
     for (const auto& [key, value] : p.json().items()) {
       if (key != "gpu" && key != "gpus" && key != "cpu_steal_fraction") p.raw(key);

@@ -51,6 +51,9 @@ struct MeasuredRun {
   double step_time_spread = 0;
   // measured.launches (optional): every launch's step time, in launch order; the row is the median one.
   std::vector<double> launch_step_times_s;
+  // Each launch's cpu_steal_fraction (optional per launch, as the row's): the steal over that
+  // launch's timed steps, beside launch_step_times_s; empty without launches.
+  std::vector<std::optional<double>> launch_cpu_steal_fractions;
   std::vector<double> peak_allocated_bytes;  // per rank
   std::vector<double> peak_reserved_bytes;   // per rank
   // measured.busy (optional; the reference step reports them): per-stream busy seconds of rank 0's

@@ -61,6 +61,12 @@ nlohmann::ordered_json stats_json(const MetricStats& s) {
           {"outside_tolerance", s.outside}};
 }
 
+// Whether some launch of the run recorded its host's steal.
+bool launch_steal_recorded(const MeasuredRun& r) {
+  return std::any_of(r.launch_cpu_steal_fractions.begin(), r.launch_cpu_steal_fractions.end(),
+                     [](const std::optional<double>& x) { return x.has_value(); });
+}
+
 // The rows measured in several launches (fresh process groups, one host): how far the launches lie
 // apart against the tolerance, and whether the prediction lies among them. A step that moves more
 // between launches than the tolerance cannot be checked to within it by any one launch.
@@ -68,9 +74,10 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
   std::string table;
   std::vector<double> spans;
   std::size_t inside = 0;
-  // The host's steal, where the runs recorded it (provenance.cpu_steal_fraction): a column only then.
+  // The host's steal, where the runs recorded it (each launch's measured.launches[].cpu_steal_fraction,
+  // else the row's provenance.cpu_steal_fraction): a column only then.
   const bool steal = std::any_of(runs.begin(), runs.end(), [](const RunValidation& v) {
-    return !v.run.launch_step_times_s.empty() && v.run.cpu_steal_fraction.has_value();
+    return !v.run.launch_step_times_s.empty() && (v.run.cpu_steal_fraction.has_value() || launch_steal_recorded(v.run));
   });
   for (const auto& v : runs) {
     const auto& l = v.run.launch_step_times_s;
@@ -86,7 +93,11 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
     for (double x : l) t.push_back(fmt::format("{:.1f}", x * 1e3));
     table += fmt::format("| {} | {} | {:.1f} | {:.0f}% | {:.1f} | {:+.1f}% | {} |", v.run.name, fmt::join(t, ", "), v.run.step_time_s * 1e3,
                          span, predicted * 1e3, step->error_pct, among ? "yes" : "no");
-    if (steal) {
+    if (steal && launch_steal_recorded(v.run)) {
+      std::vector<std::string> per;
+      for (const auto& x : v.run.launch_cpu_steal_fractions) per.push_back(x ? fmt::format("{:.1f}%", 100 * *x) : "not recorded");
+      table += fmt::format(" {} |", fmt::join(per, ", "));
+    } else if (steal) {
       table += v.run.cpu_steal_fraction ? fmt::format(" {:.1f}% |", 100 * *v.run.cpu_steal_fraction) : std::string(" not recorded |");
     }
     table += "\n";
@@ -104,7 +115,8 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
                      "|---|---|---|---|---|---|---|{}\n{}\n",
                      spans.size(), sorted.front(), sorted.back(), sorted[sorted.size() / 2], wider, STEP_TOLERANCE_PCT, inside,
                      spans.size(),
-                     steal ? "The host's steal is the hypervisor's share of the machine's CPU time over the row's timed steps "
+                     steal ? "The host's steal is the hypervisor's share of the machine's CPU time over each launch's timed steps, "
+                             "in launch order (`measured.launches[].cpu_steal_fraction`), or over the row's "
                              "(`provenance.cpu_steal_fraction`): a host that loses CPU time stalls a host-bound step.\n\n"
                            : "",
                      steal ? " host's steal |" : "", steal ? "---|" : "", table);
@@ -143,6 +155,11 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
       if (r.metric == "step_time" && !v.storage_basis.empty()) e["storage_basis"] = v.storage_basis;
       if (r.metric == "step_time" && !v.run.launch_step_times_s.empty()) e["measured_launches"] = v.run.launch_step_times_s;
       if (r.metric == "step_time" && v.run.cpu_steal_fraction) e["host_cpu_steal_fraction"] = *v.run.cpu_steal_fraction;
+      if (r.metric == "step_time" && launch_steal_recorded(v.run)) {
+        nlohmann::ordered_json per = nlohmann::ordered_json::array();
+        for (const auto& x : v.run.launch_cpu_steal_fractions) per.push_back(x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr));
+        e["measured_launches_host_cpu_steal_fraction"] = per;
+      }
       rows.push_back(e);
     }
   }

@@ -291,6 +291,24 @@ TEST(ValidateCli, HostStealIsShownWhereTheRunRecordedIt) {
   EXPECT_FALSE(nlohmann::json::parse(read_file(without.path() / "summary.json")).at("rows").at(0).contains("host_cpu_steal_fraction"));
 }
 
+// Each launch's steal (measured.launches[].cpu_steal_fraction) stands in launch order beside the
+// launches, in place of the row's, and in summary.json (null where a launch did not record it).
+TEST(ValidateCli, EachLaunchsHostStealIsShownInLaunchOrder) {
+  ScratchDir d;
+  const auto run = copy_run(d, [](nlohmann::json& j) {
+    auto& l = j.at("measured").at("launches");
+    l.at(0)["cpu_steal_fraction"] = 0.216;
+    l.at(2)["cpu_steal_fraction"] = 0.011;
+    j["provenance"]["cpu_steal_fraction"] = 0.5;  // the row's: not shown when its launches have theirs
+  });
+  ASSERT_EQ(run_trainsim("validate --measured " + q(run) + " --no-trace --report-dir " + q(d.path().string())).exit_code, 0);
+  const std::string report = read_file(d.path() / "report.md");
+  EXPECT_NE(report.find("| 21.6%, not recorded, 1.1% |\n"), std::string::npos) << report;
+  EXPECT_EQ(report.find("50.0%"), std::string::npos) << report;
+  const nlohmann::json row = nlohmann::json::parse(read_file(d.path() / "summary.json")).at("rows").at(0);
+  EXPECT_EQ(row.at("measured_launches_host_cpu_steal_fraction"), nlohmann::json::parse("[0.216, null, 0.011]"));
+}
+
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
   const std::vector<BadCase> cases = {
       {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured", "no such file"}},
@@ -332,6 +350,11 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["provenance"]["cpu_steal_fraction"] = "4%"; }));
        },
        {"run.json", "provenance.cpu_steal_fraction", "a fraction in [0, 1]"}},
+      {"launch's host steal out of range",
+       [](const ScratchDir& d) {
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["launches"][1]["cpu_steal_fraction"] = 1.5; }));
+       },
+       {"run.json", "measured.launches[1].cpu_steal_fraction", "a fraction in [0, 1]", "1.5"}},
       {"machine storage not positive",
        [](const ScratchDir& d) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) {

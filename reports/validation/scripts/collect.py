@@ -92,6 +92,8 @@ def copy_launches(call, root, into=None, profile=None):
                  "step_time_spread": r["measured"]["step_time_spread"], "date": r["provenance"]["date"]}
             if "bubble_fraction" in r["measured"].get("busy", {}):
                 e["bubble_fraction"] = r["measured"]["busy"]["bubble_fraction"]
+            if "cpu_steal_fraction" in r["provenance"]:  # run_step.py records it from validation call 13 on
+                e["cpu_steal_fraction"] = r["provenance"]["cpu_steal_fraction"]
             m["launches"].append(e)
         dst = into or os.path.join(MEASURED, name.split("_")[0])
         os.makedirs(dst, exist_ok=True)
