@@ -40,8 +40,9 @@ struct MeasuredRun {
   std::optional<std::string> profile_path;  // "profile": the run's own host's profile JSON, beside the file
   std::string gpu;             // provenance.gpu
   int gpus = 1;
-  // provenance.cpu_steal_fraction (optional): the hypervisor's share of the machine's CPU time over
-  // the timed steps (steal in /proc/stat, run_step.py). A host-bound step measures its host as much
+  // provenance.cpu_steal_fraction (optional): the hypervisor's share of the CPU time the machine
+  // used or had taken over the timed steps (steal / (user + nice + system + irq + softirq + steal)
+  // in /proc/stat, run_step.py; idle time not counted). A host-bound step measures its host as much
   // as its stack; the report shows it beside the launches (reports/validation/README.md).
   std::optional<double> cpu_steal_fraction;
   wl::StrategyInput strategy;  // the strategy object, with the stack and its policies

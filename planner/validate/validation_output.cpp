@@ -115,8 +115,9 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
                      "|---|---|---|---|---|---|---|{}\n{}\n",
                      spans.size(), sorted.front(), sorted.back(), sorted[sorted.size() / 2], wider, STEP_TOLERANCE_PCT, inside,
                      spans.size(),
-                     steal ? "The host's steal is the hypervisor's share of the machine's CPU time over each launch's timed steps, "
-                             "in launch order (`measured.launches[].cpu_steal_fraction`), or over the row's "
+                     steal ? "The host's steal is the hypervisor's share of the CPU time the machine used or had taken (steal / "
+                             "(user + nice + system + irq + softirq + steal) in /proc/stat; idle time not counted) over each launch's "
+                             "timed steps, in launch order (`measured.launches[].cpu_steal_fraction`), or over the row's "
                              "(`provenance.cpu_steal_fraction`): a host that loses CPU time stalls a host-bound step.\n\n"
                            : "",
                      steal ? " host's steal |" : "", steal ? "---|" : "", table);
