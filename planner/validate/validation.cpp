@@ -34,6 +34,24 @@ ValidationRow row(const MeasuredRun& run, std::string metric, std::string unit, 
 
 double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
+// The profile with every host dispatch figure (a kernel launch, an operator, a hook, and each
+// stack's per-layer, per-micro-batch and per-step host times) multiplied by `factor`; the GPU side
+// (gpu_kernel_us, the kernels, collectives and copies) as it was.
+hw::ClusterProfile with_host_dispatch_scaled(hw::ClusterProfile p, double factor) {
+  if (!p.calibration.host_dispatch) return p;
+  hw::HostDispatch& hd = *p.calibration.host_dispatch;
+  for (std::optional<double>* x : {&hd.kernel_launch_us, &hd.op_us, &hd.hook_us}) {
+    if (*x) **x *= factor;
+  }
+  for (hw::StackDispatch& s : hd.stacks) {
+    for (double* x : {&s.layer_forward_us, &s.layer_backward_us, &s.micro_batch_forward_us, &s.micro_batch_backward_us,
+                      &s.sync_layer_us, &s.optimizer_step_us, &s.optimizer_layer_us}) {
+      *x *= factor;
+    }
+  }
+  return p;
+}
+
 }  // namespace
 
 std::vector<KnownGap> load_known_gaps(const std::string& path) {
@@ -211,6 +229,11 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     }
   }
   for (const auto& g : r.per_gpu) v.predicted_peaks.push_back(g.peak_memory_bytes);
+  if (profile.calibration.host_dispatch && r.step_time_s > 0) {
+    const sim::SimResult slower = sim::simulate(request.inputs.model, request.inputs.strategy,
+                                                with_host_dispatch_scaled(profile, 1 + HOST_SENSITIVITY_PROBE), memory.estimate);
+    if (slower.simulated) v.host_sensitivity = (slower.step_time_s / r.step_time_s - 1) / HOST_SENSITIVITY_PROBE;
+  }
 
   v.rows.push_back(row(run, "step_time", "s", r.step_time_s, run.step_time_s, true, STEP_TOLERANCE_PCT,
                        v.storage_basis.empty() ? "measured: median of the timed steps (slowest rank)"

@@ -52,7 +52,15 @@ struct RunValidation {
   std::vector<std::string> notes;        // the simulation's assumptions and notes, once each
   std::string storage_basis;             // when the run's machine_storage replaced the profile's: what and whence
   std::string error;                     // when nothing could be predicted: why
+  // How host-bound the prediction is: the relative change of the predicted step per relative
+  // change of every host dispatch figure of the profile, from a second replay with them all
+  // HOST_SENSITIVITY_PROBE larger (0: the host never on the step's critical path; 1: the step
+  // moves as the host does). Only where the profile has host dispatch figures.
+  std::optional<double> host_sensitivity;
 };
+
+// The relative growth of the host dispatch figures in the replay that measures host_sensitivity.
+inline constexpr double HOST_SENSITIVITY_PROBE = 0.1;
 
 struct KnownGap {
   std::string name, metric, reason;

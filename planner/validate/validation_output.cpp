@@ -79,6 +79,10 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
   const bool steal = std::any_of(runs.begin(), runs.end(), [](const RunValidation& v) {
     return !v.run.launch_step_times_s.empty() && (v.run.cpu_steal_fraction.has_value() || launch_steal_recorded(v.run));
   });
+  // How host-bound each prediction is (RunValidation::host_sensitivity): a column where known.
+  const bool host = std::any_of(runs.begin(), runs.end(), [](const RunValidation& v) {
+    return !v.run.launch_step_times_s.empty() && v.host_sensitivity.has_value();
+  });
   for (const auto& v : runs) {
     const auto& l = v.run.launch_step_times_s;
     const auto step = std::find_if(v.rows.begin(), v.rows.end(), [](const ValidationRow& r) { return r.metric == "step_time"; });
@@ -93,6 +97,7 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
     for (double x : l) t.push_back(fmt::format("{:.1f}", x * 1e3));
     table += fmt::format("| {} | {} | {:.1f} | {:.0f}% | {:.1f} | {:+.1f}% | {} |", v.run.name, fmt::join(t, ", "), v.run.step_time_s * 1e3,
                          span, predicted * 1e3, step->error_pct, among ? "yes" : "no");
+    if (host) table += v.host_sensitivity ? fmt::format(" {:.2f} |", *v.host_sensitivity) : std::string(" - |");
     if (steal && launch_steal_recorded(v.run)) {
       std::vector<std::string> per;
       for (const auto& x : v.run.launch_cpu_steal_fractions) per.push_back(x ? fmt::format("{:.1f}%", 100 * *x) : "not recorded");
@@ -111,16 +116,24 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
                      "launch with the median step time, whole. Their launches lie {:.0f}% to {:.0f}% of that median apart (median "
                      "{:.0f}%); {} of them more than twice the step-time tolerance, so one launch can miss a prediction by more "
                      "than {:.0f}% that another launch meets. The prediction lies among the launches for {} of the {}.\n\n"
-                     "{}| run | launches (ms) | row (ms) | max - min, of the row | predicted (ms) | error | predicted within the launches |{}\n"
-                     "|---|---|---|---|---|---|---|{}\n{}\n",
+                     "{}{}| run | launches (ms) | row (ms) | max - min, of the row | predicted (ms) | error | predicted within the launches |{}{}\n"
+                     "|---|---|---|---|---|---|---|{}{}\n{}\n",
                      spans.size(), sorted.front(), sorted.back(), sorted[sorted.size() / 2], wider, STEP_TOLERANCE_PCT, inside,
                      spans.size(),
+                     host ? fmt::format("The replay's host sensitivity is how much of the predicted step moves with the host: "
+                                        "the relative change of the predicted step when every host dispatch figure of the profile "
+                                        "grows by {:.0f}%, per {:.0f}% (0: the host is never on the step's critical path; 1: the "
+                                        "step moves as the host does). A row near 1 measures its host as much as its stack, and "
+                                        "moves between launches as its host does.\n\n",
+                                        100 * HOST_SENSITIVITY_PROBE, 100 * HOST_SENSITIVITY_PROBE)
+                          : std::string(),
                      steal ? "The host's steal is the hypervisor's share of the CPU time the machine used or had taken (steal / "
                              "(user + nice + system + irq + softirq + steal) in /proc/stat; idle time not counted) over each launch's "
                              "timed steps, in launch order (`measured.launches[].cpu_steal_fraction`), or over the row's "
                              "(`provenance.cpu_steal_fraction`): a host that loses CPU time stalls a host-bound step.\n\n"
                            : "",
-                     steal ? " host's steal |" : "", steal ? "---|" : "", table);
+                     host ? " replay's host sensitivity |" : "", steal ? " host's steal |" : "", host ? "---|" : "",
+                     steal ? "---|" : "", table);
 }
 
 }  // namespace
@@ -156,6 +169,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
       if (r.metric == "step_time" && !v.storage_basis.empty()) e["storage_basis"] = v.storage_basis;
       if (r.metric == "step_time" && !v.run.launch_step_times_s.empty()) e["measured_launches"] = v.run.launch_step_times_s;
       if (r.metric == "step_time" && v.run.cpu_steal_fraction) e["host_cpu_steal_fraction"] = *v.run.cpu_steal_fraction;
+      if (r.metric == "step_time" && v.host_sensitivity) e["predicted_host_sensitivity"] = *v.host_sensitivity;
       if (r.metric == "step_time" && launch_steal_recorded(v.run)) {
         nlohmann::ordered_json per = nlohmann::ordered_json::array();
         for (const auto& x : v.run.launch_cpu_steal_fractions) per.push_back(x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr));

@@ -279,7 +279,7 @@ TEST(ValidateCli, HostStealIsShownWhereTheRunRecordedIt) {
   const auto run_with = copy_run(with, [](nlohmann::json& j) { j["provenance"]["cpu_steal_fraction"] = 0.117; });
   ASSERT_EQ(run_trainsim("validate --measured " + q(run_with) + " --no-trace --report-dir " + q(with.path().string())).exit_code, 0);
   const std::string report = read_file(with.path() / "report.md");
-  EXPECT_NE(report.find("| predicted within the launches | host's steal |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| predicted within the launches | replay's host sensitivity | host's steal |"), std::string::npos) << report;
   EXPECT_NE(report.find(" 11.7% |\n"), std::string::npos) << report;
   const nlohmann::json summary = nlohmann::json::parse(read_file(with.path() / "summary.json"));
   EXPECT_DOUBLE_EQ(summary.at("rows").at(0).at("host_cpu_steal_fraction").get<double>(), 0.117);
@@ -307,6 +307,31 @@ TEST(ValidateCli, EachLaunchsHostStealIsShownInLaunchOrder) {
   EXPECT_EQ(report.find("50.0%"), std::string::npos) << report;
   const nlohmann::json row = nlohmann::json::parse(read_file(d.path() / "summary.json")).at("rows").at(0);
   EXPECT_EQ(row.at("measured_launches_host_cpu_steal_fraction"), nlohmann::json::parse("[0.216, null, 0.011]"));
+}
+
+// How host-bound each prediction is (summary.json's predicted_host_sensitivity, a column beside the
+// launches): near 1 for a small FSDP2 step, whose replay waits on its host's dispatch, near 0 for
+// the same model under DDP, whose GPU work hides its host; absent where the profile has no host
+// dispatch figures to move.
+TEST(ValidateCli, HostSensitivitySaysHowHostBoundThePredictionIs) {
+  const auto sensitivity = [](const std::string& name) {
+    ScratchDir d;
+    const CommandResult r = run_trainsim("validate --measured " + q(source_path(CALL9 + name + ".json")) + " --no-trace --report-dir " +
+                                         q(d.path().string()));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(read_file(d.path() / "report.md").find("| replay's host sensitivity |"), std::string::npos);
+    return nlohmann::json::parse(read_file(d.path() / "summary.json")).at("rows").at(0).at("predicted_host_sensitivity").get<double>();
+  };
+  EXPECT_GT(sensitivity("h200x2_fsdp2-zero2_L24-h1024_mb4x2"), 0.8);
+  EXPECT_LT(sensitivity("h200x2_ddp_L24-h1024_mb4x2"), 0.1);
+  ScratchDir none;
+  const std::string run = copy_run(none, [](nlohmann::json&) {});
+  nlohmann::json profile = read_source_json(CALL9 + CALL9_PROFILE);
+  profile.at("calibration").erase("host_dispatch");
+  none.write(CALL9_PROFILE, profile.dump(1));
+  ASSERT_EQ(run_trainsim("validate --measured " + q(run) + " --no-trace --report-dir " + q(none.path().string())).exit_code, 0);
+  EXPECT_FALSE(nlohmann::json::parse(read_file(none.path() / "summary.json")).at("rows").at(0).contains("predicted_host_sensitivity"));
+  EXPECT_EQ(read_file(none.path() / "report.md").find("host sensitivity"), std::string::npos);
 }
 
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
