@@ -123,8 +123,8 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
                      host ? fmt::format("The replay's host sensitivity is how much of the predicted step moves with the host: "
                                         "the relative change of the predicted step when every host dispatch figure of the profile "
                                         "grows by {:.0f}%, per {:.0f}% (0: the host is never on the step's critical path; 1: the "
-                                        "step moves as the host does). A row near 1 measures its host as much as its stack, and "
-                                        "moves between launches as its host does.\n\n",
+                                        "step moves as the host does). A prediction near 1 rests on the host's figures as much as "
+                                        "on the GPU's, so it can be no steadier than its host.\n\n",
                                         100 * HOST_SENSITIVITY_PROBE, 100 * HOST_SENSITIVITY_PROBE)
                           : std::string(),
                      steal ? "The host's steal is the hypervisor's share of the CPU time the machine used or had taken (steal / "
