@@ -243,6 +243,41 @@ class Stage(torch.nn.Module):
         return x
 
 
+class GcPauses:
+    """Python's cyclic garbage collections during the timed steps, through gc.callbacks: each
+    collection's generation and wall time, in whichever thread ran it (autograd's too). A collection
+    stops every Python thread of the process, so on a host-bound step it is host time inside a call.
+    """
+
+    def __init__(self):
+        self.on = False
+        self.started = None
+        self.events = []
+        gc.callbacks.append(self)
+
+    def __call__(self, phase, info):
+        if not self.on:
+            return
+        if phase == "start":
+            self.started = time.perf_counter()
+        elif self.started is not None:
+            self.events.append((info.get("generation", -1), time.perf_counter() - self.started))
+            self.started = None
+
+    def collect(self):
+        """{"seconds": total pause, "collections": [gen 0, gen 1, gen 2]} since the last collect."""
+        out = {"seconds": sum(s for _, s in self.events), "collections": [0, 0, 0]}
+        for g, _ in self.events:
+            if 0 <= g <= 2:
+                out["collections"][g] += 1
+        self.events = []
+        return out
+
+    def close(self):
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+
 class BusyTimer:
     """A pipeline stage's compute busy time in the timed steps, without the profiler.
 
@@ -449,16 +484,22 @@ def run_config(cfg):
                 opt_impl = "foreach (fused refused: " + str(e).splitlines()[0][:200] + ")"
         warm_times.append(timed_step())
     torch.cuda.reset_peak_memory_stats(DEV)
-    times, busy_steps = [], []
+    times, busy_steps, gc_steps = [], [], []
     cpu_before = cpu_times()
+    gc_pauses = GcPauses()
     for _ in range(cfg["steps"]):
         if busy_timer is not None:
             busy_timer.collect()
             busy_timer.on = True
+        gc_pauses.collect()
+        gc_pauses.on = True
         times.append(timed_step())
+        gc_pauses.on = False
+        gc_steps.append(gc_pauses.collect())
         if busy_timer is not None:
             busy_timer.on = False
             busy_steps.append(busy_timer.collect())  # timed_step synchronized: every event has run
+    gc_pauses.close()
     steal = steal_fraction(cpu_before, cpu_times())
     peak_alloc = torch.cuda.max_memory_allocated(DEV)
     peak_res = torch.cuda.max_memory_reserved(DEV)
@@ -470,7 +511,7 @@ def run_config(cfg):
     gathered = [None] * WORLD
     dist.all_gather_object(gathered, {"rank": RANK, "alloc": peak_alloc, "reserved": peak_res,
                                       "gpu": torch.cuda.get_device_name(DEV), "times": times,
-                                      "local_params": local_params, "busy": busy_steps,
+                                      "local_params": local_params, "busy": busy_steps, "gc": gc_steps,
                                       "total_mem": torch.cuda.get_device_properties(DEV).total_memory})
     last_loss = None
     if losses_seen:
@@ -544,6 +585,11 @@ def run_config(cfg):
                          "tokens_per_s": global_batch * s / med, "trace": trace_name,
                          "build_s": build_s},
         }
+        details["python_gc"] = {
+            "method": "gc.callbacks around each timed step (run_step.py GcPauses): every cyclic collection's "
+                      "generation and wall time, in any thread of the rank's process",
+            "per_rank": [{"rank": g_["rank"], "seconds_per_step": [x["seconds"] for x in g_["gc"]],
+                          "collections_per_step": [x["collections"] for x in g_["gc"]]} for g_ in gathered]}
         if pipe:
             stage_busy = pipeline_busy(gathered, step_times)
             details["busy_timing"] = {
