@@ -484,7 +484,7 @@ def run_config(cfg):
                 opt_impl = "foreach (fused refused: " + str(e).splitlines()[0][:200] + ")"
         warm_times.append(timed_step())
     torch.cuda.reset_peak_memory_stats(DEV)
-    times, busy_steps, gc_steps = [], [], []
+    times, busy_steps, gc_steps, wall_starts = [], [], [], []
     cpu_before = cpu_times()
     gc_pauses = GcPauses()
     for _ in range(cfg["steps"]):
@@ -493,6 +493,7 @@ def run_config(cfg):
             busy_timer.on = True
         gc_pauses.collect()
         gc_pauses.on = True
+        wall_starts.append(time.time())  # to place the step beside other records of the machine (GPU clocks)
         times.append(timed_step())
         gc_pauses.on = False
         gc_steps.append(gc_pauses.collect())
@@ -585,6 +586,9 @@ def run_config(cfg):
                          "tokens_per_s": global_batch * s / med, "trace": trace_name,
                          "build_s": build_s},
         }
+        # Rank 0's wall clock (Unix seconds) just before each timed step's barrier: the step is the
+        # next step_times_s[i] seconds after its barrier.
+        details["step_wall_clock_starts"] = wall_starts
         details["python_gc"] = {
             "method": "gc.callbacks around each timed step (run_step.py GcPauses): every cyclic collection's "
                       "generation and wall time, in any thread of the rank's process",
