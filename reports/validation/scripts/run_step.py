@@ -278,6 +278,34 @@ class GcPauses:
             gc.callbacks.remove(self)
 
 
+def thread_schedstat():
+    """{thread id: (name, CPU ns, run-queue wait ns)} of this process's threads, from
+    /proc/self/task/*/schedstat (time on a CPU, time runnable but waiting for one); {} where unknown."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                cpu, wait = (int(x) for x in f.read().split()[:2])
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+        out[tid] = (name, cpu, wait)
+    return out
+
+
+def sched_delta(before, after):
+    """Per thread present at both ends, (name, CPU seconds, run-queue wait seconds) between two
+    thread_schedstat() reads, the threads that used most CPU first (at most 8)."""
+    rows = [(after[t][0], (after[t][1] - before[t][1]) / 1e9, (after[t][2] - before[t][2]) / 1e9)
+            for t in after if t in before]
+    return sorted(rows, key=lambda r: -r[1])[:8]
+
+
 class BusyTimer:
     """A pipeline stage's compute busy time in the timed steps, without the profiler.
 
@@ -484,7 +512,7 @@ def run_config(cfg):
                 opt_impl = "foreach (fused refused: " + str(e).splitlines()[0][:200] + ")"
         warm_times.append(timed_step())
     torch.cuda.reset_peak_memory_stats(DEV)
-    times, busy_steps, gc_steps, wall_starts = [], [], [], []
+    times, busy_steps, gc_steps, wall_starts, sched_steps = [], [], [], [], []
     cpu_before = cpu_times()
     gc_pauses = GcPauses()
     for _ in range(cfg["steps"]):
@@ -494,7 +522,9 @@ def run_config(cfg):
         gc_pauses.collect()
         gc_pauses.on = True
         wall_starts.append(time.time())  # to place the step beside other records of the machine (GPU clocks)
+        sched_before = thread_schedstat()
         times.append(timed_step())
+        sched_steps.append(sched_delta(sched_before, thread_schedstat()))
         gc_pauses.on = False
         gc_steps.append(gc_pauses.collect())
         if busy_timer is not None:
@@ -513,6 +543,7 @@ def run_config(cfg):
     dist.all_gather_object(gathered, {"rank": RANK, "alloc": peak_alloc, "reserved": peak_res,
                                       "gpu": torch.cuda.get_device_name(DEV), "times": times,
                                       "local_params": local_params, "busy": busy_steps, "gc": gc_steps,
+                                      "sched": sched_steps,
                                       "total_mem": torch.cuda.get_device_properties(DEV).total_memory})
     last_loss = None
     if losses_seen:
@@ -589,6 +620,12 @@ def run_config(cfg):
         # Rank 0's wall clock (Unix seconds) just before each timed step's barrier: the step is the
         # next step_times_s[i] seconds after its barrier.
         details["step_wall_clock_starts"] = wall_starts
+        details["thread_schedule"] = {
+            "method": "/proc/self/task/*/schedstat around each timed step (run_step.py thread_schedstat): per thread "
+                      "of the rank's process, the CPU time and the time runnable but waiting for a CPU",
+            "per_rank": [{"rank": g_["rank"], "threads_per_step": [[{"name": n, "cpu_s": c, "runqueue_wait_s": w}
+                                                                     for n, c, w in step] for step in g_["sched"]]}
+                         for g_ in gathered]}
         details["python_gc"] = {
             "method": "gc.callbacks around each timed step (run_step.py GcPauses): every cyclic collection's "
                       "generation and wall time, in any thread of the rank's process",
