@@ -1,7 +1,8 @@
 #!/bin/bash
-# Validation calls 16 and 17 (reports/validation/README.md, rows "16" and "17"), probes read by
-# nothing: do the GPUs' clocks (16), or the ranks' threads waiting for a CPU (17, run_step.py's
-# stack.details.thread_schedule), move with the small pipelines' slow steps? nvidia-smi samples every GPU's SM clock, power and
+# Validation calls 16, 17 and 18 (reports/validation/README.md, rows "16" to "18"), probes read by
+# nothing: do the GPUs' clocks (16), the ranks' threads waiting for a CPU (17, run_step.py's
+# stack.details.thread_schedule), or the host's time inside or outside the compute calls (18,
+# stack.details.host_call_timing) move with the small pipelines' slow steps? nvidia-smi samples every GPU's SM clock, power and
 # throttle reasons every 20 ms while run_step.py runs the rows, which record each timed step's wall
 # clock start (stack.details.step_wall_clock_starts); nothing is set on the GPUs, only read.
 #   OUT=DIR bash reports/validation/scripts/device_call_clocks.sh p2:1 p2:2 p4:1

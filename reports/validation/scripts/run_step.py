@@ -324,6 +324,7 @@ class BusyTimer:
         self.on = False
         self.depth = 0
         self.pairs = []
+        self.host = []  # (label, host wall seconds, calling thread's CPU seconds) of each timed call
 
     def wrap(self, obj, name, label):
         fn = getattr(obj, name, None)
@@ -336,9 +337,11 @@ class BusyTimer:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             self.depth += 1
+            wall0, cpu0 = time.perf_counter(), time.thread_time()
             try:
                 return fn(*a, **k)
             finally:
+                self.host.append((label, time.perf_counter() - wall0, time.thread_time() - cpu0))
                 self.depth -= 1
                 end.record()
                 self.pairs.append((label, start, end))
@@ -353,6 +356,18 @@ class BusyTimer:
             out[label] = out.get(label, 0.0) + start.elapsed_time(end) / 1e3
             out[label + "_calls"] = out.get(label + "_calls", 0) + 1
         self.pairs = []
+        return out
+
+    def collect_host(self):
+        """{label: [host wall seconds, calling thread's CPU seconds]} of the calls since the last
+        collect_host: how long the host spent inside each kind of call, and how much of it the
+        calling thread computed (a backward call's work runs on autograd's thread, so its calling
+        thread's CPU time is its own share only)."""
+        out = {}
+        for label, wall, cpu in self.host:
+            w, c = out.get(label, [0.0, 0.0])
+            out[label] = [w + wall, c + cpu]
+        self.host = []
         return out
 
 
@@ -512,12 +527,13 @@ def run_config(cfg):
                 opt_impl = "foreach (fused refused: " + str(e).splitlines()[0][:200] + ")"
         warm_times.append(timed_step())
     torch.cuda.reset_peak_memory_stats(DEV)
-    times, busy_steps, gc_steps, wall_starts, sched_steps = [], [], [], [], []
+    times, busy_steps, gc_steps, wall_starts, sched_steps, host_steps = [], [], [], [], [], []
     cpu_before = cpu_times()
     gc_pauses = GcPauses()
     for _ in range(cfg["steps"]):
         if busy_timer is not None:
             busy_timer.collect()
+            busy_timer.collect_host()
             busy_timer.on = True
         gc_pauses.collect()
         gc_pauses.on = True
@@ -530,6 +546,7 @@ def run_config(cfg):
         if busy_timer is not None:
             busy_timer.on = False
             busy_steps.append(busy_timer.collect())  # timed_step synchronized: every event has run
+            host_steps.append(busy_timer.collect_host())
     gc_pauses.close()
     steal = steal_fraction(cpu_before, cpu_times())
     peak_alloc = torch.cuda.max_memory_allocated(DEV)
@@ -543,7 +560,7 @@ def run_config(cfg):
     dist.all_gather_object(gathered, {"rank": RANK, "alloc": peak_alloc, "reserved": peak_res,
                                       "gpu": torch.cuda.get_device_name(DEV), "times": times,
                                       "local_params": local_params, "busy": busy_steps, "gc": gc_steps,
-                                      "sched": sched_steps,
+                                      "sched": sched_steps, "host_calls": host_steps,
                                       "total_mem": torch.cuda.get_device_properties(DEV).total_memory})
     last_loss = None
     if losses_seen:
@@ -640,6 +657,11 @@ def run_config(cfg):
                               "step time (the slowest rank's, as step_times_s); the figure is the median over "
                               "the timed steps",
                 "per_stage": stage_busy}
+            details["host_call_timing"] = {
+                "method": "time.perf_counter and time.thread_time around each call BusyTimer times, over the timed "
+                          "steps: per rank, step and kind of call, the host's wall time inside the calls and the "
+                          "calling thread's CPU time in them",
+                "per_rank": [{"rank": g_["rank"], "per_step": g_["host_calls"]} for g_ in gathered]}
             s0 = stage_busy[0]
             # "call_spans": busy is the union of the timed calls' event spans (README, "The pipeline
             # bubble"), not of the GPU's kernels; trainsim validate compares it with the replay's same
