@@ -11,6 +11,7 @@
 #include "memory_answer.hpp"
 #include "profile_loader.hpp"
 #include "request.hpp"
+#include "host_dispatch.hpp"
 #include "simulator.hpp"
 
 namespace trainsim::planner {
@@ -229,7 +230,9 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     }
   }
   for (const auto& g : r.per_gpu) v.predicted_peaks.push_back(g.peak_memory_bytes);
-  if (profile.calibration.host_dispatch && r.step_time_s > 0) {
+  // Only where the run's stack has calibrated host dispatch (a stack without, such as trainsim's
+  // reference step, has no host stream to move).
+  if (sim::stack_dispatch(request.inputs.strategy, profile) != nullptr && r.step_time_s > 0) {
     const sim::SimResult slower = sim::simulate(request.inputs.model, request.inputs.strategy,
                                                 with_host_dispatch_scaled(profile, 1 + HOST_SENSITIVITY_PROBE), memory.estimate);
     if (slower.simulated) v.host_sensitivity = (slower.step_time_s / r.step_time_s - 1) / HOST_SENSITIVITY_PROBE;

@@ -55,7 +55,7 @@ struct RunValidation {
   // How host-bound the prediction is: the relative change of the predicted step per relative
   // change of every host dispatch figure of the profile, from a second replay with them all
   // HOST_SENSITIVITY_PROBE larger (0: the host never on the step's critical path; 1: the step
-  // moves as the host does). Only where the profile has host dispatch figures.
+  // moves as the host does). Only where the profile has host dispatch figures for the run's stack.
   std::optional<double> host_sensitivity;
 };
 

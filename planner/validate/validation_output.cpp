@@ -209,6 +209,10 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
       out += fmt::format("{:<42} per GPU (GiB): predicted {} (one per stage); measured allocated {}, reserved {}\n", v.run.name,
                          gib(v.predicted_peaks), gib(v.run.peak_allocated_bytes), gib(v.run.peak_reserved_bytes));
     }
+    if (v.host_sensitivity) {
+      out += fmt::format("{:<42} host sensitivity {:.2f}: the predicted step grows {:.1f}% when every host dispatch figure grows {:.0f}%\n",
+                         v.run.name, *v.host_sensitivity, 100 * HOST_SENSITIVITY_PROBE * *v.host_sensitivity, 100 * HOST_SENSITIVITY_PROBE);
+    }
   }
   out += "\n";
   for (const char* m : {"step_time", "peak_allocated", "bubble_fraction"}) {
