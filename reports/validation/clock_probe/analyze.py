@@ -8,12 +8,13 @@ against the 6 fastest steps'. nvidia-smi's timestamps are the machine's local ti
 """
 import csv
 import datetime
-import glob
-import json
 import os
 import statistics
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+from probe_steps import fastest_slowest, mean_ms, probe_runs  # noqa: E402
 
 
 def samples(gpu):
@@ -47,22 +48,20 @@ def main():
     print("| launch | steps (ms), fastest 6 / slowest 6 (means) | GPU 0 SM clock (MHz), fastest 6 / slowest 6 | "
           "difference | power (W), fastest / slowest | samples a step | reasons seen (bitmask) |")
     print("|---|---|---|---|---|---|---|")
-    for f in sorted(glob.glob(os.path.join(HERE, "p2_*", "*[0-9].json"))):
-        run = json.load(open(f))
+    for launch, run in probe_runs(HERE):
         starts = run["stack"]["details"]["step_wall_clock_starts"]
         times = run["measured"]["step_times_s"]
         per_step = []
         for start, dt in zip(starts, times):
             inside = [(c, p) for t, c, p in gpu0 if start <= t <= start + dt + 0.005]
             per_step.append((dt, statistics.mean(c for c, _ in inside), statistics.mean(p for _, p in inside), len(inside)))
-        order = sorted(per_step)
-        fast, slow = order[:6], order[-6:]
+        fast, slow = fastest_slowest(per_step)
         clock_fast, clock_slow = statistics.mean(x[1] for x in fast), statistics.mean(x[1] for x in slow)
         diff = 100 * (clock_slow - clock_fast) / clock_fast
         verdicts.append(diff)
         seen = sorted({m for t, m in why if starts[0] <= t <= starts[-1] + times[-1]})
-        print(f"| {os.path.basename(os.path.dirname(f))} | {1e3 * statistics.mean(x[0] for x in fast):.1f} / "
-              f"{1e3 * statistics.mean(x[0] for x in slow):.1f} | {clock_fast:.0f} / {clock_slow:.0f} | {diff:+.1f}% | "
+        print(f"| {launch} | {mean_ms(fast, 0):.1f} / "
+              f"{mean_ms(slow, 0):.1f} | {clock_fast:.0f} / {clock_slow:.0f} | {diff:+.1f}% | "
               f"{statistics.mean(x[2] for x in fast):.0f} / {statistics.mean(x[2] for x in slow):.0f} | "
               f"{min(x[3] for x in per_step)}-{max(x[3] for x in per_step)} | {', '.join(hex(m) for m in seen)} |")
     if all(d <= -5 for d in verdicts):

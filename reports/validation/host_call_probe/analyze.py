@@ -8,12 +8,12 @@ From the repository root:
 
     python3 reports/validation/host_call_probe/analyze.py
 """
-import glob
-import json
 import os
-import statistics
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+from probe_steps import fastest_slowest, mean_ms, probe_runs  # noqa: E402
 PARTS = ("forward calls", "backward calls", "outside the calls")
 
 
@@ -22,8 +22,7 @@ def main():
     print("| launch | rank | steps (ms), fastest 6 / slowest 6 | forward calls: wall (CPU) | backward calls: wall (CPU) | "
           "outside the calls | share of the difference: forward / backward / outside |")
     print("|---|---|---|---|---|---|---|")
-    for f in sorted(glob.glob(os.path.join(HERE, "p2_*", "*[0-9].json"))):
-        run = json.load(open(f))
+    for launch, run in probe_runs(HERE):
         times = run["measured"]["step_times_s"]
         for rank_doc in run["stack"]["details"]["host_call_timing"]["per_rank"]:
             rows = []
@@ -32,18 +31,14 @@ def main():
                 bwd = calls.get("backward_one_chunk", [0.0, 0.0])
                 inside = sum(wall for wall, _ in calls.values())
                 rows.append((dt, fwd[0], bwd[0], dt - inside, fwd[1], bwd[1]))
-            order = sorted(rows)
-            fast, slow = order[:6], order[-6:]
-
-            def m(rs, i):
-                return 1e3 * statistics.mean(r[i] for r in rs)
-
+            fast, slow = fastest_slowest(rows)
+            m = mean_ms
             diff = m(slow, 0) - m(fast, 0)
             part = [(m(slow, i) - m(fast, i)) / diff for i in (1, 2, 3)]
             if rank_doc["rank"] == 0:
                 for p, v in zip(PARTS, part):
                     shares[p].append(v)
-            print(f"| {os.path.basename(os.path.dirname(f))} | {rank_doc['rank']} | {m(fast, 0):.1f} / {m(slow, 0):.1f} | "
+            print(f"| {launch} | {rank_doc['rank']} | {m(fast, 0):.1f} / {m(slow, 0):.1f} | "
                   f"{m(fast, 1):.1f} ({m(fast, 4):.1f}) / {m(slow, 1):.1f} ({m(slow, 4):.1f}) | "
                   f"{m(fast, 2):.1f} ({m(fast, 5):.1f}) / {m(slow, 2):.1f} ({m(slow, 5):.1f}) | "
                   f"{m(fast, 3):.1f} / {m(slow, 3):.1f} | {part[0]:.0%} / {part[1]:.0%} / {part[2]:.0%} |")

@@ -6,12 +6,12 @@ difference of those steps' times; each named thread's CPU time beside. From the 
 
     python3 reports/validation/sched_probe/analyze.py
 """
-import glob
-import json
 import os
-import statistics
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+from probe_steps import fastest_slowest, mean_ms, probe_runs  # noqa: E402
 
 
 def main():
@@ -19,8 +19,7 @@ def main():
     print("| launch | rank | steps (ms), fastest 6 / slowest 6 | run-queue wait of its two busiest threads (ms) | "
           "CPU time (ms), autograd's thread | main thread |")
     print("|---|---|---|---|---|---|")
-    for f in sorted(glob.glob(os.path.join(HERE, "p2_*", "*[0-9].json"))):
-        run = json.load(open(f))
+    for launch, run in probe_runs(HERE):
         times = run["measured"]["step_times_s"]
         for rank_doc in run["stack"]["details"]["thread_schedule"]["per_rank"]:
             rows = []
@@ -29,15 +28,11 @@ def main():
                 autograd = sum(t["cpu_s"] for t in threads if t["name"].startswith("pt_autograd"))
                 main_thread = max([t["cpu_s"] for t in threads if t["name"] in ("python", "python3", "pt_main_thread")] or [0.0])
                 rows.append((dt, sum(t["runqueue_wait_s"] for t in busiest), autograd, main_thread))
-            order = sorted(rows)
-            fast, slow = order[:6], order[-6:]
-
-            def mean(rs, i):
-                return 1e3 * statistics.mean(r[i] for r in rs)
-
+            fast, slow = fastest_slowest(rows)
+            mean = mean_ms
             if rank_doc["rank"] == 0:
                 verdicts.append((mean(slow, 1) - mean(fast, 1)) / (mean(slow, 0) - mean(fast, 0)))
-            print(f"| {os.path.basename(os.path.dirname(f))} | {rank_doc['rank']} | {mean(fast, 0):.1f} / {mean(slow, 0):.1f} | "
+            print(f"| {launch} | {rank_doc['rank']} | {mean(fast, 0):.1f} / {mean(slow, 0):.1f} | "
                   f"{mean(fast, 1):.2f} / {mean(slow, 1):.2f} | {mean(fast, 2):.1f} / {mean(slow, 2):.1f} | "
                   f"{mean(fast, 3):.1f} / {mean(slow, 3):.1f} |")
     if all(v >= 0.5 for v in verdicts):

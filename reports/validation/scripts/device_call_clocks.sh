@@ -29,12 +29,8 @@ for ph in "$@"; do
   stamp "$ph"
   d=$R/${what}_$k; mkdir -p "$d"
   case $what in
-    p4) timeout 200 torchrun --standalone --nproc-per-node 4 "$HERE/run_step.py" --stack pipe-1f1b --layers 24 \
-          --hidden 1024 --heads 16 --micro-batch 2 --micro-batches 16 --steps 24 --warmup 2 --no-trace \
-          --name probe_pipe-1f1b_L24-h1024_mb2x16 --out "$d" >"$d/log.txt" 2>&1; echo "p4 rc $?" ;;
-    p2) CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" --stack pipe-gpipe \
-          --layers 24 --hidden 1024 --heads 16 --micro-batch 2 --micro-batches 8 --steps 24 --warmup 2 --no-trace \
-          --name probe_pipe-gpipe_L24-h1024_mb2x8 --out "$d" >"$d/log.txt" 2>&1; echo "p2 rc $?" ;;
+    p4) probe_pipeline p4 "$d" probe_pipe-1f1b_L24-h1024_mb2x16 ;;
+    p2) probe_pipeline p2 "$d" probe_pipe-gpipe_L24-h1024_mb2x8 ;;
   esac
   grep -h "step .* s (spread" "$d/log.txt" | sed 's/.*\] //' | cut -c1-80
   pack

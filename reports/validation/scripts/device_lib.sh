@@ -24,6 +24,17 @@ stamp() {
   echo "$now" >>"$R/phases.txt"
   last_cpu=$now
 }
+# One launch of a small pipeline row for the probes (calls 15-18), 24 timed steps, no trace, into
+# DIR/log.txt: p4, 1F1B on 4 stages with 16 micro-batches of 2 (4 GPUs); p2, GPipe on 2 stages with
+# 8 (GPUs 0-1). Usage: probe_pipeline p4|p2 DIR NAME (NAME: the run's name in its JSON).
+probe_pipeline() {
+  local what=$1 d=$2 name=$3 gpus=4 stack=pipe-1f1b m=16
+  if [ "$what" = p2 ]; then gpus=2; stack=pipe-gpipe; m=8; fi
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((gpus - 1))) timeout 200 torchrun --standalone --nproc-per-node $gpus \
+    "$HERE/run_step.py" --stack $stack --layers 24 --hidden 1024 --heads 16 --micro-batch 2 --micro-batches $m \
+    --steps 24 --warmup 2 --no-trace --name "$name" --out "$d" >"$d/log.txt" 2>&1
+  echo "$what rc $?"
+}
 # The work and result folders, the command's start time, and the machine in env.txt (once a machine).
 begin() {
   mkdir -p "$R" "$OUT"
