@@ -35,16 +35,12 @@ ValidationRow row(const MeasuredRun& run, std::string metric, std::string unit, 
 
 double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
-// The profile with every host dispatch figure (a kernel launch, an operator, a hook, and each
-// stack's per-layer, per-micro-batch and per-step host times) multiplied by `factor`; the GPU side
-// (gpu_kernel_us, the kernels, collectives and copies) as it was.
+// The profile with every host dispatch figure the replay reads (each stack's per-layer,
+// per-micro-batch and per-step host times, sim/program/host_dispatch.cpp) multiplied by `factor`;
+// the GPU side (the kernels, collectives and copies) as it was.
 hw::ClusterProfile with_host_dispatch_scaled(hw::ClusterProfile p, double factor) {
   if (!p.calibration.host_dispatch) return p;
-  hw::HostDispatch& hd = *p.calibration.host_dispatch;
-  for (std::optional<double>* x : {&hd.kernel_launch_us, &hd.op_us, &hd.hook_us}) {
-    if (*x) **x *= factor;
-  }
-  for (hw::StackDispatch& s : hd.stacks) {
+  for (hw::StackDispatch& s : p.calibration.host_dispatch->stacks) {
     for (double* x : {&s.layer_forward_us, &s.layer_backward_us, &s.micro_batch_forward_us, &s.micro_batch_backward_us,
                       &s.sync_layer_us, &s.optimizer_step_us, &s.optimizer_layer_us}) {
       *x *= factor;

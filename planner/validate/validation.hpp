@@ -53,7 +53,7 @@ struct RunValidation {
   std::string storage_basis;             // when the run's machine_storage replaced the profile's: what and whence
   std::string error;                     // when nothing could be predicted: why
   // How host-bound the prediction is: the relative change of the predicted step per relative
-  // change of every host dispatch figure of the profile, from a second replay with them all
+  // change of the profile's host dispatch figures for the run's stack, from a second replay with them
   // HOST_SENSITIVITY_PROBE larger (0: the host never on the step's critical path; 1: the step
   // moves as the host does). Only where the profile has host dispatch figures for the run's stack.
   std::optional<double> host_sensitivity;

@@ -121,8 +121,8 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
                      spans.size(), sorted.front(), sorted.back(), sorted[sorted.size() / 2], wider, STEP_TOLERANCE_PCT, inside,
                      spans.size(),
                      host ? fmt::format("The replay's host sensitivity is how much of the predicted step moves with the host: "
-                                        "the relative change of the predicted step when every host dispatch figure of the profile "
-                                        "grows by {:.0f}%, per {:.0f}% (0: the host is never on the step's critical path; 1: the "
+                                        "the relative change of the predicted step when the profile's host dispatch figures for the run's "
+                                        "stack (per layer, micro-batch and step) grow by {:.0f}%, per {:.0f}% (0: the host is never on the step's critical path; 1: the "
                                         "step moves as the host does). A prediction near 1 rests on the host's figures as much as "
                                         "on the GPU's, so it can be no steadier than its host.\n\n",
                                         100 * HOST_SENSITIVITY_PROBE, 100 * HOST_SENSITIVITY_PROBE)
@@ -210,7 +210,7 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
                          gib(v.predicted_peaks), gib(v.run.peak_allocated_bytes), gib(v.run.peak_reserved_bytes));
     }
     if (v.host_sensitivity) {
-      out += fmt::format("{:<42} host sensitivity {:.2f}: the predicted step grows {:.1f}% when every host dispatch figure grows {:.0f}%\n",
+      out += fmt::format("{:<42} host sensitivity {:.2f}: the predicted step grows {:.1f}% when its stack's host dispatch figures grow {:.0f}%\n",
                          v.run.name, *v.host_sensitivity, 100 * HOST_SENSITIVITY_PROBE * *v.host_sensitivity, 100 * HOST_SENSITIVITY_PROBE);
     }
   }
