@@ -14,6 +14,14 @@
 #           fsdp2-zero3, fsdp2-offload at 4 GPUs                                        -> g{2,4}_K/
 #   probe   cuda_launch_queue.py (GPU 0); torch_pipeline_actions.py --row --row-only --lag at 2
 #           ranks (GPUs 0-1), 8 micro-batches                                              -> probe/
+# Validation call 19 ("Call 19"): the offload bench directly before each launch of each offload row,
+# so that every launch has a bench of its own host minutes before it:
+#   OUT=DIR STACKS4=fsdp2-offload REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#     cal:1 ob2:1 rows2:1 ob4:1 rows4:1 cal:2 ob2:2 rows2:2        (command 1)
+#   ... ob4:2 rows4:2 cal:3 ob2:3 rows2:3 ob4:3 rows4:3                  (command 2)
+#   obN:K   torch_offload_bench.py --parts copies adam autograd_rounds at N ranks (2: GPUs 0-1)  -> ob_K/
+#   rowsN:K drive.py --small-only --stacks fsdp2-offload at N GPUs (2: GPUs 0-1)           -> gN_K/
+# REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
 # STACKS4="fsdp2-offload" (call 11) restricts the 4-rank calibration and the 4-GPU rows to those stacks
 # (default: ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload). Each phase's start and the command's end also
 # record /proc/stat's cpu line in phases.txt (steal time: the hypervisor's, on these virtual machines).
@@ -25,6 +33,7 @@ OUT=${OUT:-/tmp/offload_out}
 R=/tmp/call10
 . "$HERE/device_lib.sh"
 begin
+require_gpu
 STACKS4=${STACKS4:-ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload}
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
@@ -36,6 +45,16 @@ for ph in "$@"; do
         --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
         --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
+    ob2|ob4)
+      n=${what#ob}; d=$R/ob_$k; mkdir -p "$d"
+      CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout 200 torchrun --standalone --nproc-per-node $n \
+        "$CAL/torch_offload_bench.py" --parts copies adam autograd_rounds \
+        --out "$d/torch_offload_bench_r$n.json" >"$d/r$n.log" 2>&1; echo "r$n rc $?" ;;
+    rows2|rows4)
+      n=${what#rows}
+      CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) python3 "$HERE/drive.py" --gpus $n --small-only \
+        --stacks fsdp2-offload --out "$R/g${n}_$k" --budget-s 100 >"$R/log-g${n}_$k.txt" 2>&1
+      grep -h "step .* s (spread" "$R/log-g${n}_$k.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80 ;;
     cal)
       d=$R/hd_$k; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=0,1 timeout 120 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \

@@ -35,6 +35,13 @@ probe_pipeline() {
     --steps 24 --warmup 2 --no-trace --name "$name" --out "$d" >"$d/log.txt" 2>&1
   echo "$what rc $?"
 }
+# With REQUIRE_GPU set, stop the command (exit 3) unless GPU 0's name contains it: a call planned for
+# one GPU model does not spend its time on another (the H200 kinds sometimes bring H100s).
+require_gpu() {
+  if [ -n "${REQUIRE_GPU:-}" ] && ! nvidia-smi -L | head -1 | grep -q "$REQUIRE_GPU"; then
+    echo "GPU 0 is not a $REQUIRE_GPU: stopping before any phase"; stamp "stopped: not $REQUIRE_GPU"; pack; exit 3
+  fi
+}
 # The work and result folders, the command's start time, and the machine in env.txt (once a machine).
 begin() {
   mkdir -p "$R" "$OUT"
