@@ -21,6 +21,8 @@
 #   ... ob4:2 rows4:2 cal:3 ob2:3 rows2:3 ob4:3 rows4:3                  (command 2)
 #   obN:K   torch_offload_bench.py --parts copies adam autograd_rounds at N ranks (2: GPUs 0-1)  -> ob_K/
 #   rowsN:K drive.py --small-only --stacks fsdp2-offload at N GPUs (2: GPUs 0-1)           -> gN_K/
+# QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
+# than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
 # STACKS4="fsdp2-offload" (call 11) restricts the 4-rank calibration and the 4-GPU rows to those stacks
 # (default: ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload). Each phase's start and the command's end also
@@ -38,6 +40,12 @@ STACKS4=${STACKS4:-ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload}
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"
+  case ${previous:-} in ob*|rows*)
+    if [ -n "${QUIET_MAX:-}" ] && awk -v s="${steal_pct:-0}" -v m="$QUIET_MAX" 'BEGIN {exit !(s > m)}'; then
+      echo "$previous lost $steal_pct% > $QUIET_MAX%: stopping"; pack; exit 4
+    fi ;;
+  esac
+  previous=$ph
   case $what in
     ob)
       mkdir -p "$R/ob"

@@ -12,13 +12,16 @@ pack() {
 # A phase's start (or a command's end) in phases.txt, with /proc/stat's cpu line: the steal time
 # between two stamps is what the hypervisor took from these virtual machines.
 # It also prints the steal share since the previous stamp, steal / (user + nice + system + irq +
-# softirq + steal) as run_step.py records it, so that a plan's rule on a quiet host can be read at once.
+# softirq + steal) as run_step.py records it, so that a plan's rule on a quiet host can be read at once,
+# and leaves it in steal_pct (empty for the first stamp).
 stamp() {
   local now; now=$(grep "^cpu " /proc/stat)
   local said=""
+  steal_pct=""
   if [ -n "${last_cpu:-}" ]; then
-    said=$(printf '%s\n%s\n' "$last_cpu" "$now" | awk '{u=$2+$3+$4+$7+$8+$9; s=$9}
-      NR==1 {u0=u; s0=s} NR==2 && u>u0 && s>=s0 {printf " steal since the last stamp %.2f%%", 100*(s-s0)/(u-u0)}')
+    steal_pct=$(printf '%s\n%s\n' "$last_cpu" "$now" | awk '{u=$2+$3+$4+$7+$8+$9; s=$9}
+      NR==1 {u0=u; s0=s} NR==2 && u>u0 && s>=s0 {printf "%.2f", 100*(s-s0)/(u-u0)}')
+    [ -n "$steal_pct" ] && said=" steal since the last stamp $steal_pct%"
   fi
   echo "== $1 $(date -u +%T) ($(( $(date +%s) - t0 )) s)$said" | tee -a "$R/phases.txt"
   echo "$now" >>"$R/phases.txt"
