@@ -196,6 +196,15 @@ struct CpuOptimizerRate {
   int processes = 1;
   int threads_per_process = 1;
   double params_per_s_per_process = 0;
+  // PyTorch's fused CPU AdamW steps its parameter list one tensor at a time, each tensor a
+  // parallel region of the process's threads, so a step over many small tensors costs more than
+  // its parameter count at the big-tensor rate. Seconds per tensor by elements per tensor (sizes
+  // ascending), measured over sets of equal tensors; empty where the calibration has none.
+  struct TensorPoint {
+    double elements = 0;
+    double seconds = 0;
+  };
+  std::vector<TensorPoint> seconds_per_tensor;
 };
 
 // PyTorch's own CPU offload path (FSDP2's CPUOffloadPolicy) measured as it runs, with `gpus`

@@ -63,6 +63,19 @@ TorchOffload read_torch_offload(StrictObject o) {
     e.processes = static_cast<int>(r.integer("processes", 1, 4096));
     e.threads_per_process = static_cast<int>(r.integer("threads_per_process", 1, 100000));
     e.params_per_s_per_process = r.number("params_per_s_per_process", params_rate());
+    if (r.has("seconds_per_tensor")) {
+      double previous = 0;
+      for (StrictObject p : r.objects("seconds_per_tensor")) {
+        CpuOptimizerRate::TensorPoint point{p.number("elements", {1.0, 1e13, true, "a number in [1, 1e13] (elements per tensor)"}),
+                                            p.number("seconds", {0.0, 1e4, false, "a number in (0, 1e4] (seconds per tensor)"})};
+        if (point.elements <= previous) {
+          throw ConfigError(o.source(), p.path_of("elements"), "sizes in strictly ascending order", describe_json(point.elements));
+        }
+        previous = point.elements;
+        p.finish();
+        e.seconds_per_tensor.push_back(point);
+      }
+    }
     for (const CpuOptimizerRate& d : t.adamw) {
       if (d.processes == e.processes) {
         throw ConfigError(o.source(), r.path_of("processes"), "one run per process count",
@@ -85,9 +98,15 @@ nlohmann::ordered_json torch_offload_to_json(const TorchOffload& t) {
     curves.push_back({{"what", c.what}, {"gpus", c.group_size}, {"points", points}});
   }
   for (const CpuOptimizerRate& r : t.adamw) {
-    adamw.push_back({{"processes", r.processes},
-                     {"threads_per_process", r.threads_per_process},
-                     {"params_per_s_per_process", r.params_per_s_per_process}});
+    nlohmann::ordered_json run = {{"processes", r.processes},
+                                  {"threads_per_process", r.threads_per_process},
+                                  {"params_per_s_per_process", r.params_per_s_per_process}};
+    if (!r.seconds_per_tensor.empty()) {
+      nlohmann::ordered_json points = nlohmann::ordered_json::array();
+      for (const CpuOptimizerRate::TensorPoint& p : r.seconds_per_tensor) points.push_back({{"elements", p.elements}, {"seconds", p.seconds}});
+      run["seconds_per_tensor"] = points;
+    }
+    adamw.push_back(run);
   }
   return {{"curves", curves}, {"adamw", adamw}, {"source", t.source}};
 }

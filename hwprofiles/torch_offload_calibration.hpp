@@ -12,7 +12,8 @@
 namespace trainsim::hw {
 
 // The section's object: {"curves": [{"what", "gpus", "points": [{"bytes", "GBps"}]}],
-// "adamw": [{"processes", "threads_per_process", "params_per_s_per_process"}], "source"}.
+// "adamw": [{"processes", "threads_per_process", "params_per_s_per_process", optional
+// "seconds_per_tensor": [{"elements", "seconds"}]}], "source"}.
 // Names outside TORCH_OFFLOAD_CURVES, sizes not ascending, a repeated (what, gpus) or processes
 // are ConfigErrors naming the key.
 TorchOffload read_torch_offload(StrictObject o);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -169,11 +170,34 @@ double CostModel::reference_adam_seconds(double params, bool writes_bf16_copy) c
   return kernel_seconds({"ref:adam", params * per_param});
 }
 
-double CostModel::torch_cpu_adam_seconds(double params, int processes) const {
+namespace {
+
+// One tensor of `elements` from seconds-per-tensor points (sizes ascending): linear between
+// measured sizes, the smallest size's time below it, the largest size's time per element above.
+double seconds_for_tensor(const std::vector<hw::CpuOptimizerRate::TensorPoint>& points, double elements) {
+  if (elements <= points.front().elements) return points.front().seconds;
+  if (elements >= points.back().elements) return points.back().seconds * elements / points.back().elements;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    const auto& lo = points[i - 1];
+    const auto& hi = points[i];
+    if (elements <= hi.elements) return lo.seconds + (hi.seconds - lo.seconds) * (elements - lo.elements) / (hi.elements - lo.elements);
+  }
+  return points.back().seconds;
+}
+
+}  // namespace
+
+double CostModel::torch_cpu_adam_seconds(double params, int processes, const std::vector<ShardPiece>& tensors) const {
   // FSDP2 steps torch.optim.AdamW(fused=True) over the rank's pinned CPU shards in every rank at
-  // once (workloads/training_stacks.md, "FSDP2"): the run measured that way first.
+  // once (workloads/training_stacks.md, "FSDP2"): the run measured that way first, tensor by
+  // tensor where it was measured by tensor size (calibrate/scripts/torch_offload_bench.py, `adam`).
   if (const auto& t = profile_.calibration.torch_offload) {
-    if (const hw::CpuOptimizerRate* r = hw::torch_offload_adamw(*t, processes)) return params / r->params_per_s_per_process;
+    if (const hw::CpuOptimizerRate* r = hw::torch_offload_adamw(*t, processes)) {
+      if (r->seconds_per_tensor.empty() || tensors.empty()) return params / r->params_per_s_per_process;
+      double seconds = 0;
+      for (const ShardPiece& p : tensors) seconds += p.count * seconds_for_tensor(r->seconds_per_tensor, p.bytes);
+      return seconds;
+    }
   }
   const hw::CpuOptimizerRate* best = nullptr;
   for (const auto& r : profile_.calibration.cpu_optimizers) {
@@ -232,10 +256,12 @@ std::vector<std::string> CostModel::assumptions(bool reference_stack) const {
                     : fmt::format("no calibrated CPU-Adam rate in {}: scaled from ZeRO-Offload's DGX-2 figure by core count",
                                   profile_.name));
   if (cal.torch_offload) {
+    const bool by_tensor = std::any_of(cal.torch_offload->adamw.begin(), cal.torch_offload->adamw.end(),
+                                       [](const hw::CpuOptimizerRate& r) { return !r.seconds_per_tensor.empty(); });
     out.push_back(fmt::format("PyTorch CPU offload from {}'s calibration.torch_offload: host copies by size (pageable and "
                               "pinned) with the node's ranks copying at once, the CPU gradient add and fused CPU AdamW per "
-                              "rank as measured by calibrate/scripts/torch_offload_bench.py",
-                              profile_.name));
+                              "rank{} as measured by calibrate/scripts/torch_offload_bench.py",
+                              profile_.name, by_tensor ? " (tensor by tensor, at its measured time per tensor by size)" : ""));
   }
   if (reference_stack && !cal.reference_kernels.empty()) {
     out.push_back(fmt::format("the trainsim reference's own kernels (LayerNorm, causal softmax, head transposes, column "

@@ -15,6 +15,12 @@
 
 namespace trainsim::sim {
 
+// Tensors of one size on one rank (program/grad_shard_pieces.hpp groups a shard's tensors so).
+struct ShardPiece {
+  double bytes = 0;  // one tensor's shard on one rank (or its elements, where a caller says so)
+  int count = 0;     // tensors of that size
+};
+
 // Assumed where a profile has no calibration (and said so in every result).
 inline constexpr double DEFAULT_GEMM_EFFICIENCY = 0.7;    // large tensor-core GEMMs, cuBLAS
 inline constexpr double DEFAULT_KERNEL_EFFICIENCY = 0.8;  // elementwise kernels, of HBM bandwidth
@@ -42,7 +48,11 @@ class CostModel {
   // CPU-Adam's rate shared by the processes (said in assumptions).
   // A measured calibration.torch_offload (fused AdamW over pinned shards in processes holding a
   // CUDA context, as FSDP2's CPUOffloadPolicy(pin_memory=True) runs it) is preferred.
-  double torch_cpu_adam_seconds(double params, int processes) const;
+  // Where that run carries seconds per tensor by size (CpuOptimizerRate::seconds_per_tensor) and
+  // `tensors` lists the process's shard (elements per tensor, grouped by size), the step is costed
+  // tensor by tensor instead: between measured sizes linearly, below the smallest at its time (a
+  // parallel region costs at least that), above the largest at its time per element.
+  double torch_cpu_adam_seconds(double params, int processes, const std::vector<ShardPiece>& tensors = {}) const;
   // PyTorch's `grad += new` on the CPU over a copied fp32 shard of `bytes`, `gpus` ranks of the
   // node doing it at once (calibration.torch_offload "cpu_grad_add"); 0 when not calibrated.
   double torch_grad_add_seconds(double bytes, int gpus) const;

@@ -7,9 +7,11 @@
 One curve per (what, ranks at once), bytes -> GB/s, the medians of the raw files rounded to 4
 significant digits: d2h_pageable (blocking `x.to("cpu")` into a fresh pageable tensor),
 d2h_pinned (`non_blocking=True`, fresh pinned), h2d_pinned (the all-gather's copy-in),
-cpu_grad_add (`acc += y` on the CPU, GB/s of y). AdamW: per process, the run over 16 tensors of
-4 M parameters (FSDP2 shards of transformer weights are tensors of millions of parameters; the
-runs over many small tensors are in the raw files). d2h_pageable and cpu_grad_add come from the
+cpu_grad_add (`acc += y` on the CPU, GB/s of y). AdamW: per process, the rate of the run over 16
+tensors of 4 M parameters, and the seconds per tensor by tensor size from every run (`adam`'s
+sets of equal tensors: per size, the runs' median times summed over their tensors summed), since
+the fused CPU AdamW steps its list one tensor at a time, each a parallel region of the process's
+threads: a shard of many small tensors costs more than its parameters at the big-tensor rate. d2h_pageable and cpu_grad_add come from the
 part of a file closest to how the step makes them: `autograd_rounds` (synchronized rounds of the
 accumulating micro-batch's copy and add inside a backward pass, on autograd's thread, where FSDP2
 runs them), else `rounds` (the same rounds on the main thread), else the back-to-back `copies`
@@ -89,6 +91,15 @@ def source_of(paths):
             "of the slowest rank: " + "; ".join(parts) + "; merged by calibrate/scripts/merge_offload_calibration.py")
 
 
+def seconds_per_tensor(runs):
+    """Per tensor size (ascending): the median seconds of the runs of that size over their tensors."""
+    by_size = {}
+    for r in runs:
+        seconds, tensors = by_size.get(r["elements_per_tensor"], (0.0, 0))
+        by_size[r["elements_per_tensor"]] = (seconds + r["step_s"]["median"], tensors + r["tensors"])
+    return [{"elements": float(e), "seconds": sig4(s / n)} for e, (s, n) in sorted(by_size.items())]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
@@ -111,7 +122,8 @@ def main():
     for d in docs:
         big = [r for r in d["adam"] if r["tensors"] == 16 and r["elements_per_tensor"] == 1 << 22][0]
         adamw.append({"processes": d["ranks"], "threads_per_process": d["threads_per_rank"],
-                      "params_per_s_per_process": sig4(big["params_per_s"])})
+                      "params_per_s_per_process": sig4(big["params_per_s"]),
+                      "seconds_per_tensor": seconds_per_tensor(d["adam"])})
     section = {"curves": curves, "adamw": adamw, "source": source_of(a.bench)}
     out = insert_section(text, section)
     merged = json.loads(out)

@@ -29,6 +29,9 @@ Parts (each figure the median over samples of the slowest rank's time):
   all ranks run back to back with every thread busy, which the step never does (the call-9 host
   measured about 6 ms for every add at 2 ranks there, where the step's adds took microseconds to a
   few ms: reports/validation/known_gaps.json).
+- adam_model: AdamW(fused=True) over the tensors one rank holds of the validation GPT's shard
+  (--model-layers, --model-hidden; 24 x 1024 by default), to check a costing of the shard tensor by
+  tensor from `adam`'s sets against the optimizer over the shard itself.
 - autograd_rounds: the same rounds run where FSDP2 runs them, inside the backward pass: a chain of
   autograd Functions on a CUDA tensor, each Function's backward one round, so the rounds run on
   autograd's CUDA device thread (FSDP2's post-backward hook runs there: the step traces show its
@@ -211,12 +214,37 @@ def adam(samples):
     return res
 
 
+def gpt_shard(layers, hidden, vocab, seq, ranks):
+    """Elements of each parameter tensor a rank holds of the validation GPT under FSDP2
+    (reports/validation/scripts/model.py; every tensor sharded on its own, 1/ranks rounded up):
+    token and position embeddings, per layer two LayerNorms (weight, bias), fused QKV and the
+    output projection with biases, the MLP's two matrices with biases, and the final LayerNorm."""
+    h = hidden
+    layer = [h, h, 3 * h * h, 3 * h, h * h, h, h, h, 4 * h * h, 4 * h, 4 * h * h, h]
+    return [-(-e // ranks) for e in [vocab * h, seq * h] + layer * layers + [h, h]]
+
+
+def adam_model(samples, ranks, layers, hidden):
+    """AdamW(fused=True) over the GPT shard's own tensors (gpt_shard), timed as `adam` times its
+    sets: what a replay costing the shard tensor by tensor from `adam`'s sets should predict."""
+    sizes = gpt_shard(layers, hidden, 50304, 2048, ranks)
+    ps = [torch.nn.Parameter(torch.randn(e).pin_memory()) for e in sizes]
+    for p in ps:
+        p.grad = torch.randn(p.numel()).pin_memory()
+    opt = torch.optim.AdamW(ps, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+    xs = timed(opt.step, 1, samples, False)
+    return {"layers": layers, "hidden": hidden, "tensors": len(sizes), "params": sum(sizes),
+            "elements": sorted(set(sizes)), "step_s": stats(xs)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", type=int, default=5)
-    ap.add_argument("--parts", nargs="+", choices=["copies", "adam", "rounds", "autograd_rounds"],
+    ap.add_argument("--parts", nargs="+", choices=["copies", "adam", "rounds", "autograd_rounds", "adam_model"],
                     default=["copies", "adam", "rounds", "autograd_rounds"])
+    ap.add_argument("--model-layers", type=int, default=24, help="adam_model: the GPT's layers (the small rows')")
+    ap.add_argument("--model-hidden", type=int, default=1024, help="adam_model: the GPT's hidden size")
     args = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", 0))
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1)))
@@ -234,7 +262,8 @@ def main():
            "ranks": ranks, "threads_per_rank": torch.get_num_threads(), "seconds": {}}
     parts = {"copies": lambda: copies(dev, args.samples), "adam": lambda: adam(args.samples),
              "rounds": lambda: synchronized_rounds(dev, args.samples, nccl, in_backward=False),
-             "autograd_rounds": lambda: synchronized_rounds(dev, args.samples, nccl, in_backward=True)}
+             "autograd_rounds": lambda: synchronized_rounds(dev, args.samples, nccl, in_backward=True),
+             "adam_model": lambda: adam_model(args.samples, ranks, args.model_layers, args.model_hidden)}
     for part in args.parts:
         fn = parts[part]
         t0 = time.time()

@@ -94,6 +94,7 @@ class DataParallelBuilder {
 
   // The optimizer step and the parameter update (data_parallel_optimizer.cpp).
   int lower_optimizer(const ScheduleItem& in, Deps deps);
+  std::vector<ShardPiece> optimizer_tensors() const;
   int lower_update(const ScheduleItem& in, Deps deps);
 
   const wl::ModelSpec& m_;

@@ -2,6 +2,7 @@
 // (data_parallel_builder.hpp).
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "data_parallel_builder.hpp"
 #include "grad_shard_pieces.hpp"
@@ -39,6 +40,18 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
   return host_block_;
 }
 
+// The rank's parameter tensors as its optimizer sees them (elements each, grouped by size): every
+// tensor of the model once, 1/dp of it where ZeRO shards the optimizer (FSDP2 shards each
+// parameter on its own).
+std::vector<ShardPiece> DataParallelBuilder::optimizer_tensors() const {
+  std::vector<const UnitCost*> one_per_layer;
+  std::set<int> layers;
+  for (const UnitCost& u : units_) {
+    if (layers.insert(u.layer).second) one_per_layer.push_back(&u);
+  }
+  return grad_shard_pieces(m_, one_per_layer, s_.tp, s_.zero_stage >= 1 ? s_.dp : 1, 1.0);
+}
+
 int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, Deps deps) {
   if (previous_optimizer_ >= 0) deps.push_back(previous_optimizer_);
   const double params = s_.zero_stage >= 1 ? shard(rank_params_) : rank_params_;
@@ -65,7 +78,7 @@ int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, Deps deps) {
     // node's ranks stepping at once (training_stacks.md, "FSDP2").
     Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
     op.params = params;
-    if (s_.stack.is_pytorch()) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_);
+    if (s_.stack.is_pytorch()) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_, optimizer_tensors());
     op.after = deps;
     out = writer_.add(std::move(op));
   } else {

@@ -11,10 +11,7 @@
 
 namespace trainsim::sim {
 
-struct ShardPiece {
-  double bytes = 0;  // one tensor's shard on one rank
-  int count = 0;     // tensors of that size
-};
+// ShardPiece: cost_model.hpp (the CPU AdamW costs a shard's tensors by size too).
 
 // The shards (1/dp of each tensor, rounded up to whole elements) of the parameter tensors of
 // `units` on one tensor-parallel rank, `bytes_per_param` each, grouped by size in ascending order.

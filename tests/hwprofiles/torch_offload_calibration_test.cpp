@@ -27,7 +27,10 @@ nlohmann::json section() {
             curve("h2d_pinned", 1, 40, 54)}},
           {"adamw",
            {{{"processes", 1}, {"threads_per_process", 64}, {"params_per_s_per_process", 7e8}},
-            {{"processes", 4}, {"threads_per_process", 16}, {"params_per_s_per_process", 1.4e9}}}},
+            {{"processes", 4},
+             {"threads_per_process", 16},
+             {"params_per_s_per_process", 1.4e9},
+             {"seconds_per_tensor", {{{"elements", 1024}, {"seconds", 4e-5}}, {{"elements", 4194304}, {"seconds", 3e-3}}}}}}},
           {"source", "test"}};
 }
 
@@ -52,6 +55,10 @@ TEST(TorchOffloadCalibration, LoadsCurvesAndRates) {
   ASSERT_EQ(t.adamw.size(), 2u);
   EXPECT_EQ(t.adamw[1].threads_per_process, 16);
   EXPECT_EQ(t.adamw[1].params_per_s_per_process, 1.4e9);
+  EXPECT_TRUE(t.adamw[0].seconds_per_tensor.empty());  // optional
+  ASSERT_EQ(t.adamw[1].seconds_per_tensor.size(), 2u);
+  EXPECT_EQ(t.adamw[1].seconds_per_tensor[1].elements, 4194304);
+  EXPECT_EQ(t.adamw[1].seconds_per_tensor[1].seconds, 3e-3);
   EXPECT_EQ(t.source, "test");
 }
 
@@ -83,6 +90,12 @@ TEST(TorchOffloadCalibration, TheCommittedMeasuredProfilesHaveIt) {
     const TorchOffload& t = *p.calibration.torch_offload;
     EXPECT_EQ(t.curves.size(), 12u) << name;  // 4 kinds x 1, 2, 4 ranks
     EXPECT_EQ(t.adamw.size(), 3u) << name;
+    // As measured (reports/calibration/offload/h200x4/, `adam`): at every process count a tensor
+    // of 1024 elements costs more than 1024 parameters at the big-tensor rate, many times over.
+    for (const CpuOptimizerRate& r : t.adamw) {
+      ASSERT_EQ(r.seconds_per_tensor.size(), 4u) << name;
+      EXPECT_GT(r.seconds_per_tensor[0].seconds, 10 * 1024 / r.params_per_s_per_process) << name << " at " << r.processes;
+    }
     // As measured (reports/calibration/offload/): a fresh pageable destination above glibc's
     // 32 MiB mmap threshold copies several times slower than one below it, at every rank count.
     for (int gpus : {1, 2, 4}) {
@@ -126,6 +139,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "calibration.torch_offload.adamw[1].processes", "one run per process count"},
         BadCase{"a missing rate", [](nlohmann::json& s) { s["adamw"][0].erase("params_per_s_per_process"); },
                 "calibration.torch_offload.adamw[0].params_per_s_per_process", "got nothing"},
+        BadCase{"tensor sizes not ascending",
+                [](nlohmann::json& s) { s["adamw"][1]["seconds_per_tensor"][1]["elements"] = 1024; },
+                "calibration.torch_offload.adamw[1].seconds_per_tensor[1].elements", "strictly ascending"},
+        BadCase{"a zero time a tensor", [](nlohmann::json& s) { s["adamw"][1]["seconds_per_tensor"][0]["seconds"] = 0; },
+                "calibration.torch_offload.adamw[1].seconds_per_tensor[0].seconds", "(0, 1e4]"},
+        BadCase{"an empty tensor list", [](nlohmann::json& s) { s["adamw"][1]["seconds_per_tensor"] = nlohmann::json::array(); },
+                "calibration.torch_offload.adamw[1].seconds_per_tensor", "non-empty"},
         BadCase{"no source", [](nlohmann::json& s) { s.erase("source"); }, "calibration.torch_offload.source",
                 "got nothing"}));
 

@@ -175,6 +175,52 @@ TEST(TorchOffloadProgram, Fsdp2ReduceScatterBuffersAreTransient) {
   }
 }
 
+// The CPU optimizer's seconds in the program (one "cpu_adam" instruction a step).
+double cpu_adam_seconds(const hw::ClusterProfile& p) {
+  const OffloadRun s = fsdp_offload(p, 1);
+  const CostModel costs(p, s.model.numerics);
+  double seconds = 0;
+  int found = 0;
+  const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+  for (const Instruction& in : set.stages.at(0).instructions) {
+    if (std::string_view(in.name) != "cpu_adam") continue;
+    seconds += in.seconds;
+    ++found;
+  }
+  EXPECT_EQ(found, 1);
+  return seconds;
+}
+
+// The fused CPU AdamW steps its list one tensor at a time (calibrate/scripts/torch_offload_bench.py,
+// `adam`): with seconds per tensor calibrated, each of the rank's tensors costs its time once. A
+// flat 1 ms a tensor makes the step 1 ms per tensor of GPT-2 1.5B: 12 per layer (two norms of two,
+// fused QKV and output projection with biases, two MLP matrices with biases), the token and
+// position embeddings and the final norm's two (the tied head adds none).
+TEST(TorchOffloadProgram, CpuAdamwIsCostedTensorByTensorWhereCalibratedSo) {
+  hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  hw::CpuOptimizerRate* four = nullptr;
+  for (hw::CpuOptimizerRate& r : p.calibration.torch_offload->adamw) {
+    if (r.processes == RANKS) four = &r;
+  }
+  ASSERT_NE(four, nullptr);
+  four->seconds_per_tensor = {{1, 1e-3}, {1e12, 1e-3}};
+  const double layers = wl::builtin_model("gpt2-1.5b").layers;
+  EXPECT_NEAR(cpu_adam_seconds(p), (12 * layers + 4) * 1e-3, 1e-12);
+
+  // One point: a tensor up to its size costs its time, a larger one its time per element.
+  four->seconds_per_tensor = {{1e6, 2e-3}};
+  double expected = 0;
+  const OffloadRun s = fsdp_offload(p, 1);
+  for (int layer = -1; layer <= static_cast<int>(s.model.layers); ++layer) {
+    for (double e : wl::parameter_tensors(s.model, 1, layer)) expected += 2e-3 * std::max(1.0, std::ceil(e / RANKS) / 1e6);
+  }
+  EXPECT_NEAR(cpu_adam_seconds(p), expected, 1e-9 * expected);
+
+  // Without it, the shard's parameters at the calibrated rate.
+  four->seconds_per_tensor.clear();
+  EXPECT_NEAR(cpu_adam_seconds(p), shard_bytes(s.model) / 4 / four->params_per_s_per_process, 1e-6);
+}
+
 // The replay runs every accumulating micro-batch's pageable copies on the step's critical path at
 // the calibrated rate: halving the rate adds exactly their bytes once more; without accumulation
 // (one micro-batch) the rate changes nothing.
