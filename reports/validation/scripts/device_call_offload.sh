@@ -21,6 +21,9 @@
 #   ... ob4:2 rows4:2 cal:3 ob2:3 rows2:3 ob4:3 rows4:3                  (command 2)
 #   obN:K   torch_offload_bench.py --parts copies adam autograd_rounds at N ranks (2: GPUs 0-1)  -> ob_K/
 #   rowsN:K drive.py --small-only --stacks fsdp2-offload at N GPUs (2: GPUs 0-1)           -> gN_K/
+# Validation call 20 ("Call 20"), a probe: the fused CPU AdamW over the GPT shard's own tensors
+# beside the bench's sets of equal tensors, at 2 ranks (GPUs 0-1) and 4, 7 samples each:
+#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh adamcheck              -> adamcheck/
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
 # than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
@@ -53,6 +56,13 @@ for ph in "$@"; do
         --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
         --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
+    adamcheck)
+      d=$R/adamcheck; mkdir -p "$d"
+      for n in 2 4; do
+        CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout 200 torchrun --standalone --nproc-per-node $n \
+          "$CAL/torch_offload_bench.py" --parts adam adam_model --samples 7 \
+          --out "$d/torch_offload_bench_r$n.json" >"$d/r$n.log" 2>&1; echo "r$n rc $?"
+      done ;;
     ob2|ob4)
       n=${what#ob}; d=$R/ob_$k; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout 200 torchrun --standalone --nproc-per-node $n \
