@@ -24,6 +24,9 @@
 # Validation call 20 ("Call 20"), a probe: the fused CPU AdamW over the GPT shard's own tensors
 # beside the bench's sets of equal tensors, at 2 ranks (GPUs 0-1) and 4, 7 samples each:
 #   OUT=DIR bash reports/validation/scripts/device_call_offload.sh adamcheck              -> adamcheck/
+# Validation call 21 ("Call 21"), a probe: the 2-GPU offload row's configuration (GPUs 0-1), its
+# opt.step() timed inside each timed step and then 5 times alone (run_step.py --optimizer-alone):
+#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh optcheck:1 optcheck:2  -> optcheck_K/
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
 # than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
@@ -56,6 +59,12 @@ for ph in "$@"; do
         --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
         --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
+    optcheck)
+      d=$R/optcheck_$k; mkdir -p "$d"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
+        --stack fsdp2-offload --layers 24 --hidden 1024 --heads 16 --vocab 50304 --seq 2048 --micro-batch 4 \
+        --grad-accum 2 --steps 8 --warmup 2 --no-trace --optimizer-alone 5 \
+        --name probe_fsdp2-offload_L24-h1024_mb4x2 --out "$d" >"$d/log.txt" 2>&1; echo "optcheck rc $?" ;;
     adamcheck)
       d=$R/adamcheck; mkdir -p "$d"
       for n in 2 4; do

@@ -54,6 +54,8 @@ def parser():
     p.add_argument("--name")
     p.add_argument("--model-name", help="name in the trainsim model JSON (default NAME's model part)")
     p.add_argument("--no-trace", action="store_true")
+    p.add_argument("--optimizer-alone", type=int, default=0,
+                   help="after the run, time opt.step() this many times on its own (validation call 21)")
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds one configuration may take")
     p.add_argument("--plan", help="JSON list of configurations to run in this process")
     p.add_argument("--deadline", type=float, default=0.0,
@@ -460,7 +462,10 @@ def run_config(cfg):
             step_kw["return_outputs"] = False  # no concatenation of every micro-batch's logits
         details["step_kwargs"] = dict(step_kw)
 
-    def train_step():
+    optimizer_walls = []  # the host's wall time in opt.step() of each timed step (recorded while on)
+    record_optimizer = [False]
+
+    def forward_backward():
         if pipe:
             losses = []
             if WORLD == 1:
@@ -493,7 +498,13 @@ def run_config(cfg):
                     loss.backward()
                 tot += loss.detach()
             losses_seen.append(tot)
+
+    def train_step():
+        forward_backward()
+        t0 = time.perf_counter()
         opt.step()
+        if record_optimizer[0]:
+            optimizer_walls.append(time.perf_counter() - t0)
         opt.zero_grad(set_to_none=True)
 
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -539,7 +550,9 @@ def run_config(cfg):
         gc_pauses.on = True
         wall_starts.append(time.time())  # to place the step beside other records of the machine (GPU clocks)
         sched_before = thread_schedstat()
+        record_optimizer[0] = True
         times.append(timed_step())
+        record_optimizer[0] = False
         sched_steps.append(sched_delta(sched_before, thread_schedstat()))
         gc_pauses.on = False
         gc_steps.append(gc_pauses.collect())
@@ -587,6 +600,23 @@ def run_config(cfg):
         else:
             timed_step()
     dist.barrier(device_ids=[LOCAL_RANK])
+    # --optimizer-alone K (validation call 21): after everything above, one more forward and backward
+    # leave gradients, then opt.step() runs K times on its own, each after a barrier and half a
+    # second of idle host (no backward just before it), its wall time taken on every rank: the same
+    # optimizer over the same tensors as in the timed steps, outside the step.
+    optimizer_alone = []
+    if cfg.get("optimizer_alone"):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            forward_backward()
+        torch.cuda.synchronize()
+        for _ in range(cfg["optimizer_alone"]):
+            dist.barrier(device_ids=[LOCAL_RANK])
+            time.sleep(0.5)
+            t0 = time.perf_counter()
+            opt.step()
+            optimizer_alone.append(time.perf_counter() - t0)
+    host_optimizer = [None] * WORLD
+    dist.all_gather_object(host_optimizer, {"rank": RANK, "in_step": optimizer_walls, "alone": optimizer_alone})
 
     if RANK == 0:
         gpu = gathered[0]["gpu"]
@@ -637,6 +667,11 @@ def run_config(cfg):
         # Rank 0's wall clock (Unix seconds) just before each timed step's barrier: the step is the
         # next step_times_s[i] seconds after its barrier.
         details["step_wall_clock_starts"] = wall_starts
+        details["optimizer_host_wall"] = {
+            "method": "time.perf_counter around opt.step() in each timed step (in_step_s), and with "
+                      "--optimizer-alone K around K more opt.step() calls after the timed and profiled steps, "
+                      "each after a barrier and 0.5 s of idle host (alone_s)",
+            "per_rank": [{"rank": x["rank"], "in_step_s": x["in_step"], "alone_s": x["alone"]} for x in host_optimizer]}
         details["thread_schedule"] = {
             "method": "/proc/self/task/*/schedstat around each timed step (run_step.py thread_schedstat): per thread "
                       "of the rank's process, the CPU time and the time runnable but waiting for a CPU",
