@@ -76,7 +76,7 @@ def per_tensor_ms(bench):
 
 def main():
     print("## Steal per phase (the hypervisor's share of the CPU time used or taken)\n")
-    for machine in ("machine1", "machine2"):
+    for machine in ("machine1", "machine2", "machine3"):
         print(f"{machine}: " + ", ".join(f"{p} {100 * s:.1f}%" for p, s in phase_steal(machine)))
     print()
     counted = 0
@@ -103,6 +103,21 @@ def main():
                     print(f"| {machine} | {gpus} GPUs | {k} | {100 * own:.1f}% | {100 * before:.1f}% | {1e3 * m:.0f} | "
                           f"{1e3 * p:.0f} | {100 * (p / m - 1):+.1f}% |" + ("" if counts else " (does not count)"))
     print(f"\nLaunches that count: {counted}. Rule: a row needs three; call 14's rows stay.\n")
+
+    # Machine 3 is call 21's (reports/validation/optimizer_probe/): its two launches of the 2-GPU
+    # configuration (no trace) ran before this call's third try, whose calibration they are costed on.
+    print("## Machine 3: call 21's launches on this machine's calibration (cal:1 2.8%, ob2:1 3.4%)\n")
+    print("| launch | its steal | measured (ms) | predicted (ms) | error |\n|---|---|---|---|---|")
+    probe = path("reports/validation/optimizer_probe")
+    with tempfile.TemporaryDirectory() as scratch:
+        for k in (1, 2):
+            run_dir = os.path.join(probe, f"optcheck_{k}")
+            run = json.load(open(os.path.join(run_dir, "probe_fsdp2-offload_L24-h1024_mb4x2.json")))
+            bench = [path(HERE, "machine3", "ob_1", "torch_offload_bench_r2.json"), path(CALL14, "ob", "torch_offload_bench_r4.json")]
+            p = predicted(run_dir, run, bench, [path(HERE, "machine3", "hd_1")], scratch)
+            m = run["measured"]["step_time_s"]
+            print(f"| {k} | {100 * run['provenance']['cpu_steal_fraction']:.1f}% | {1e3 * m:.0f} | {1e3 * p:.0f} | {100 * (p / m - 1):+.1f}% |")
+    print()
 
     print("## Fused CPU AdamW: the bench per tensor size (ms a tensor) and the rows' profiled steps\n")
     benches = [("call 14", path(CALL14, "ob", "torch_offload_bench_r{}.json")),
