@@ -91,13 +91,15 @@ def source_of(paths):
             "of the slowest rank: " + "; ".join(parts) + "; merged by calibrate/scripts/merge_offload_calibration.py")
 
 
-def seconds_per_tensor(runs):
-    """Per tensor size (ascending): the median seconds of the runs of that size over their tensors."""
+def seconds_per_tensor(runs, digits=4):
+    """Per tensor size (ascending): the median seconds of the runs of that size over their tensors,
+    rounded to `digits` significant digits (None: unrounded)."""
     by_size = {}
     for r in runs:
         seconds, tensors = by_size.get(r["elements_per_tensor"], (0.0, 0))
         by_size[r["elements_per_tensor"]] = (seconds + r["step_s"]["median"], tensors + r["tensors"])
-    return [{"elements": float(e), "seconds": sig4(s / n)} for e, (s, n) in sorted(by_size.items())]
+    return [{"elements": float(e), "seconds": s / n if digits is None else float(f"{s / n:.{digits}g}")}
+            for e, (s, n) in sorted(by_size.items())]
 
 
 def main():

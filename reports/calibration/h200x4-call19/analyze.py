@@ -17,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "calibrate", "scripts"))
+import merge_offload_calibration  # noqa: E402
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 HERE = os.path.relpath(os.path.dirname(os.path.abspath(__file__)), ROOT)
 CALL14 = "reports/calibration/h200x4-call14"
@@ -66,12 +69,9 @@ def adamw_ms(trace):
 
 
 def per_tensor_ms(bench):
-    """Per tensor size, the bench's median seconds over its tensors (as merge_offload_calibration.py)."""
-    by = {}
-    for r in json.load(open(bench))["adam"]:
-        s, n = by.get(r["elements_per_tensor"], (0.0, 0))
-        by[r["elements_per_tensor"]] = (s + r["step_s"]["median"], n + r["tensors"])
-    return {e: 1e3 * s / n for e, (s, n) in sorted(by.items())}
+    """Per tensor size, the bench's median seconds over its tensors, as the profile gets them (unrounded)."""
+    runs = json.load(open(bench))["adam"]
+    return {p["elements"]: 1e3 * p["seconds"] for p in merge_offload_calibration.seconds_per_tensor(runs, digits=None)}
 
 
 def main():

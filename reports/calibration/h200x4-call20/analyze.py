@@ -7,18 +7,18 @@ row "20", has the rule, written before the call.)
 """
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "calibrate", "scripts"))
+import merge_offload_calibration  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 0.15  # the rule's
 
 
 def seconds_per_tensor(runs):
-    """As calibrate/scripts/merge_offload_calibration.py: per size, the sets' medians over their tensors."""
-    by = {}
-    for r in runs:
-        s, n = by.get(r["elements_per_tensor"], (0.0, 0))
-        by[r["elements_per_tensor"]] = (s + r["step_s"]["median"], n + r["tensors"])
-    return [(e, s / n) for e, (s, n) in sorted(by.items())]
+    """Per size, the sets' medians over their tensors, as the profile gets them (unrounded)."""
+    return [(p["elements"], p["seconds"]) for p in merge_offload_calibration.seconds_per_tensor(runs, digits=None)]
 
 
 def tensor_seconds(points, e):

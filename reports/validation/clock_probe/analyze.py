@@ -17,28 +17,24 @@ sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
 from probe_steps import fastest_slowest, mean_ms, probe_runs  # noqa: E402
 
 
-def samples(gpu):
-    """[(unix seconds, SM MHz, power W)] of one GPU, in time order."""
-    out = []
-    with open(os.path.join(HERE, "clocks.csv")) as f:
+def gpu_rows(name, gpu, fields):
+    """(unix seconds, row) of one GPU from nvidia-smi's CSV `name`, rows of at least `fields` fields."""
+    with open(os.path.join(HERE, name)) as f:
         for row in csv.reader(f, skipinitialspace=True):
-            if len(row) < 5 or int(row[0]) != gpu:
+            if len(row) < fields or int(row[0]) != gpu:
                 continue
             t = datetime.datetime.strptime(row[1], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
-            out.append((t.timestamp(), float(row[2]), float(row[4])))
-    return out
+            yield t.timestamp(), row
+
+
+def samples(gpu):
+    """[(unix seconds, SM MHz, power W)] of one GPU, in time order."""
+    return [(t, float(row[2]), float(row[4])) for t, row in gpu_rows("clocks.csv", gpu, 5)]
 
 
 def reasons(gpu):
     """[(unix seconds, the active clock-event reasons bitmask)] of one GPU."""
-    out = []
-    with open(os.path.join(HERE, "reasons.csv")) as f:
-        for row in csv.reader(f, skipinitialspace=True):
-            if len(row) < 3 or int(row[0]) != gpu:
-                continue
-            t = datetime.datetime.strptime(row[1], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
-            out.append((t.timestamp(), int(row[2], 16)))
-    return out
+    return [(t, int(row[2], 16)) for t, row in gpu_rows("reasons.csv", gpu, 3)]
 
 
 def main():
