@@ -177,12 +177,11 @@ namespace {
 double seconds_for_tensor(const std::vector<hw::CpuOptimizerRate::TensorPoint>& points, double elements) {
   if (elements <= points.front().elements) return points.front().seconds;
   if (elements >= points.back().elements) return points.back().seconds * elements / points.back().elements;
-  for (std::size_t i = 1; i < points.size(); ++i) {
-    const auto& lo = points[i - 1];
-    const auto& hi = points[i];
-    if (elements <= hi.elements) return lo.seconds + (hi.seconds - lo.seconds) * (elements - lo.elements) / (hi.elements - lo.elements);
-  }
-  return points.back().seconds;
+  // Strictly inside the measured sizes: the first point above `elements` has one below it.
+  const auto hi = std::upper_bound(points.begin(), points.end(), elements,
+                                   [](double e, const hw::CpuOptimizerRate::TensorPoint& p) { return e < p.elements; });
+  const auto lo = hi - 1;
+  return lo->seconds + (hi->seconds - lo->seconds) * (elements - lo->elements) / (hi->elements - lo->elements);
 }
 
 }  // namespace

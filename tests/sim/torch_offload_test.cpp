@@ -207,6 +207,15 @@ TEST(TorchOffloadProgram, CpuAdamwIsCostedTensorByTensorWhereCalibratedSo) {
   const double layers = wl::builtin_model("gpt2-1.5b").layers;
   EXPECT_NEAR(cpu_adam_seconds(p), (12 * layers + 4) * 1e-3, 1e-12);
 
+  // Two points on the line 1 ms + 1 ns per element, every tensor between them: each tensor costs
+  // its point on that line, so the step is 1 ms a tensor plus 1 ns a parameter of the shard.
+  four->seconds_per_tensor = {{1, 1e-3 + 1e-9}, {1e9, 1e-3 + 1.0}};
+  {
+    const OffloadRun run = fsdp_offload(p, 1);
+    const double shard_params = shard_bytes(run.model) / 4;
+    EXPECT_NEAR(cpu_adam_seconds(p), (12 * layers + 4) * 1e-3 + 1e-9 * shard_params, 1e-9);
+  }
+
   // One point: a tensor up to its size costs its time, a larger one its time per element.
   four->seconds_per_tensor = {{1e6, 2e-3}};
   double expected = 0;
