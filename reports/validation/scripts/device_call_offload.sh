@@ -27,6 +27,11 @@
 # Validation call 21 ("Call 21"), a probe: the 2-GPU offload row's configuration (GPUs 0-1), its
 # opt.step() timed inside each timed step and then 5 times alone (run_step.py --optimizer-alone):
 #   OUT=DIR bash reports/validation/scripts/device_call_offload.sh optcheck:1 optcheck:2  -> optcheck_K/
+# Validation call 23 ("Call 23"), a probe: the 2-GPU offload row's configuration timed phase by phase
+# on the host's clock (calibrate/scripts/offload_phase_probe.py; plain, then each torch call inside
+# foreach_reduce split out), then the offload bench and the host calibration at 2 ranks that cost it:
+#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#     phase:1 phasesplit:1 ob2:1 cal2:1                                -> phase_K/, phasesplit_K/, ob_K/, hd_K/
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
 # than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
@@ -46,7 +51,7 @@ STACKS4=${STACKS4:-ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload}
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"
-  case ${previous:-} in ob*|rows*)
+  case ${previous:-} in ob*|rows*|phase*)
     if [ -n "${QUIET_MAX:-}" ] && awk -v s="${steal_pct:-0}" -v m="$QUIET_MAX" 'BEGIN {exit !(s > m)}'; then
       echo "$previous lost $steal_pct% > $QUIET_MAX%: stopping"; pack; exit 4
     fi ;;
@@ -59,6 +64,15 @@ for ph in "$@"; do
         --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
         --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
+    phase|phasesplit)
+      d=$R/${what}_$k; mkdir -p "$d"; split=""; [ "$what" = phasesplit ] && split=--split
+      CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$CAL/offload_phase_probe.py" \
+        $split --out "$d" >"$d/log.txt" 2>&1; echo "$what rc $?"; grep -h "offload_phase_probe\]" "$d/log.txt" ;;
+    cal2)
+      d=$R/hd_$k; mkdir -p "$d"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 120 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
+        --samples 41 --warmup 5 --depths 8 24 --stacks fsdp2-offload --out "$d" >"$d/stack_w2.log" 2>&1; echo "w2 rc $?"
+      grep -h "stack_dispatch\]" "$d"/stack_w2.log | tr '\n' ' '; echo ;;
     optcheck)
       d=$R/optcheck_$k; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
