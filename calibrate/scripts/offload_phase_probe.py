@@ -13,7 +13,8 @@ step's parts with CPU timers only:
   pre/post forward, pre/post backward, finalize_backward, unshard, wait_for_unshard, reshard,
   foreach_all_gather, foreach_all_gather_copy_out, foreach_reduce (patched before fully_shard);
 - with --split, inside each foreach_reduce, every torch function it calls (a TorchFunctionMode),
-  timed call by call, and before a blocking device-to-host copy the wait for the current stream
+  timed call by call with the calling thread's minor page faults and the first tensor's bytes
+  ([calls, seconds, thread's faults, bytes, process's faults] per function), and before a blocking device-to-host copy the wait for the current stream
   (the copy would wait for it anyway: the split moves that wait out of the copy's time, it adds none);
 - CUDA events on the main stream at each phase's end (when the GPU finished what the host issued).
 
@@ -27,6 +28,7 @@ import functools
 import inspect
 import json
 import os
+import resource
 import statistics
 import sys
 import threading
@@ -87,16 +89,16 @@ def is_blocking_d2h(name, args, kwargs):
 
 
 class CallSplit(TorchFunctionMode):
-    """Inside one foreach_reduce: seconds and calls per torch function (by name and the first
-    tensor argument's device), and the stream waits before blocking device-to-host copies."""
+    """Inside one foreach_reduce: calls, seconds, the thread's minor page faults and the first tensor
+    argument's bytes per torch function (by name and that tensor's device), and the stream waits before blocking device-to-host copies."""
 
     def __init__(self):
         super().__init__()
         self.totals = {}
 
-    def note(self, key, seconds):
-        n, s = self.totals.get(key, (0, 0.0))
-        self.totals[key] = (n + 1, s + seconds)
+    def note(self, key, seconds, faults=0, nbytes=0, process_faults=0):
+        n, s, f, b, pf = self.totals.get(key, (0, 0.0, 0, 0, 0))
+        self.totals[key] = (n + 1, s + seconds, f + faults, b + nbytes, pf + process_faults)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -108,9 +110,16 @@ class CallSplit(TorchFunctionMode):
             s = time.perf_counter()
             torch.cuda.current_stream().synchronize()
             self.note("wait_before_blocking_d2h", time.perf_counter() - s)
+        faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+        process_faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         s = time.perf_counter()
         out = func(*args, **kwargs)
-        self.note(f"{name}@{where}" + (" blocking_d2h" if blocking_d2h else ""), time.perf_counter() - s)
+        seconds = time.perf_counter() - s
+        faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults
+        process_faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - process_faults
+        nbytes = first.numel() * first.element_size() if first is not None else 0
+        self.note(f"{name}@{where}" + (" blocking_d2h" if blocking_d2h else ""), seconds, faults, nbytes,
+                  process_faults)
         return out
 
 
@@ -127,7 +136,7 @@ def timed(fn, label, split=False):
         finally:
             details = None
             if mode is not None:
-                details = {key: [n, round(sec, 7)] for key, (n, sec) in sorted(mode.totals.items())}
+                details = {key: [n, round(sec, 7), f, b, pf] for key, (n, sec, f, b, pf) in sorted(mode.totals.items())}
             REC.add(label, s, time.perf_counter(), details)
     return wrapper
 

@@ -32,6 +32,11 @@
 # foreach_reduce split out), then the offload bench and the host calibration at 2 ranks that cost it:
 #   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
 #     phase:1 phasesplit:1 ob2:1 cal2:1                                -> phase_K/, phasesplit_K/, ob_K/, hd_K/
+# Validation call 24 ("Call 24"), a probe: the same with page-fault counts, at 2 ranks as it is and with
+# glibc's trimming and dynamic mmap threshold fixed (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_), and
+# at 4 ranks (GPUs 0-3), then the offload bench at 4 ranks:
+#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#     phasesplit:2 phasesplitglibc:2 phasesplit4:2 ob4:2                  -> phasesplit*_K/, ob_K/
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
 # than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
@@ -64,10 +69,15 @@ for ph in "$@"; do
         --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
         --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
-    phase|phasesplit)
-      d=$R/${what}_$k; mkdir -p "$d"; split=""; [ "$what" = phasesplit ] && split=--split
-      CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$CAL/offload_phase_probe.py" \
-        $split --out "$d" >"$d/log.txt" 2>&1; echo "$what rc $?"; grep -h "offload_phase_probe\]" "$d/log.txt" ;;
+    phase|phasesplit|phasesplitglibc|phasesplit4)
+      d=$R/${what}_$k; mkdir -p "$d"; split=--split; n=2; env=()
+      [ "$what" = phase ] && split=""
+      [ "$what" = phasesplit4 ] && n=4
+      # 32 MiB is the most glibc takes for the mmap threshold (HEAP_MAX_SIZE / 2 on 64-bit).
+      [ "$what" = phasesplitglibc ] && env=(MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_MMAP_THRESHOLD_=33554432)
+      env "${env[@]}" CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout 200 torchrun --standalone \
+        --nproc-per-node $n "$CAL/offload_phase_probe.py" $split --out "$d" >"$d/log.txt" 2>&1
+      echo "$what rc $?"; grep -h "offload_phase_probe\]" "$d/log.txt" ;;
     cal2)
       d=$R/hd_$k; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=0,1 timeout 120 torchrun --standalone --nproc-per-node 2 "$CAL/torch_stack_dispatch.py" \
