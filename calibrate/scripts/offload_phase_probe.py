@@ -24,6 +24,7 @@ writes DIR/offload_phase_probe_rank<R>.json per rank and DIR/fsdp2_source.txt (t
 functions the probe times, as this torch has them).
 """
 import argparse
+import contextlib
 import functools
 import inspect
 import json
@@ -95,6 +96,7 @@ class CallSplit(TorchFunctionMode):
     def __init__(self):
         super().__init__()
         self.totals = {}
+        self.copies = []  # each blocking copy: [bytes, thread's faults, seconds, destination address]
 
     def note(self, key, seconds, faults=0, nbytes=0, process_faults=0):
         n, s, f, b, pf = self.totals.get(key, (0, 0.0, 0, 0, 0))
@@ -120,6 +122,8 @@ class CallSplit(TorchFunctionMode):
         nbytes = first.numel() * first.element_size() if first is not None else 0
         self.note(f"{name}@{where}" + (" blocking_d2h" if blocking_d2h else ""), seconds, faults, nbytes,
                   process_faults)
+        if blocking_d2h and isinstance(out, torch.Tensor):
+            self.copies.append([nbytes, faults, round(seconds, 7), out.data_ptr()])
         return out
 
 
@@ -137,6 +141,8 @@ def timed(fn, label, split=False):
             details = None
             if mode is not None:
                 details = {key: [n, round(sec, 7), f, b, pf] for key, (n, sec, f, b, pf) in sorted(mode.totals.items())}
+                if mode.copies:
+                    details["blocking_copies"] = mode.copies
             REC.add(label, s, time.perf_counter(), details)
     return wrapper
 
@@ -182,9 +188,16 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--split", action="store_true", help="time each torch call inside foreach_reduce")
+    ap.add_argument("--profiler", action="store_true",
+                    help="run each step under torch.profiler on rank 0, as run_step.py runs its traced step")
+    ap.add_argument("--layers", type=int, default=CFG["layers"])
+    ap.add_argument("--hidden", type=int, default=CFG["hidden"])
+    ap.add_argument("--heads", type=int, default=CFG["heads"])
+    ap.add_argument("--micro-batch", type=int, default=CFG["micro_batch"])
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     SPLIT[0] = args.split
+    CFG.update(layers=args.layers, hidden=args.hidden, heads=args.heads, micro_batch=args.micro_batch)
     run_step.setup()
     wrapped, source = patch_fsdp2()
     model, details = run_step.build_dp(CFG)
@@ -222,7 +235,11 @@ def main():
             e.record()
             marks[name] = (e, time.perf_counter() - REC.t0)
 
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        prof = contextlib.nullcontext()
+        if args.profiler and run_step.RANK == 0:  # as run_step.py profiles its traced step: rank 0 records
+            acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+            prof = torch.profiler.profile(activities=acts, record_shapes=False, with_stack=False, profile_memory=False)
+        with prof, sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             for m in range(MICRO_BATCHES):
                 REC.micro_batch = m
                 loss = span("forward_and_loss_call", lambda: loss_fn(model(xs[m]), ys[m]) / MICRO_BATCHES)
@@ -242,7 +259,9 @@ def main():
     steal = run_step.steal_fraction(cpu_before, run_step.cpu_times())
     doc = {"schema_version": 1, "kind": "trainsim.offload_phase_probe", "rank": run_step.RANK,
            "world_size": dist.get_world_size(), "config": CFG, "micro_batches": MICRO_BATCHES,
-           "split": args.split, "wrapped": wrapped, "stack_details": details,
+           "split": args.split, "profiler": args.profiler,
+           "malloc_env": {k: v for k, v in os.environ.items() if k.startswith(("MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD"))},
+           "wrapped": wrapped, "stack_details": details,
            "cpu_steal_fraction": steal, "threads_per_rank": torch.get_num_threads(),
            "provenance": {"script": "calibrate/scripts/offload_phase_probe.py", "command": " ".join(sys.argv),
                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -37,6 +37,12 @@
 # at 4 ranks (GPUs 0-3), then the offload bench at 4 ranks:
 #   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
 #     phasesplit:2 phasesplitglibc:2 phasesplit4:2 ob4:2                  -> phasesplit*_K/, ob_K/
+# Validation call 25 ("Call 25"), a probe: why the accumulating copies fault (2 GPUs): the split probe
+# with each copy's faults and address, again with glibc's arenas limited to one (MALLOC_ARENA_MAX=1, trimming
+# and mmap threshold fixed), again under the profiler (rank 0), and the 2.65 B GPT (32 layers, hidden 2560,
+# micro-batch 1) split:
+#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#     phasesplit:3 phasesplitarena:3 phasesplitprof:3 phasesplitbig:3         -> phasesplit*_K/
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
 # than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
@@ -69,12 +75,15 @@ for ph in "$@"; do
         --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
         --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
-    phase|phasesplit|phasesplitglibc|phasesplit4)
+    phase|phasesplit|phasesplitglibc|phasesplit4|phasesplitarena|phasesplitprof|phasesplitbig)
       d=$R/${what}_$k; mkdir -p "$d"; split=--split; n=2; env=()
       [ "$what" = phase ] && split=""
       [ "$what" = phasesplit4 ] && n=4
+      [ "$what" = phasesplitprof ] && split="--split --profiler"
+      [ "$what" = phasesplitbig ] && split="--split --layers 32 --hidden 2560 --heads 20 --micro-batch 1 --steps 3 --warmup 2"
       # 32 MiB is the most glibc takes for the mmap threshold (HEAP_MAX_SIZE / 2 on 64-bit).
       [ "$what" = phasesplitglibc ] && env=(MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_MMAP_THRESHOLD_=33554432)
+      [ "$what" = phasesplitarena ] && env=(MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_MMAP_THRESHOLD_=33554432)
       env "${env[@]}" CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout 200 torchrun --standalone \
         --nproc-per-node $n "$CAL/offload_phase_probe.py" $split --out "$d" >"$d/log.txt" 2>&1
       echo "$what rc $?"; grep -h "offload_phase_probe\]" "$d/log.txt" ;;
