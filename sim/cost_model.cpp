@@ -219,34 +219,14 @@ double CostModel::torch_grad_add_seconds(double bytes, int gpus) const {
   return curve == nullptr ? 0.0 : bytes / (interpolate_curve(curve->points, bytes) * 1e9);
 }
 
-double fresh_page_seconds_per_byte(const std::vector<hw::CurvePoint>& points) {
-  const hw::CurvePoint* resident = nullptr;
-  double fresh_seconds = 0;
-  int fresh = 0;
-  for (const auto& p : points) {
-    if (p.bytes < GLIBC_MMAP_THRESHOLD_MAX_BYTES) {
-      resident = &p;  // sizes ascend: the last one below is the largest
-    } else {
-      fresh_seconds += 1.0 / (p.value * 1e9);
-      ++fresh;
-    }
-  }
-  if (resident == nullptr || fresh == 0) return 0.0;
-  return std::max(0.0, fresh_seconds / fresh - 1.0 / (resident->value * 1e9));
-}
-
-double CostModel::copy_cap(OpKind kind, double bytes, bool pageable, int gpus, bool fresh_pages) const {
+double CostModel::copy_cap(OpKind kind, double bytes, bool pageable, int gpus) const {
   const std::string what = std::string(kind == OpKind::COPY_H2D ? "h2d_" : "d2h_") + (pageable ? "pageable" : "pinned");
   const hw::BandwidthCurve* curve = nullptr;
   // Measured with the node's GPUs copying at once (calibrate/scripts/torch_offload_bench.py): a
   // pageable copy's rate depends on the host allocator and the CPU, not only on PCIe.
   if (const auto& t = profile_.calibration.torch_offload) curve = hw::torch_offload_curve(*t, what, gpus);
   if (curve == nullptr) curve = find_curve(profile_.calibration.copies, what, 1);
-  if (curve == nullptr) return 0.0;
-  const double rate = interpolate_curve(curve->points, bytes) * 1e9;
-  // Above glibc's threshold the calibration's own copy was into fresh pages already.
-  if (!fresh_pages || !pageable || bytes >= GLIBC_MMAP_THRESHOLD_MAX_BYTES) return rate;
-  return 1.0 / (1.0 / rate + fresh_page_seconds_per_byte(curve->points));
+  return curve == nullptr ? 0.0 : interpolate_curve(curve->points, bytes) * 1e9;
 }
 
 std::vector<std::string> CostModel::assumptions(bool reference_stack) const {

@@ -68,10 +68,8 @@ class CostModel {
   // Copies: `pageable` when the host side is pageable memory (the driver stages it), `gpus` the
   // GPUs of the node copying at once. calibration.torch_offload's curve for (direction, memory)
   // measured at the nearest GPU count when there is one, else the single-GPU curve of
-  // calibration.copies ("h2d_pinned", "d2h_pageable", ...). `fresh_pages` (pageable only): every
-  // destination page faults in during the copy, at the cost the curve itself shows
-  // (fresh_page_seconds_per_byte), where the calibration's copy of that size reused resident pages.
-  double copy_cap(OpKind kind, double bytes, bool pageable = false, int gpus = 1, bool fresh_pages = false) const;
+  // calibration.copies ("h2d_pinned", "d2h_pageable", ...).
+  double copy_cap(OpKind kind, double bytes, bool pageable = false, int gpus = 1) const;
 
   hw::ComputePrecision precision() const { return precision_; }
   double peak_flops() const { return peak_flops_; }
@@ -87,14 +85,5 @@ class CostModel {
 
 // Linear interpolation of a curve in log(bytes), clamped at its ends.
 double interpolate_curve(const std::vector<hw::CurvePoint>& points, double bytes);
-
-// glibc serves an allocation above its largest mmap threshold (DEFAULT_MMAP_THRESHOLD_MAX: 32 MiB on
-// 64-bit) with a fresh mmap, so the bench's pageable copies above it fault in every destination page
-// and those below it reuse resident heap pages (workloads/training_stacks.md, "FSDP2").
-inline constexpr double GLIBC_MMAP_THRESHOLD_MAX_BYTES = 32.0 * 1024 * 1024;
-// A pageable copy curve's cost of faulting in a fresh destination page, per byte: its mean time per
-// byte at the sizes from glibc's threshold up (fresh pages) less that at its largest size below
-// (resident pages); 0 where the curve has no point on one side.
-double fresh_page_seconds_per_byte(const std::vector<hw::CurvePoint>& points);
 
 }  // namespace trainsim::sim

@@ -100,7 +100,7 @@ class Interpreter {
     if (op.kind == OpKind::COLLECTIVE) cap = costs_.collective_cap(op.collective, op.group_size, op.bytes);
     if (op.kind == OpKind::COPY_H2D || op.kind == OpKind::COPY_D2H) {
       const double piece = copy != nullptr && copy->piece_bytes > 0 ? copy->piece_bytes : op.bytes;
-      cap = copy != nullptr ? costs_.copy_cap(op.kind, piece, copy->pageable, copy->copiers, copy->fresh_pages)
+      cap = copy != nullptr ? costs_.copy_cap(op.kind, piece, copy->pageable, copy->copiers)
                             : costs_.copy_cap(op.kind, op.bytes);
     }
     const OpId id = builder_.add(std::move(op), deps);

@@ -26,9 +26,6 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
   for (const ShardPiece& p : grad_shard_pieces(m_, units, s_.tp, s_.dp, stack_.wire_grad)) {
     Instruction d2h = copy(Tier::GPU, Tier::HOST, p.bytes * p.count, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in);
     d2h.pageable = accumulate;
-    // Measured in the step (reports/validation/offload_phase_probe/): these copies fault in their
-    // destination pages (0.93 of them on a quiet host) whatever the tensor's size.
-    d2h.fresh_pages = accumulate;
     d2h.copiers = ranks_per_node_;
     d2h.piece_bytes = p.bytes;
     d2h.after = out < 0 ? deps : Deps{out};

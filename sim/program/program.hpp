@@ -84,7 +84,6 @@ struct Instruction {
   Dtype dtype = Dtype::FP16;        // COLLECTIVE, SEND, RECV
   Tier from = Tier::GPU, to = Tier::GPU;  // COPY
   bool pageable = false;            // COPY: the host side is pageable memory (cost_model.hpp, copy_cap)
-  bool fresh_pages = false;         // COPY, pageable: every destination page faults in during the copy
   ComputePass pass = ComputePass::OTHER;
   MemEffects memory;
   Deps after;                       // instructions of the same program this one waits for
