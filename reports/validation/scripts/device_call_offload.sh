@@ -43,6 +43,8 @@
 # micro-batch 1) split:
 #   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
 #     phasesplit:3 phasesplitarena:3 phasesplitprof:3 phasesplitbig:3         -> phasesplit*_K/
+# Validation call 26 ("Call 26"), a probe: the same at 4 ranks, the 0.36 B and the 2.65 B GPT:
+#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh phasesplit4:4 phasesplitbig4:4
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
 # than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
@@ -75,12 +77,13 @@ for ph in "$@"; do
         --out "$R/ob/torch_offload_bench_r2.json" >"$R/ob/r2.log" 2>&1; echo "r2 rc $?"
       timeout 200 torchrun --standalone --nproc-per-node 4 "$CAL/torch_offload_bench.py" \
         --out "$R/ob/torch_offload_bench_r4.json" >"$R/ob/r4.log" 2>&1; echo "r4 rc $?" ;;
-    phase|phasesplit|phasesplitglibc|phasesplit4|phasesplitarena|phasesplitprof|phasesplitbig)
+    phase|phasesplit|phasesplitglibc|phasesplit4|phasesplitarena|phasesplitprof|phasesplitbig|phasesplitbig4)
       d=$R/${what}_$k; mkdir -p "$d"; split=--split; n=2; env=()
       [ "$what" = phase ] && split=""
       [ "$what" = phasesplit4 ] && n=4
+      [ "$what" = phasesplitbig4 ] && n=4
       [ "$what" = phasesplitprof ] && split="--split --profiler"
-      [ "$what" = phasesplitbig ] && split="--split --layers 32 --hidden 2560 --heads 20 --micro-batch 1 --steps 3 --warmup 2"
+      case $what in phasesplitbig*) split="--split --layers 32 --hidden 2560 --heads 20 --micro-batch 1 --steps 3 --warmup 2" ;; esac
       # 32 MiB is the most glibc takes for the mmap threshold (HEAP_MAX_SIZE / 2 on 64-bit).
       [ "$what" = phasesplitglibc ] && env=(MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_MMAP_THRESHOLD_=33554432)
       [ "$what" = phasesplitarena ] && env=(MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_MMAP_THRESHOLD_=33554432)
