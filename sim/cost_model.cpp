@@ -219,6 +219,29 @@ double CostModel::torch_grad_add_seconds(double bytes, int gpus) const {
   return curve == nullptr ? 0.0 : bytes / (interpolate_curve(curve->points, bytes) * 1e9);
 }
 
+double fresh_page_seconds_per_byte(const std::vector<hw::CurvePoint>& points) {
+  const hw::CurvePoint* resident = nullptr;
+  double fresh_seconds = 0;
+  int fresh = 0;
+  for (const auto& p : points) {
+    if (p.bytes < GLIBC_MMAP_THRESHOLD_MAX_BYTES) {
+      resident = &p;  // sizes ascend: the last one below is the largest
+    } else {
+      fresh_seconds += 1.0 / (p.value * 1e9);
+      ++fresh;
+    }
+  }
+  if (resident == nullptr || fresh == 0) return 0.0;
+  return std::max(0.0, fresh_seconds / fresh - 1.0 / (resident->value * 1e9));
+}
+
+double CostModel::pageable_fault_seconds(double bytes, int gpus) const {
+  if (bytes >= GLIBC_MMAP_THRESHOLD_MAX_BYTES) return 0.0;
+  const auto& t = profile_.calibration.torch_offload;
+  const hw::BandwidthCurve* curve = t ? hw::torch_offload_curve(*t, "d2h_pageable", gpus) : nullptr;
+  return curve == nullptr ? 0.0 : bytes * fresh_page_seconds_per_byte(curve->points);
+}
+
 double CostModel::copy_cap(OpKind kind, double bytes, bool pageable, int gpus) const {
   const std::string what = std::string(kind == OpKind::COPY_H2D ? "h2d_" : "d2h_") + (pageable ? "pageable" : "pinned");
   const hw::BandwidthCurve* curve = nullptr;

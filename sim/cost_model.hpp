@@ -56,6 +56,10 @@ class CostModel {
   // PyTorch's `grad += new` on the CPU over a copied fp32 shard of `bytes`, `gpus` ranks of the
   // node doing it at once (calibration.torch_offload "cpu_grad_add"); 0 when not calibrated.
   double torch_grad_add_seconds(double bytes, int gpus) const;
+  // What a blocking copy of `bytes` into fresh pageable memory costs beyond the calibrated rate
+  // when every destination page faults in (GLIBC_MMAP_THRESHOLD_MAX_BYTES): 0 from that size up,
+  // where the calibration's copies faulted already, and where the profile has no such curve.
+  double pageable_fault_seconds(double bytes, int gpus) const;
   // Adam over `params` parameters on the GPU (memory-bound).
   double gpu_adam_seconds(double params, wl::Numerics numerics) const;
   // The trainsim reference's Adam kernel (calibrate/cuda/ref_kernels.cu, adam_step): fp32 master,
@@ -85,5 +89,15 @@ class CostModel {
 
 // Linear interpolation of a curve in log(bytes), clamped at its ends.
 double interpolate_curve(const std::vector<hw::CurvePoint>& points, double bytes);
+
+// glibc serves an allocation above its largest mmap threshold (DEFAULT_MMAP_THRESHOLD_MAX: 32 MiB on
+// 64-bit) with a fresh mmap, so the bench's pageable copies from that size up fault in every
+// destination page and those below it reuse resident heap pages (workloads/training_stacks.md,
+// "FSDP2").
+inline constexpr double GLIBC_MMAP_THRESHOLD_MAX_BYTES = 32.0 * 1024 * 1024;
+// A pageable copy curve's cost of faulting in a fresh destination page, per byte: its mean time
+// per byte from glibc's threshold up less its time per byte at its largest size below; 0 where
+// the curve has no point on one side.
+double fresh_page_seconds_per_byte(const std::vector<hw::CurvePoint>& points);
 
 }  // namespace trainsim::sim

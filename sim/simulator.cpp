@@ -190,7 +190,9 @@ class Replays {
       notes_ = p.notes;
       return p;
     }
-    return build_data_parallel_program(m_, s_, costs_, memory_, profile_.gpus_per_node(), micro_batches);
+    ProgramSet p = build_data_parallel_program(m_, s_, costs_, memory_, profile_.gpus_per_node(), micro_batches);
+    notes_ = p.notes;
+    return p;
   }
 
   const wl::ModelSpec& m_;

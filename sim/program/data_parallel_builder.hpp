@@ -124,6 +124,9 @@ class DataParallelBuilder {
   int states_ = -1;
   int previous_optimizer_ = -1;
   int host_block_ = -1;  // a blocking host copy the next compute waits for (lower_torch_grad_offload)
+  // The first step's accumulating copies' page faults, were every page below glibc's threshold
+  // fresh (CostModel::pageable_fault_seconds): said in a note, not replayed.
+  double page_fault_bound_s_ = 0;
 };
 
 }  // namespace trainsim::sim::detail

@@ -31,6 +31,7 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
     d2h.after = out < 0 ? deps : Deps{out};
     out = writer_.add(std::move(d2h));
     add_s += p.count * c_.torch_grad_add_seconds(p.bytes, ranks_per_node_);
+    if (accumulate && step_ == 0) page_fault_bound_s_ += p.count * c_.pageable_fault_seconds(p.bytes, ranks_per_node_);
   }
   if (!accumulate) return out;
   Instruction add = base(InstrKind::HOST_COMPUTE, Stream::HOST, Category::OFFLOAD_IO, "cpu_grad_add", in);

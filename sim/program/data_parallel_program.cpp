@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "activation_memory.hpp"
 #include "data_parallel_builder.hpp"
 
@@ -71,6 +73,15 @@ ProgramSet DataParallelBuilder::run(TrailingStep trailing) {
     program_.step_ends[static_cast<std::size_t>(step)] = lower_step(plan, barrier);
   }
   out.stages.push_back(std::move(program_));
+  if (page_fault_bound_s_ > 0) {
+    // Measured: reports/validation/offload_phase_probe/ (training_stacks.md, "FSDP2").
+    out.notes.push_back(fmt::format(
+        "FSDP2's accumulating gradient copies go to fresh pageable tensors, costed as the calibration measured "
+        "them: resident heap pages below glibc's 32 MiB mmap threshold. Where glibc's per-thread arena gives such "
+        "a copy a heap of its own, every page faults in: up to {:.1f} ms more a step at the profile's pageable-copy "
+        "curve (measured so for a 0.36 B GPT at 2 ranks; MALLOC_ARENA_MAX=1 avoids it)",
+        page_fault_bound_s_ * 1e3));
+  }
   return out;
 }
 

@@ -246,5 +246,39 @@ TEST(TorchOffloadReplay, PageableCopiesRunAtTheCalibratedRate) {
               simulate(one.model, one.strategy, with_pageable_rate(2), one.memory).step_time_s, 1e-9);
 }
 
+// The accumulating copies are replayed into resident pages; what it would cost were every page
+// below glibc's 32 MiB mmap threshold fresh (reports/validation/offload_phase_probe/) is said in a
+// note, from the pageable curve itself. Here resident copies run at 10 GB/s and fresh ones
+// (from 32 MiB up) at 1 GB/s, so a fresh page costs 0.9 ns a byte more; GPT-2 1.5B's token
+// embedding shard (50257 x 1600 / 4 fp32, 80 MB) faults anyway and is left out, and each of the
+// two accumulating micro-batches (of three) counts.
+TEST(TorchOffloadProgram, SaysWhatFreshPagesWouldCostTheAccumulatingCopies) {
+  hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  const double mib32 = 32.0 * 1024 * 1024;
+  for (hw::BandwidthCurve& c : p.calibration.torch_offload->curves) {
+    if (c.what == "d2h_pageable" && c.group_size == RANKS) c.points = {{1e3, 10}, {mib32 - 1, 10}, {mib32, 1}, {1e12, 1}};
+  }
+  const OffloadRun s = fsdp_offload(p, 3);
+  double below = 0;
+  for (int layer = -1; layer <= static_cast<int>(s.model.layers); ++layer) {
+    for (double e : wl::parameter_tensors(s.model, 1, layer)) {
+      if (std::ceil(e / RANKS) * 4 < mib32) below += std::ceil(e / RANKS) * 4;
+    }
+  }
+  ASSERT_LT(below, shard_bytes(s.model));  // the embedding is above the threshold
+  const double expected_ms = 2 * below * 0.9e-9 * 1e3;
+  const CostModel costs(p, s.model.numerics);
+  const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
+  const auto note = std::find_if(set.notes.begin(), set.notes.end(), [](const std::string& n) { return n.find("up to ") != n.npos; });
+  ASSERT_NE(note, set.notes.end());
+  const double said_ms = std::stod(note->substr(note->find("up to ") + 6));
+  EXPECT_NEAR(said_ms, expected_ms, 0.05 + 1e-3 * expected_ms) << *note;
+  EXPECT_NE(note->find("MALLOC_ARENA_MAX=1"), note->npos);
+
+  // Nothing accumulates with one micro-batch: no note.
+  const OffloadRun one = fsdp_offload(p, 1);
+  EXPECT_TRUE(build_data_parallel_program(one.model, one.strategy, costs, one.memory, p.gpus_per_node()).notes.empty());
+}
+
 }  // namespace
 }  // namespace trainsim::sim
