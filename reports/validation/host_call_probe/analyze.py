@@ -29,7 +29,7 @@ def main():
             for dt, calls in zip(times, rank_doc["per_step"]):
                 fwd = calls.get("forward_one_chunk", [0.0, 0.0])
                 bwd = calls.get("backward_one_chunk", [0.0, 0.0])
-                inside = sum(wall for wall, _ in calls.values())
+                inside = sum(wall for wall, *_ in calls.values())
                 rows.append((dt, fwd[0], bwd[0], dt - inside, fwd[1], bwd[1]))
             fast, slow = fastest_slowest(rows)
             m = mean_ms

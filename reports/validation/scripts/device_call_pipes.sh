@@ -11,6 +11,10 @@
 #   calp4:K  the same calibration at 4 ranks (4 stages), --pipe-layers 2 6 --pipe-micro-batches 8 16
 #            (the 4-stage rows: 6 layers a stage, 8 and 16 micro-batches)               -> hd4_K/
 #   pipes4:K drive.py --gpus 4 --small-only --stacks pipe-gpipe pipe-1f1b --steps 24   -> g4_K/
+# Validation call 27 ("Call 27"), a probe: page faults and system time inside the 2-stage pipelines'
+# calls (run_step.py's stack.details.host_call_timing), the real GPT of the rows and the tiny GPT of
+# the host calibration, GPipe and 1F1B, 8 micro-batches, 24 layers, 24 timed steps, no trace:
+#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh faults:1        -> faults_1/{real,tiny}_{gpipe,1f1b}/
 # Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
 # steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -41,6 +45,18 @@ for ph in "$@"; do
         --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b --pipe-layers 2 6 --pipe-micro-batches 8 16 \
         --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w4.log | tr '\n' ' '; echo ;;
+    faults)
+      for size in real tiny; do
+        dims="--hidden 1024 --heads 16 --vocab 50304 --seq 2048 --micro-batch 2"
+        [ $size = tiny ] && dims="--hidden 64 --heads 2 --vocab 512 --seq 64 --micro-batch 1"
+        for sched in gpipe 1f1b; do
+          d=$R/faults_$k/${size}_$sched; mkdir -p "$d"
+          CUDA_VISIBLE_DEVICES=0,1 timeout 150 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
+            --stack pipe-$sched --layers 24 $dims --micro-batches 8 --steps 24 --warmup 2 --no-trace \
+            --name probe_${size}_$sched --out "$d" >"$d/log.txt" 2>&1; echo "$size $sched rc $?"
+          grep -h "step .* s (spread" "$d/log.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80
+        done
+      done ;;
     pipes4)
       python3 "$HERE/drive.py" --gpus 4 --small-only --stacks pipe-gpipe pipe-1f1b \
         --steps 24 --out "$R/g4_$k" --budget-s 150 >"$R/log-g4_$k.txt" 2>&1

@@ -19,6 +19,7 @@ import gc
 import gzip
 import json
 import os
+import resource
 import shlex
 import socket
 import statistics
@@ -326,7 +327,9 @@ class BusyTimer:
         self.on = False
         self.depth = 0
         self.pairs = []
-        self.host = []  # (label, host wall seconds, calling thread's CPU seconds) of each timed call
+        # (label, host wall seconds, calling thread's CPU seconds, its system seconds, its minor page
+        # faults, the process's minor page faults) of each timed call
+        self.host = []
 
     def wrap(self, obj, name, label):
         fn = getattr(obj, name, None)
@@ -340,10 +343,14 @@ class BusyTimer:
             start.record()
             self.depth += 1
             wall0, cpu0 = time.perf_counter(), time.thread_time()
+            thread0, process0 = resource.getrusage(resource.RUSAGE_THREAD), resource.getrusage(resource.RUSAGE_SELF)
             try:
                 return fn(*a, **k)
             finally:
-                self.host.append((label, time.perf_counter() - wall0, time.thread_time() - cpu0))
+                wall, cpu = time.perf_counter() - wall0, time.thread_time() - cpu0
+                thread1, process1 = resource.getrusage(resource.RUSAGE_THREAD), resource.getrusage(resource.RUSAGE_SELF)
+                self.host.append((label, wall, cpu, thread1.ru_stime - thread0.ru_stime,
+                                  thread1.ru_minflt - thread0.ru_minflt, process1.ru_minflt - process0.ru_minflt))
                 self.depth -= 1
                 end.record()
                 self.pairs.append((label, start, end))
@@ -361,14 +368,14 @@ class BusyTimer:
         return out
 
     def collect_host(self):
-        """{label: [host wall seconds, calling thread's CPU seconds]} of the calls since the last
-        collect_host: how long the host spent inside each kind of call, and how much of it the
-        calling thread computed (a backward call's work runs on autograd's thread, so its calling
-        thread's CPU time is its own share only)."""
+        """{label: [host wall seconds, calling thread's CPU seconds, its system seconds, its minor
+        page faults, the process's minor page faults]} of the calls since the last collect_host: how
+        long the host spent inside each kind of call, and how much of it the calling thread computed
+        (a backward call's work runs on autograd's thread, so its calling thread's CPU time is its own
+        share only; the process's faults count every thread's, autograd's included)."""
         out = {}
-        for label, wall, cpu in self.host:
-            w, c = out.get(label, [0.0, 0.0])
-            out[label] = [w + wall, c + cpu]
+        for label, *values in self.host:
+            out[label] = [x + v for x, v in zip(out.get(label, [0.0, 0.0, 0.0, 0, 0]), values)]
         self.host = []
         return out
 
@@ -693,9 +700,10 @@ def run_config(cfg):
                               "the timed steps",
                 "per_stage": stage_busy}
             details["host_call_timing"] = {
-                "method": "time.perf_counter and time.thread_time around each call BusyTimer times, over the timed "
-                          "steps: per rank, step and kind of call, the host's wall time inside the calls and the "
-                          "calling thread's CPU time in them",
+                "method": "time.perf_counter, time.thread_time and getrusage around each call BusyTimer times, "
+                          "over the timed steps: per rank, step and kind of call, [the host's wall time inside the "
+                          "calls, the calling thread's CPU time in them, its system time, its minor page faults, "
+                          "the process's minor page faults]",
                 "per_rank": [{"rank": g_["rank"], "per_step": g_["host_calls"]} for g_ in gathered]}
             s0 = stage_busy[0]
             # "call_spans": busy is the union of the timed calls' event spans (README, "The pipeline
