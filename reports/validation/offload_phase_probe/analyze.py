@@ -13,6 +13,7 @@ measures them) and with those copies' pages faulting in at the cost the same cur
 threshold; (4) the same two replays of the committed offload rows.
 """
 import copy
+import gzip
 import json
 import os
 import statistics
@@ -34,7 +35,8 @@ LAUNCHES = [("23", "machine1/phase_1", "plain"), ("23", "machine1/phasesplit_1",
 
 
 def probe(launch, rank):
-    return json.load(open(os.path.join(HERE, launch, f"offload_phase_probe_rank{rank}.json")))
+    # Committed gzipped (the probes' per-call records are about 1.3 MB a rank as written).
+    return json.load(gzip.open(os.path.join(HERE, launch, f"offload_phase_probe_rank{rank}.json.gz")))
 
 
 def reduce_calls(step, micro_batch):
