@@ -14,7 +14,8 @@ step's parts with CPU timers only:
   foreach_all_gather, foreach_all_gather_copy_out, foreach_reduce (patched before fully_shard);
 - with --split, inside each foreach_reduce, every torch function it calls (a TorchFunctionMode),
   timed call by call with the calling thread's minor page faults and the first tensor's bytes
-  ([calls, seconds, thread's faults, bytes, process's faults] per function), and before a blocking device-to-host copy the wait for the current stream
+  ([calls, seconds, thread's faults, bytes, process's faults] per function; each blocking copy
+  apart with its destination's address and glibc chunk flags), and before a blocking device-to-host copy the wait for the current stream
   (the copy would wait for it anyway: the split moves that wait out of the copy's time, it adds none);
 - CUDA events on the main stream at each phase's end (when the GPU finished what the host issued).
 
@@ -25,6 +26,7 @@ functions the probe times, as this torch has them).
 """
 import argparse
 import contextlib
+import ctypes
 import functools
 import inspect
 import json
@@ -89,6 +91,14 @@ def is_blocking_d2h(name, args, kwargs):
     return False
 
 
+def glibc_chunk(address):
+    """[flags, size] of the glibc malloc chunk whose memory starts at `address` (c10's CPU allocator
+    takes it from posix_memalign): the size word just before it holds PREV_INUSE (1), IS_MMAPPED (2,
+    a chunk mmapped for itself) and NON_MAIN_ARENA (4, a chunk of a per-thread arena's heap)."""
+    word = ctypes.c_uint64.from_address(address - 8).value
+    return [word & 7, word & ~7]
+
+
 class CallSplit(TorchFunctionMode):
     """Inside one foreach_reduce: calls, seconds, the thread's minor page faults and the first tensor
     argument's bytes per torch function (by name and that tensor's device), and the stream waits before blocking device-to-host copies."""
@@ -96,7 +106,9 @@ class CallSplit(TorchFunctionMode):
     def __init__(self):
         super().__init__()
         self.totals = {}
-        self.copies = []  # each blocking copy: [bytes, thread's faults, seconds, destination address]
+        # each blocking copy: [bytes, thread's faults, seconds, destination address, its glibc chunk's
+        # flags, that chunk's size] (glibc_chunk)
+        self.copies = []
 
     def note(self, key, seconds, faults=0, nbytes=0, process_faults=0):
         n, s, f, b, pf = self.totals.get(key, (0, 0.0, 0, 0, 0))
@@ -123,7 +135,7 @@ class CallSplit(TorchFunctionMode):
         self.note(f"{name}@{where}" + (" blocking_d2h" if blocking_d2h else ""), seconds, faults, nbytes,
                   process_faults)
         if blocking_d2h and isinstance(out, torch.Tensor):
-            self.copies.append([nbytes, faults, round(seconds, 7), out.data_ptr()])
+            self.copies.append([nbytes, faults, round(seconds, 7), out.data_ptr(), *glibc_chunk(out.data_ptr())])
         return out
 
 

@@ -45,6 +45,9 @@
 #     phasesplit:3 phasesplitarena:3 phasesplitprof:3 phasesplitbig:3         -> phasesplit*_K/
 # Validation call 26 ("Call 26"), a probe: the same at 4 ranks, the 0.36 B and the 2.65 B GPT:
 #   OUT=DIR bash reports/validation/scripts/device_call_offload.sh phasesplit4:4 phasesplitbig4:4
+# Validation call 28 ("Call 28"), a probe: each blocking copy's glibc chunk (mmapped for itself, or in a
+# per-thread arena's heap), the 0.36 B and the 2.65 B GPT at 2 ranks (GPUs 0-1):
+#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh phasesplit:5 phasesplitbig:5
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
 # than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
