@@ -31,7 +31,8 @@ LAUNCHES = [("23", "machine1/phase_1", "plain"), ("23", "machine1/phasesplit_1",
             ("24", "call24/phasesplit_2", "split"), ("24", "call24/phasesplitglibc_2", "split, glibc trim and mmap threshold fixed"),
             ("25", "call25/phasesplit_3", "split"), ("25", "call25/phasesplitarena_3", "split, MALLOC_ARENA_MAX=1"),
             ("25", "call25/phasesplitprof_3", "split, rank 0 under torch.profiler"),
-            ("25", "call25/phasesplitbig_3", "split, 2.65 B GPT")]
+            ("25", "call25/phasesplitbig_3", "split, 2.65 B GPT"),
+            ("28", "call28/phasesplit_5", "split"), ("28", "call28/phasesplitbig_5", "split, 2.65 B GPT")]
 
 
 def probe(launch, rank):
@@ -71,21 +72,29 @@ def launches_table():
             print(row)
 
 
+def chunk_kind(flags):
+    """glibc's chunk flags (offload_phase_probe.py, glibc_chunk): IS_MMAPPED 2, NON_MAIN_ARENA 4."""
+    return "mmapped" if flags & 2 else "per-thread arena heap" if flags & 4 else "main arena"
+
+
 def sizes_table():
-    print("\n| call | launch | rank | copy size (MB) | copies | faults / pages | rate (GB/s) | destination addresses |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| call | launch | rank | copy size (MB) | copies | faults / pages | rate (GB/s) | destination addresses | "
+          "glibc chunks (call 28 on) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for call, launch, what in LAUNCHES:
         for rank in (0, 1):
             by = {}
             for st in probe(launch, rank)["steps"]:
                 for s in reduce_calls(st, 1):
-                    for nbytes, faults, seconds, address in s[5].get("blocking_copies", []):
+                    for nbytes, faults, seconds, address, *chunk in s[5].get("blocking_copies", []):
                         if nbytes >= 1 << 20:
-                            n, f, sec, addrs = by.get(nbytes, (0, 0, 0.0, set()))
-                            by[nbytes] = (n + 1, f + faults, sec + seconds, addrs | {address})
-            for nbytes, (n, f, sec, addrs) in sorted(by.items()):
+                            n, f, sec, addrs, kinds = by.get(nbytes, (0, 0, 0.0, set(), {}))
+                            kind = chunk_kind(chunk[0]) if chunk else "not recorded"
+                            by[nbytes] = (n + 1, f + faults, sec + seconds, addrs | {address}, {**kinds, kind: kinds.get(kind, 0) + 1})
+            for nbytes, (n, f, sec, addrs, kinds) in sorted(by.items()):
+                said = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
                 print(f"| {call} | {launch} ({what}) | {rank} | {nbytes / 1e6:.1f} | {n} | {f / (n * nbytes / PAGE):.2f} | "
-                      f"{n * nbytes / sec / 1e9:.1f} | {len(addrs)} |")
+                      f"{n * nbytes / sec / 1e9:.1f} | {len(addrs)} | {said} |")
 
 
 def fresh_pages(profile):
