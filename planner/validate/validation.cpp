@@ -8,11 +8,13 @@
 #include <set>
 
 #include "config_error.hpp"
+#include "cost_model.hpp"
+#include "host_dispatch.hpp"
 #include "memory_answer.hpp"
 #include "profile_loader.hpp"
 #include "request.hpp"
-#include "host_dispatch.hpp"
 #include "simulator.hpp"
+#include "training_stack.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -47,6 +49,28 @@ hw::ClusterProfile with_host_dispatch_scaled(hw::ClusterProfile p, double factor
     }
   }
   return p;
+}
+
+// The profile with every pageable device-to-host copy below glibc's largest mmap threshold costed
+// as faulting in its destination pages, at the cost per byte the same curve shows from the threshold
+// up (sim::fresh_page_seconds_per_byte).
+hw::ClusterProfile with_fresh_pageable_pages(hw::ClusterProfile p) {
+  if (!p.calibration.torch_offload) return p;
+  for (hw::BandwidthCurve& c : p.calibration.torch_offload->curves) {
+    if (c.what != "d2h_pageable") continue;
+    const double fault = sim::fresh_page_seconds_per_byte(c.points);
+    for (hw::CurvePoint& x : c.points) {
+      if (x.bytes < sim::GLIBC_MMAP_THRESHOLD_MAX_BYTES) x.value = 1.0 / (1.0 / x.value + fault * 1e9);
+    }
+  }
+  return p;
+}
+
+// Whether the step copies accumulated gradients into fresh pageable memory (the data-parallel
+// builder's FSDP2 offload path, sim/program/data_parallel_optimizer.cpp).
+bool copies_into_fresh_pageable(const wl::Strategy& s, wl::Numerics n) {
+  return s.pp == 1 && !s.l2l && s.offload_optimizer == wl::OffloadTarget::CPU && s.micro_batches() > 1 &&
+         wl::stack_states(s.stack, n, s.zero_stage, s.micro_batches()).blocking_pageable_grad_offload;
 }
 
 }  // namespace
@@ -232,6 +256,11 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     const sim::SimResult slower = sim::simulate(request.inputs.model, request.inputs.strategy,
                                                 with_host_dispatch_scaled(profile, 1 + HOST_SENSITIVITY_PROBE), memory.estimate);
     if (slower.simulated) v.host_sensitivity = (slower.step_time_s / r.step_time_s - 1) / HOST_SENSITIVITY_PROBE;
+  }
+  if (copies_into_fresh_pageable(request.inputs.strategy, request.inputs.model.numerics)) {
+    const sim::SimResult fresh = sim::simulate(request.inputs.model, request.inputs.strategy, with_fresh_pageable_pages(profile),
+                                               memory.estimate);
+    if (fresh.simulated) v.fresh_pages_step_s = fresh.step_time_s;
   }
 
   v.rows.push_back(row(run, "step_time", "s", r.step_time_s, run.step_time_s, true, STEP_TOLERANCE_PCT,

@@ -57,6 +57,11 @@ struct RunValidation {
   // HOST_SENSITIVITY_PROBE larger (0: the host never on the step's critical path; 1: the step
   // moves as the host does). Only where the profile has host dispatch figures for the run's stack.
   std::optional<double> host_sensitivity;
+  // FSDP2's accumulating gradient copies are replayed into resident heap pages, as the calibration
+  // measured them; where glibc's per-thread arena gives such a copy a heap of its own every page
+  // faults in instead (reports/validation/offload_phase_probe/). The predicted step of a second
+  // replay costed so (with_fresh_pageable_pages), for runs that make such copies.
+  std::optional<double> fresh_pages_step_s;
 };
 
 // The relative growth of the host dispatch figures in the replay that measures host_sensitivity.
@@ -103,6 +108,9 @@ MetricStats metric_stats(const std::vector<RunValidation>& runs, const std::stri
 nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
                                     const std::string& known_gaps_path);
 std::string validation_table(const std::vector<RunValidation>& runs);
+// The report's section on FSDP2's accumulating copies' pages (validation_fresh_pages.cpp); empty
+// when no run makes such copies.
+std::string fresh_pages_markdown(const std::vector<RunValidation>& runs);
 std::string validation_markdown(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
                                 const std::string& known_gaps_path);
 // The report's charts, in the order validation_charts returns them.

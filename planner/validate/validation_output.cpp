@@ -170,6 +170,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
       if (r.metric == "step_time" && !v.run.launch_step_times_s.empty()) e["measured_launches"] = v.run.launch_step_times_s;
       if (r.metric == "step_time" && v.run.cpu_steal_fraction) e["host_cpu_steal_fraction"] = *v.run.cpu_steal_fraction;
       if (r.metric == "step_time" && v.host_sensitivity) e["predicted_host_sensitivity"] = *v.host_sensitivity;
+      if (r.metric == "step_time" && v.fresh_pages_step_s) e["predicted_with_pages_faulting"] = *v.fresh_pages_step_s;
       if (r.metric == "step_time" && launch_steal_recorded(v.run)) {
         nlohmann::ordered_json per = nlohmann::ordered_json::array();
         for (const auto& x : v.run.launch_cpu_steal_fractions) per.push_back(x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr));
@@ -208,6 +209,10 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
       // The replay simulates one GPU per pipeline stage and folds identical data-parallel ranks.
       out += fmt::format("{:<42} per GPU (GiB): predicted {} (one per stage); measured allocated {}, reserved {}\n", v.run.name,
                          gib(v.predicted_peaks), gib(v.run.peak_allocated_bytes), gib(v.run.peak_reserved_bytes));
+    }
+    if (v.fresh_pages_step_s) {
+      out += fmt::format("{:<42} with FSDP2's accumulating copies' pages faulting in (not replayed): {:.4g} s, {:+.1f}%\n", v.run.name,
+                         *v.fresh_pages_step_s, 100 * (*v.fresh_pages_step_s / v.run.step_time_s - 1));
     }
     if (v.host_sensitivity) {
       out += fmt::format("{:<42} host sensitivity {:.2f}: the predicted step grows {:.1f}% when its stack's host dispatch figures grow {:.0f}%\n",
@@ -280,6 +285,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
   }
   md += "\n![step time](step_time.svg)\n\n![peak memory](peak_allocated.svg)\n\n![errors](errors.svg)\n\n";
   md += launches_markdown(runs);
+  md += fresh_pages_markdown(runs);
   md += "## Rows that miss their target\n\n";
   std::map<std::string, std::vector<std::string>> by_reason;
   std::vector<std::string> unexplained;

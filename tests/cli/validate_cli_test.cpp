@@ -334,6 +334,36 @@ TEST(ValidateCli, HostSensitivitySaysHowHostBoundThePredictionIs) {
   EXPECT_EQ(read_file(none.path() / "report.md").find("host sensitivity"), std::string::npos);
 }
 
+// FSDP2's accumulating copies (reports/validation/offload_phase_probe/): beside the replay's step
+// (resident pages) the report gives the step with every such copy below glibc's 32 MiB threshold
+// faulting in, a second replay on the profile's pageable curve made so; its excess over the replay
+// is, within 5%, the simulator's own note's sum of those copies' fault costs (two computations of
+// one cost). A run without such copies has neither.
+TEST(ValidateCli, OffloadRowsSayWhatFaultingPagesWouldCost) {
+  ScratchDir d;
+  const std::string run = "reports/validation/measured/call14-h200x4/h200x2_fsdp2-offload_L24-h1024_mb4x2.json";
+  const CommandResult r = run_trainsim("validate --measured " + q(source_path(run)) + " --no-trace --report-dir " + q(d.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json row = nlohmann::json::parse(read_file(d.path() / "summary.json")).at("rows").at(0);
+  const double resident = row.at("predicted").get<double>(), faulting = row.at("predicted_with_pages_faulting").get<double>();
+  const std::string report = read_file(d.path() / "report.md");
+  EXPECT_NE(report.find("## FSDP2 offload: the accumulating copies' pages"), std::string::npos);
+  const std::string said = "every page faults in: up to ";
+  const auto at = report.find(said);
+  ASSERT_NE(at, std::string::npos) << report;
+  const double note_s = std::stod(report.substr(at + said.size())) / 1e3;
+  EXPECT_GT(note_s, 0.1);
+  EXPECT_NEAR(faulting - resident, note_s, 0.05 * note_s) << "resident " << resident << " faulting " << faulting;
+
+  ScratchDir ddp;
+  ASSERT_EQ(run_trainsim("validate --measured " + q(source_path(CALL9 + "h200x2_ddp_L24-h1024_mb4x2.json")) + " --no-trace --report-dir " +
+                         q(ddp.path().string()))
+                .exit_code,
+            0);
+  EXPECT_FALSE(nlohmann::json::parse(read_file(ddp.path() / "summary.json")).at("rows").at(0).contains("predicted_with_pages_faulting"));
+  EXPECT_EQ(read_file(ddp.path() / "report.md").find("accumulating copies' pages"), std::string::npos);
+}
+
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
   const std::vector<BadCase> cases = {
       {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured", "no such file"}},

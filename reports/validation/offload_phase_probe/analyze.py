@@ -10,9 +10,9 @@ against the pages they fill), CPU adds and stream waits; (2) per copy size, the 
 the launch recorded each copy; (3) the replay on the quiet hosts' own calibration against their
 launches, as committed (copies below glibc's 32 MiB mmap threshold into resident pages, as the bench
 measures them) and with those copies' pages faulting in at the cost the same curve shows above the
-threshold; (4) the same two replays of the committed offload rows.
+threshold (trainsim validate's second prediction for such runs); (4) the same two of the committed
+offload rows.
 """
-import copy
 import gzip
 import json
 import os
@@ -97,35 +97,14 @@ def sizes_table():
                       f"{n * nbytes / sec / 1e9:.1f} | {len(addrs)} | {said} |")
 
 
-def fresh_pages(profile):
-    """The profile with every pageable copy below glibc's threshold costed as faulting in its pages:
-    the curve's mean time per byte from the threshold up (fresh mmap) less that at its largest size
-    below (resident heap pages), added to each point below."""
-    out = copy.deepcopy(profile)
-    for curve in out["calibration"]["torch_offload"]["curves"]:
-        if curve["what"] != "d2h_pageable":
-            continue
-        below = [p for p in curve["points"] if p["bytes"] < GLIBC_MMAP_THRESHOLD_MAX]
-        above = [p for p in curve["points"] if p["bytes"] >= GLIBC_MMAP_THRESHOLD_MAX]
-        if not below or not above:
-            continue
-        fault = max(0.0, statistics.mean(1 / p["GBps"] for p in above) - 1 / below[-1]["GBps"])
-        for p in below:
-            p["GBps"] = round(1 / (1 / p["GBps"] + fault), 4)
-    return out
-
-
-def predict(run_path, profile_path):
-    """The replay's step time of a measured run, as trainsim validate costs it, on the given profile."""
+def both(run_path, profile_path):
+    """The replay's step time of a measured run on the given profile, as trainsim validate costs it,
+    with FSDP2's accumulating copies into resident pages (the replay) and faulting in every page
+    (its second prediction, summary.json's predicted_with_pages_faulting)."""
     out = subprocess.run([TRAINSIM, "validate", "--measured", run_path, "--hw", profile_path, "--no-trace", "--format", "json"],
                          check=True, capture_output=True, text=True).stdout
-    return next(r["predicted"] for r in json.loads(out)["rows"] if r["metric"] == "step_time")
-
-
-def both(run_path, profile_path, scratch):
-    fresh = os.path.join(scratch, "fresh.profile.json")
-    json.dump(fresh_pages(json.load(open(profile_path))), open(fresh, "w"))
-    return predict(run_path, profile_path), predict(run_path, fresh)
+    row = next(r for r in json.loads(out)["rows"] if r["metric"] == "step_time")
+    return row["predicted"], row["predicted_with_pages_faulting"]
 
 
 def profile_of_host(scratch, name, args):
@@ -156,7 +135,7 @@ def replay_tables():
         print("\n| host | measured step (ms) | replay as committed (ms) | replay, accumulating copies' pages faulting (ms) |")
         print("|---|---|---|---|")
         for name, prof, measured in quiet:
-            resident, fresh = both(row, prof, scratch)
+            resident, fresh = both(row, prof)
             ms = ", ".join(f"{1e3 * x:.0f}" for x in measured)
             errs = lambda p: ", ".join(f"{100 * (p / x - 1):+.1f}%" for x in measured)  # noqa: E731
             print(f"| {name} | {ms} | {1e3 * resident:.0f} ({errs(resident)}) | {1e3 * fresh:.0f} ({errs(fresh)}) |")
@@ -170,7 +149,7 @@ def replay_tables():
             # (planner/cli/cmd_validate.cpp: the calibrated profile of the H200).
             prof = (os.path.join(os.path.dirname(path), r["profile"]) if "profile" in r else
                     os.path.join(ROOT, "hwprofiles", "h200x4-measured.json"))
-            resident, fresh = both(path, prof, scratch)
+            resident, fresh = both(path, prof)
             m = r["measured"]["step_time_s"]
             print(f"| {r['name']} | {1e3 * m:.0f} | {1e3 * resident:.0f} ({100 * (resident / m - 1):+.1f}%) | "
                   f"{1e3 * fresh:.0f} ({100 * (fresh / m - 1):+.1f}%) |")
