@@ -32,7 +32,8 @@ LAUNCHES = [("23", "machine1/phase_1", "plain"), ("23", "machine1/phasesplit_1",
             ("25", "call25/phasesplit_3", "split"), ("25", "call25/phasesplitarena_3", "split, MALLOC_ARENA_MAX=1"),
             ("25", "call25/phasesplitprof_3", "split, rank 0 under torch.profiler"),
             ("25", "call25/phasesplitbig_3", "split, 2.65 B GPT"),
-            ("28", "call28/phasesplit_5", "split"), ("28", "call28/phasesplitbig_5", "split, 2.65 B GPT")]
+            ("28", "call28/phasesplit_5", "split"), ("28", "call28/phasesplitbig_5", "split, 2.65 B GPT"),
+            ("26", "call26/phasesplit4_4", "split, 4 ranks"), ("26", "call26/phasesplitbig4_4", "split, 4 ranks, 2.65 B GPT")]
 
 
 def probe(launch, rank):
