@@ -15,6 +15,8 @@
 # calls (run_step.py's stack.details.host_call_timing), the real GPT of the rows and the tiny GPT of
 # the host calibration, GPipe and 1F1B, 8 micro-batches, 24 layers, 24 timed steps, no trace:
 #   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh faults:1        -> faults_1/{real,tiny}_{gpipe,1f1b}/
+# Validation call 30 ("Call 30"), a probe: the same for the 4-stage 1F1B with 16 micro-batches (4 GPUs):
+#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh faults4:1       -> faults4_1/{real,tiny}_1f1b/
 # Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
 # steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -45,14 +47,16 @@ for ph in "$@"; do
         --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b --pipe-layers 2 6 --pipe-micro-batches 8 16 \
         --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w4.log | tr '\n' ' '; echo ;;
-    faults)
+    faults|faults4)
+      gpus=2; m=8; scheds="gpipe 1f1b"
+      [ $what = faults4 ] && { gpus=4; m=16; scheds=1f1b; }
       for size in real tiny; do
         dims="--hidden 1024 --heads 16 --vocab 50304 --seq 2048 --micro-batch 2"
         [ $size = tiny ] && dims="--hidden 64 --heads 2 --vocab 512 --seq 64 --micro-batch 1"
-        for sched in gpipe 1f1b; do
-          d=$R/faults_$k/${size}_$sched; mkdir -p "$d"
-          CUDA_VISIBLE_DEVICES=0,1 timeout 150 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
-            --stack pipe-$sched --layers 24 $dims --micro-batches 8 --steps 24 --warmup 2 --no-trace \
+        for sched in $scheds; do
+          d=$R/${what}_$k/${size}_$sched; mkdir -p "$d"
+          CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((gpus - 1))) timeout 150 torchrun --standalone --nproc-per-node $gpus "$HERE/run_step.py" \
+            --stack pipe-$sched --layers 24 $dims --micro-batches $m --steps 24 --warmup 2 --no-trace \
             --name probe_${size}_$sched --out "$d" >"$d/log.txt" 2>&1; echo "$size $sched rc $?"
           grep -h "step .* s (spread" "$d/log.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80
         done
