@@ -4,6 +4,9 @@ real GPT that they do not on the tiny GPT of the host calibration? (reports/vali
 row "27", has the rule, written before the call.)
 
     python3 reports/validation/fault_probe/analyze.py
+
+Call 30 (row "30") asks, at the 4-stage 1F1B row's shape, whether rank 0's stage calls take longer on
+the real GPT than on the tiny one on one host; its table follows.
 """
 import glob
 import json
@@ -47,5 +50,32 @@ def main():
           f"faults {verdict} (rule: at least {IMPLICATED} in both implicated, under {NOT_IMPLICATED} in both not).")
 
 
-if __name__ == "__main__":
+def four_stages():
+    """Call 30: the 4-stage 1F1B with 16 micro-batches, rank 0's forward and backward calls summed."""
+    print("\n| GPT | step (ms) | rank | forward calls: wall / CPU (ms) | backward calls: wall (ms) | both, wall (ms) | process faults |")
+    print("|---|---|---|---|---|---|---|")
+    sums = {}
+    for size in ("real", "tiny"):
+        path = glob.glob(os.path.join(HERE, "faults4_1", f"{size}_1f1b", "probe_*[!l].json"))[0]
+        d = json.load(open(path))
+        for rd in d["stack"]["details"]["host_call_timing"]["per_rank"]:
+            steps = [(st.get("forward_one_chunk", [0.0] * 5), st.get("backward_one_chunk", [0.0] * 5)) for st in rd["per_step"]]
+            both = statistics.median(f[0] + b[0] for f, b in steps) * 1e3
+            if rd["rank"] == 0:
+                sums[size] = both
+            print(f"| {size} | {1e3 * d['measured']['step_time_s']:.1f} | {rd['rank']} | "
+                  f"{statistics.median(f[0] for f, _ in steps) * 1e3:.1f} / {statistics.median(f[1] for f, _ in steps) * 1e3:.1f} | "
+                  f"{statistics.median(b[0] for _, b in steps) * 1e3:.1f} | {both:.1f} | {statistics.median(f[4] + b[4] for f, b in steps):.0f} |")
+    extra = sums["real"] / sums["tiny"] - 1
+    verdict = "larger on the real GPT" if extra >= 0.15 else "not larger" if abs(extra) <= 0.05 else "undecided"
+    print(f"\nRank 0's forward and backward calls a step, real against tiny: {100 * extra:+.1f}%: {verdict} "
+          "(rule: at least +15% larger, within 5% not larger).")
+
+
+def all_tables():
     main()
+    four_stages()
+
+
+if __name__ == "__main__":
+    all_tables()
