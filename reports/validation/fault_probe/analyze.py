@@ -8,7 +8,6 @@ row "27", has the rule, written before the call.)
 Call 30 (row "30") asks, at the 4-stage 1F1B row's shape, whether rank 0's stage calls take longer on
 the real GPT than on the tiny one on one host; its table follows.
 """
-import glob
 import json
 import os
 import statistics
@@ -36,7 +35,7 @@ def main():
     for sched in ("gpipe", "1f1b"):
         faults = {}
         for size in ("real", "tiny"):
-            step, calls = per_call(glob.glob(os.path.join(HERE, "faults_1", f"{size}_{sched}", "probe_*[!l].json"))[0])
+            step, calls = per_call(os.path.join(HERE, "faults_1", f"{size}_{sched}", f"probe_{size}_{sched}.json"))
             for rank, c in sorted(calls.items()):
                 f, b = c["forward_one_chunk"], c["backward_one_chunk"]
                 print(f"| {sched} | {size} | {1e3 * step:.1f} | {rank} | {f[0]:.1f} / {f[1]:.1f} / {f[2]:.2f}, {f[3]:.0f} / {f[4]:.0f} | "
@@ -56,7 +55,7 @@ def four_stages():
     print("|---|---|---|---|---|---|---|")
     sums = {}
     for size in ("real", "tiny"):
-        path = glob.glob(os.path.join(HERE, "faults4_1", f"{size}_1f1b", "probe_*[!l].json"))[0]
+        path = os.path.join(HERE, "faults4_1", f"{size}_1f1b", f"probe_{size}_1f1b.json")
         d = json.load(open(path))
         for rd in d["stack"]["details"]["host_call_timing"]["per_rank"]:
             steps = [(st.get("forward_one_chunk", [0.0] * 5), st.get("backward_one_chunk", [0.0] * 5)) for st in rd["per_step"]]
