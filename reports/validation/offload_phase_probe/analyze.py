@@ -54,23 +54,29 @@ def split_median(doc, key, index):
     return statistics.median(sum(s[5].get(key, [0] * 5)[index] for s in reduce_calls(st, 1)) for st in doc["steps"])
 
 
+def launch_ranks():
+    """(call, launch folder and what it ran, rank, the rank's probe record) of every launch; rank 0
+    and 1 (the 4-rank launches' ranks 2 and 3 are left out, as in every table)."""
+    for call, launch, what in LAUNCHES:
+        for rank in (0, 1):
+            yield call, f"{launch} ({what})", rank, probe(launch, rank)
+
+
 def launches_table():
     print("| call | launch | rank | steal | step (ms) | accumulating foreach_reduce (ms) | its blocking copies (ms) | "
           "their faults / pages | its CPU adds (ms) | stream waits before the copies (ms) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for call, launch, what in LAUNCHES:
-        for rank in (0, 1):
-            d = probe(launch, rank)
-            reduce_ms = 1e3 * d["summary"]["foreach_reduce mb1"]["median_s"]
-            row = f"| {call} | {launch} ({what}) | {rank} | {100 * d['cpu_steal_fraction']:.1f}% | {1e3 * d['step_s_median']:.0f} | {reduce_ms:.0f} |"
-            if d["split"]:
-                faults, nbytes = split_median(d, COPY, 2), split_median(d, COPY, 3)
-                said = "not recorded" if faults is None else f"{faults:.0f} / {nbytes / PAGE:.0f} ({faults * PAGE / nbytes:.3f})"
-                row += (f" {1e3 * split_median(d, COPY, 1):.0f} | {said} | {1e3 * split_median(d, 'add_@cpu', 1):.0f} | "
-                        f"{1e3 * split_median(d, 'wait_before_blocking_d2h', 1):.0f} |")
-            else:
-                row += " - | - | - | - |"
-            print(row)
+    for call, launch, rank, d in launch_ranks():
+        reduce_ms = 1e3 * d["summary"]["foreach_reduce mb1"]["median_s"]
+        row = f"| {call} | {launch} | {rank} | {100 * d['cpu_steal_fraction']:.1f}% | {1e3 * d['step_s_median']:.0f} | {reduce_ms:.0f} |"
+        if d["split"]:
+            faults, nbytes = split_median(d, COPY, 2), split_median(d, COPY, 3)
+            said = "not recorded" if faults is None else f"{faults:.0f} / {nbytes / PAGE:.0f} ({faults * PAGE / nbytes:.3f})"
+            row += (f" {1e3 * split_median(d, COPY, 1):.0f} | {said} | {1e3 * split_median(d, 'add_@cpu', 1):.0f} | "
+                    f"{1e3 * split_median(d, 'wait_before_blocking_d2h', 1):.0f} |")
+        else:
+            row += " - | - | - | - |"
+        print(row)
 
 
 def chunk_kind(flags):
@@ -82,20 +88,19 @@ def sizes_table():
     print("\n| call | launch | rank | copy size (MB) | copies | faults / pages | rate (GB/s) | destination addresses | "
           "glibc chunks (call 28 on) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for call, launch, what in LAUNCHES:
-        for rank in (0, 1):
-            by = {}
-            for st in probe(launch, rank)["steps"]:
-                for s in reduce_calls(st, 1):
-                    for nbytes, faults, seconds, address, *chunk in s[5].get("blocking_copies", []):
-                        if nbytes >= 1 << 20:
-                            n, f, sec, addrs, kinds = by.get(nbytes, (0, 0, 0.0, set(), {}))
-                            kind = chunk_kind(chunk[0]) if chunk else "not recorded"
-                            by[nbytes] = (n + 1, f + faults, sec + seconds, addrs | {address}, {**kinds, kind: kinds.get(kind, 0) + 1})
-            for nbytes, (n, f, sec, addrs, kinds) in sorted(by.items()):
-                said = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
-                print(f"| {call} | {launch} ({what}) | {rank} | {nbytes / 1e6:.1f} | {n} | {f / (n * nbytes / PAGE):.2f} | "
-                      f"{n * nbytes / sec / 1e9:.1f} | {len(addrs)} | {said} |")
+    for call, launch, rank, d in launch_ranks():
+        by = {}
+        for st in d["steps"]:
+            for s in reduce_calls(st, 1):
+                for nbytes, faults, seconds, address, *chunk in s[5].get("blocking_copies", []):
+                    if nbytes >= 1 << 20:
+                        n, f, sec, addrs, kinds = by.get(nbytes, (0, 0, 0.0, set(), {}))
+                        kind = chunk_kind(chunk[0]) if chunk else "not recorded"
+                        by[nbytes] = (n + 1, f + faults, sec + seconds, addrs | {address}, {**kinds, kind: kinds.get(kind, 0) + 1})
+        for nbytes, (n, f, sec, addrs, kinds) in sorted(by.items()):
+            said = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+            print(f"| {call} | {launch} | {rank} | {nbytes / 1e6:.1f} | {n} | {f / (n * nbytes / PAGE):.2f} | "
+                  f"{n * nbytes / sec / 1e9:.1f} | {len(addrs)} | {said} |")
 
 
 def both(run_path, profile_path):
