@@ -9,7 +9,8 @@ namespace trainsim::hw {
 namespace {
 
 NumberRange bytes_range() { return {1.0, 1e13, true, "a number in [1, 1e13] (bytes)"}; }
-NumberRange rate_range() { return {0.0, 1e5, false, "a number in (0, 1e5] (GB/s)"}; }
+// Down to 1 kB/s: a slower rate makes copy times no SimGrid replay can hold (5e-324 GB/s crashed one).
+NumberRange rate_range() { return {1e-6, 1e5, true, "a number in [1e-6, 1e5] (GB/s)"}; }
 NumberRange params_rate() { return {1e3, 1e13, true, "a number in [1e3, 1e13] (parameters per second)"}; }
 
 template <class T>
