@@ -17,6 +17,11 @@
 #   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh faults:1        -> faults_1/{real,tiny}_{gpipe,1f1b}/
 # Validation call 30 ("Call 30"), a probe: the same for the 4-stage 1F1B with 16 micro-batches (4 GPUs):
 #   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh faults4:1       -> faults4_1/{real,tiny}_1f1b/
+# Validation calls 32 and 33 ("Call 32", "Call 33"): calls 13's and 12's commands again, on one
+# fresh 4 x H200 machine, a second host for the 4-stage and the 2-stage rows; with REQUIRE_GPU=H200
+# the command stops before any phase unless GPU 0 is an H200 (device_lib.sh):
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp4:1 pipes4:1 calp4:2 pipes4:2 calp4:3 pipes4:3
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
 # Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
 # steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -27,6 +32,7 @@ OUT=${OUT:-/tmp/pipes_out}
 R=${R:-/tmp/pipes}
 . "$HERE/device_lib.sh"
 begin
+require_gpu
 for ph in "$@"; do
   what=${ph%%:*}; k=${ph##*:}
   stamp "$ph"
