@@ -49,14 +49,16 @@ def median_launch(runs):
     return order[len(order) // 2]
 
 
-def copy_launches(call, root, into=None, profile=None):
+def copy_launches(call, root, into=None, profile=None, suffix=""):
     """device_call_samehost.sh, device_call_hostcal.sh: every configuration ran in several launches
     (folders g<n>_<k>, each launch a fresh process group). The row committed is the launch with the
     median step time, whole (its peaks, bubble and trace belong to that step), with measured.launches
     listing every launch's step time; every launch's JSON goes to repeats/<call>/launch<k>/ (no
     traces), logs to measured/logs/<call>/. Rows go to measured/<gpu>x<n>/, or all to `into`; with
     `profile` (the calibration of the host they ran on) a copy of it goes beside them and each row
-    names it ("profile"), so that trainsim validate costs them there."""
+    names it ("profile"), so that trainsim validate costs them there. A `suffix` is appended to each
+    row's name (and its files' and the names inside it that refer to them), for configurations measured
+    again on another host as rows of their own (validation calls 32 and 33: "_call32")."""
     logs = os.path.join(MEASURED, "logs", call)
     os.makedirs(logs, exist_ok=True)
     for f in glob.glob(os.path.join(root, "*.txt")):
@@ -86,6 +88,11 @@ def copy_launches(call, root, into=None, profile=None):
             row["profile"] = os.path.basename(profile)
             row = {k: row[k] for k in keys[:keys.index("model") + 1] + ["profile"] + keys[keys.index("model") + 1:]}
         m = row["measured"]
+        if suffix:
+            row["name"] += suffix
+            row["model"] = row["name"] + ".model.json"
+            if "trace" in m:
+                m["trace"] = row["name"] + ".trace.json.gz"
         m["launches"] = []
         for k, r, _ in sorted(rs, key=lambda x: x[0]):
             e = {"launch": k, "step_time_s": r["measured"]["step_time_s"],
@@ -97,11 +104,11 @@ def copy_launches(call, root, into=None, profile=None):
             m["launches"].append(e)
         dst = into or os.path.join(MEASURED, name.split("_")[0])
         os.makedirs(dst, exist_ok=True)
-        with open(os.path.join(dst, f"{name}.json"), "w") as f:
+        with open(os.path.join(dst, f"{row['name']}.json"), "w") as f:
             json.dump(row, f, indent=1)
             f.write("\n")
-        for suffix in (".model.json", ".trace.json.gz"):
-            shutil.copy(os.path.join(src, name + suffix), dst)
+        for ext in (".model.json", ".trace.json.gz"):
+            shutil.copy(os.path.join(src, name + ext), os.path.join(dst, row["name"] + ext))
         times = ", ".join(f"{r['measured']['step_time_s']:.4f}" for _, r, _ in sorted(rs, key=lambda x: x[0]))
         print(f"{name}: launch {launch} of {len(rs)} ({times} s)")
 
@@ -152,12 +159,13 @@ def main():
     ap.add_argument("--launches", nargs=2, action="append", metavar=("NAME", "DIR"), default=[])
     ap.add_argument("--into", help="with --launches: every row into this folder (instead of measured/<gpu>x<n>/)")
     ap.add_argument("--profile", help="with --into: the profile of the host the rows ran on, copied beside them")
+    ap.add_argument("--suffix", default="", help="with --launches: appended to every row's name")
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
     for call, root in args.call:
         copy_call(call, root)
     for call, root in args.launches:
-        copy_launches(call, root, args.into, args.profile)
+        copy_launches(call, root, args.into, args.profile, args.suffix)
     table()
 
 
