@@ -22,6 +22,10 @@
 # the command stops before any phase unless GPU 0 is an H200 (device_lib.sh):
 #   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp4:1 pipes4:1 calp4:2 pipes4:2 calp4:3 pipes4:3
 #   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
+# Validation call 34 ("Call 34"), a probe: rank 0's CUDA calls and the GPU's lag behind them in
+# the 4-stage pipelines (1F1B and GPipe, 16 micro-batches), real and tiny GPT, CUDA-only traces of 3
+# steps (run_step.py --trace-cuda-only --trace-steps 3) after 24 timed steps:
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh trace4:1  -> trace4_1/{real,tiny}_{1f1b,gpipe}/
 # Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
 # steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -53,16 +57,17 @@ for ph in "$@"; do
         --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b --pipe-layers 2 6 --pipe-micro-batches 8 16 \
         --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w4.log | tr '\n' ' '; echo ;;
-    faults|faults4)
-      gpus=2; m=8; scheds="gpipe 1f1b"
+    faults|faults4|trace4)
+      gpus=2; m=8; scheds="gpipe 1f1b"; trace="--no-trace"
       [ $what = faults4 ] && { gpus=4; m=16; scheds=1f1b; }
+      [ $what = trace4 ] && { gpus=4; m=16; scheds="1f1b gpipe"; trace="--trace-cuda-only --trace-steps 3"; }
       for size in real tiny; do
         dims="--hidden 1024 --heads 16 --vocab 50304 --seq 2048 --micro-batch 2"
         [ $size = tiny ] && dims="--hidden 64 --heads 2 --vocab 512 --seq 64 --micro-batch 1"
         for sched in $scheds; do
           d=$R/${what}_$k/${size}_$sched; mkdir -p "$d"
           CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((gpus - 1))) timeout 150 torchrun --standalone --nproc-per-node $gpus "$HERE/run_step.py" \
-            --stack pipe-$sched --layers 24 $dims --micro-batches $m --steps 24 --warmup 2 --no-trace \
+            --stack pipe-$sched --layers 24 $dims --micro-batches $m --steps 24 --warmup 2 $trace \
             --name probe_${size}_$sched --out "$d" >"$d/log.txt" 2>&1; echo "$size $sched rc $?"
           grep -h "step .* s (spread" "$d/log.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80
         done

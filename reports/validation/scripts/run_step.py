@@ -55,6 +55,10 @@ def parser():
     p.add_argument("--name")
     p.add_argument("--model-name", help="name in the trainsim model JSON (default NAME's model part)")
     p.add_argument("--no-trace", action="store_true")
+    p.add_argument("--trace-cuda-only", action="store_true",
+                   help="profile only the CUDA side (kernels, and the CUDA runtime and driver calls of every host "
+                        "thread), not PyTorch's operators: the host runs at nearly its unprofiled pace (call 34)")
+    p.add_argument("--trace-steps", type=int, default=1, help="consecutive steps in the profiled trace")
     p.add_argument("--optimizer-alone", type=int, default=0,
                    help="after the run, time opt.step() this many times on its own (validation call 21)")
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds one configuration may take")
@@ -591,9 +595,10 @@ def run_config(cfg):
     if not cfg.get("no_trace"):
         if RANK == 0:
             from torch.profiler import ProfilerActivity, profile
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False,
-                         with_stack=False, profile_memory=False) as prof:
-                timed_step()
+            activities = [ProfilerActivity.CUDA] if cfg.get("trace_cuda_only") else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+            with profile(activities=activities, record_shapes=False, with_stack=False, profile_memory=False) as prof:
+                for _ in range(cfg.get("trace_steps") or 1):
+                    timed_step()
             raw = os.path.join(out, f"{name}.trace.json")
             prof.export_chrome_trace(raw)
             with open(raw, "rb") as f, gzip.open(raw + ".gz", "wb", compresslevel=6) as z:
@@ -605,7 +610,8 @@ def run_config(cfg):
             os.remove(raw)
             trace_name = os.path.basename(raw) + ".gz"
         else:
-            timed_step()
+            for _ in range(cfg.get("trace_steps") or 1):
+                timed_step()
     dist.barrier(device_ids=[LOCAL_RANK])
     # --optimizer-alone K (validation call 21): after everything above, one more forward and backward
     # leave gradients, then opt.step() runs K times on its own, each after a barrier and half a
@@ -755,6 +761,10 @@ def normalize(d, defaults, out):
                 opts += ["--" + k.replace("_", "-"), str(cfg[k])]
         if cfg.get("no_trace"):
             opts.append("--no-trace")
+        if cfg.get("trace_cuda_only"):
+            opts.append("--trace-cuda-only")
+        if (cfg.get("trace_steps") or 1) != 1:
+            opts += ["--trace-steps", str(cfg["trace_steps"])]
         launcher = "python3" if WORLD == 1 else f"torchrun --standalone --nproc-per-node {WORLD}"
         cfg["command"] = f"{launcher} {SCRIPT} " + " ".join(shlex.quote(o) for o in opts) + " --out OUT"
     return cfg
