@@ -13,7 +13,11 @@ host thread that calls CUDA, a step's worth (totals / K) of:
     the short ones, a thread idle or waiting outside CUDA in the long ones;
 and, per run, the GPU's lag behind its host: for each kernel, its start minus the end of the call
 that launched it (median, and the share of kernels that start within 50 us: the GPU waiting for
-its host).
+its host); and, per layer, the host's time from one layer's flash-attention launch to the next
+layer's (forward: flash_fwd_kernel on the main thread; backward: flash_bwd_dot_do_o_kernel on
+autograd's thread; intervals over 5 ms, between micro-batches, left out): the CUDA calls in it, the
+time inside them and the gaps between them, and the memsets among them (cuBLAS's cooperative GEMM
+kernels at the rows' shapes are each preceded by one).
 
     python3 reports/validation/cuda_call_probe/analyze.py [RUN_DIR ...]
 (default: every run folder under reports/validation/cuda_call_probe/trace4_1/)
@@ -77,10 +81,30 @@ def analyze(trace, steps):
     return rows, lags, kernels_us
 
 
+def per_layer(trace, kernel):
+    """Median over layers of (host time a layer, CUDA calls, time in them, gaps, memsets)."""
+    ev = [e for e in load(trace) if e.get("ph") == "X"]
+    kern = {e["args"].get("correlation"): e["name"] for e in ev if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")}
+    api = sorted((e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")), key=lambda e: e["ts"])
+    marks = [i for i, e in enumerate(api) if kernel in kern.get(e.get("args", {}).get("correlation"), "")]
+    tid = api[marks[0]]["tid"]
+    layers = []
+    for a, b in zip(marks, marks[1:]):
+        span = api[b]["ts"] - api[a]["ts"]
+        if span > 5000:
+            continue
+        seg = [e for e in api[a:b] if e["tid"] == tid]
+        gaps = sum(y["ts"] - (x["ts"] + x["dur"]) for x, y in zip(seg, seg[1:]))
+        memsets = sum(1 for e in seg if e["name"] == "cudaMemsetAsync")
+        layers.append((span, len(seg), sum(e["dur"] for e in seg), gaps, memsets))
+    return [statistics.median(x[i] for x in layers) for i in range(5)], len(layers)
+
+
 def main():
     dirs = sys.argv[1:] or sorted(d for d in glob.glob(os.path.join(HERE, "trace4_1", "*")) if os.path.isdir(d))
-    print("| run | thread | CUDA calls | launches | in CUDA calls (ms) | of it in calls over 0.5 ms (ms) | between calls: <0.1 / 0.1-1 / 1-10 / >10 ms gaps (ms) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| run | thread | CUDA calls | launches | in CUDA calls (ms) | of it in calls over 0.5 ms (ms) | between calls: <0.1 / 0.1-1 / 1-10 / >10 ms gaps (ms) | host busy (ms) | per launch (us) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    per_run = {}
     summary = []
     for d in dirs:
         traces = glob.glob(os.path.join(d, "*.trace.json.gz"))
@@ -93,11 +117,43 @@ def main():
             if ncalls < 1:
                 continue
             by = ", ".join(f"{k} {v:.1f}" for k, v in sorted(long_by.items(), key=lambda kv: -kv[1])[:3])
+            busy = inside - long_ms + gaps[0] + gaps[1]
+            per = f"{1e3 * busy / launches:.1f}" if launches else "-"
             print(f"| {label} | {tid} | {ncalls:.0f} | {launches:.0f} | {inside:.1f} | {long_ms:.1f}{' (' + by + ')' if by else ''} | "
-                  + " / ".join(f"{g:.1f}" for g in gaps) + " |")
+                  + " / ".join(f"{g:.1f}" for g in gaps) + f" | {busy:.1f} | {per} |")
+            acc = per_run.setdefault(label, [0.0, 0.0, 0.0])
+            acc[0] += busy
+            acc[1] += long_ms
+            acc[2] += launches
         if lags:
             summary.append((label, statistics.median(lags) / 1e3, sum(1 for x in lags if x < 50) / len(lags),
                             len(lags) / steps, kernels_us / 1e3))
+    print()
+    print("Rank 0, its threads together, a step: host busy (in CUDA calls under 0.5 ms and gaps under 1 ms), "
+          "time in CUDA calls over 0.5 ms, launches:")
+    for label, (busy, long_ms, launches) in per_run.items():
+        print(f"  {label}: {busy:.1f} ms, {long_ms:.1f} ms, {launches:.0f}")
+    if "real_1f1b" in per_run and "tiny_1f1b" in per_run:
+        r, t = per_run["real_1f1b"], per_run["tiny_1f1b"]
+        d_busy, d_long = r[0] - t[0], r[1] - t[1]
+        if d_long >= 15:
+            verdict = "waits in CUDA calls"
+        elif d_busy >= 15 and abs(d_long) < 5:
+            verdict = "host work between calls"
+        else:
+            verdict = "undecided"
+        print(f"Rule (reports/validation/README.md, row 34), 1F1B real minus tiny: host busy {d_busy:+.1f} ms, "
+              f"calls over 0.5 ms {d_long:+.1f} ms: {verdict}")
+    print()
+    print("| run | pass | host time a layer (us, median) | CUDA calls | in them (us) | gaps between them (us) | memsets | layers |")
+    print("|---|---|---|---|---|---|---|---|")
+    for d in dirs:
+        traces = glob.glob(os.path.join(d, "*.trace.json.gz"))
+        if not traces:
+            continue
+        for label, kernel in (("forward", "flash_fwd_kernel"), ("backward", "flash_bwd_dot_do_o")):
+            (span, calls, inside, gaps, memsets), n = per_layer(traces[0], kernel)
+            print(f"| {os.path.basename(d)} | {label} | {span:.0f} | {calls:.0f} | {inside:.0f} | {gaps:.0f} | {memsets:.0f} | {n} |")
     print()
     print("| run | kernels a step | GPU busy a step (ms, summed) | GPU lag behind the launch, median (ms) | kernels starting within 50 us of their launch |")
     print("|---|---|---|---|---|")
