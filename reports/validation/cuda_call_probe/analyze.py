@@ -20,13 +20,16 @@ time inside them and the gaps between them, and the memsets among them (cuBLAS's
 kernels at the rows' shapes are each preceded by one).
 
     python3 reports/validation/cuda_call_probe/analyze.py [RUN_DIR ...]
-(default: every run folder under reports/validation/cuda_call_probe/trace4_1/)
+(default: every run folder under reports/validation/cuda_call_probe/trace4_1/ and traceall4_1/; a
+folder with every rank's trace (call 35, --trace-all-ranks: NAME.rankR.trace.json.gz beside rank 0's
+NAME.trace.json.gz) gives a row per rank, and the per-rank comparison of call 35's rule)
 """
 import collections
 import glob
 import gzip
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -101,18 +104,21 @@ def per_layer(trace, kernel):
 
 
 def main():
-    dirs = sys.argv[1:] or sorted(d for d in glob.glob(os.path.join(HERE, "trace4_1", "*")) if os.path.isdir(d))
+    dirs = sys.argv[1:] or sorted(d for d in glob.glob(os.path.join(HERE, "trace*_1", "*")) if os.path.isdir(d))
+    runs = []  # (label, trace)
+    for d in dirs:
+        for trace in sorted(glob.glob(os.path.join(d, "*.trace.json.gz"))):
+            m = re.search(r"\.rank(\d+)\.trace\.json\.gz$", trace)
+            rank = m.group(1) if m else "0"
+            label = os.path.join(os.path.basename(os.path.dirname(d)), os.path.basename(d))
+            runs.append((f"{label} r{rank}", trace))
     print("| run | thread | CUDA calls | launches | in CUDA calls (ms) | of it in calls over 0.5 ms (ms) | between calls: <0.1 / 0.1-1 / 1-10 / >10 ms gaps (ms) | host busy (ms) | per launch (us) |")
     print("|---|---|---|---|---|---|---|---|---|")
     per_run = {}
     summary = []
-    for d in dirs:
-        traces = glob.glob(os.path.join(d, "*.trace.json.gz"))
-        if not traces:
-            continue
-        steps = int(os.environ.get("TRACE_STEPS", "3"))
-        rows, lags, kernels_us = analyze(traces[0], steps)
-        label = os.path.basename(d)
+    steps = int(os.environ.get("TRACE_STEPS", "3"))
+    for label, trace in runs:
+        rows, lags, kernels_us = analyze(trace, steps)
         for tid, ncalls, launches, inside, long_ms, long_by, gaps in sorted(rows, key=lambda r: -r[1]):
             if ncalls < 1:
                 continue
@@ -133,8 +139,9 @@ def main():
           "time in CUDA calls over 0.5 ms, launches:")
     for label, (busy, long_ms, launches) in per_run.items():
         print(f"  {label}: {busy:.1f} ms, {long_ms:.1f} ms, {launches:.0f}")
-    if "real_1f1b" in per_run and "tiny_1f1b" in per_run:
-        r, t = per_run["real_1f1b"], per_run["tiny_1f1b"]
+    real, tiny = "trace4_1/real_1f1b r0", "trace4_1/tiny_1f1b r0"
+    if real in per_run and tiny in per_run:
+        r, t = per_run[real], per_run[tiny]
         d_busy, d_long = r[0] - t[0], r[1] - t[1]
         if d_long >= 15:
             verdict = "waits in CUDA calls"
@@ -147,13 +154,27 @@ def main():
     print()
     print("| run | pass | host time a layer (us, median) | CUDA calls | in them (us) | gaps between them (us) | memsets | layers |")
     print("|---|---|---|---|---|---|---|---|")
-    for d in dirs:
-        traces = glob.glob(os.path.join(d, "*.trace.json.gz"))
-        if not traces:
-            continue
+    layer_bwd = {}
+    for run, trace in runs:
         for label, kernel in (("forward", "flash_fwd_kernel"), ("backward", "flash_bwd_dot_do_o")):
-            (span, calls, inside, gaps, memsets), n = per_layer(traces[0], kernel)
-            print(f"| {os.path.basename(d)} | {label} | {span:.0f} | {calls:.0f} | {inside:.0f} | {gaps:.0f} | {memsets:.0f} | {n} |")
+            (span, calls, inside, gaps, memsets), n = per_layer(trace, kernel)
+            print(f"| {run} | {label} | {span:.0f} | {calls:.0f} | {inside:.0f} | {gaps:.0f} | {memsets:.0f} | {n} |")
+            if label == "backward":
+                layer_bwd[run] = span
+    call35 = {g: [layer_bwd.get(f"traceall4_1/{g}_1f1b r{k}") for k in range(4)] for g in ("real", "tiny")}
+    if all(v is not None for vs in call35.values() for v in vs):
+        ratio = {g: vs[0] / statistics.median(vs[1:]) for g, vs in call35.items()}
+        real_tiny = [call35["real"][k] / call35["tiny"][k] for k in range(4)]
+        if ratio["real"] >= 1.2 and ratio["tiny"] <= 1.1:
+            verdict = "rank 0 alone"
+        elif min(real_tiny) >= 1.2 and ratio["real"] <= 1.1:
+            verdict = "every rank"
+        else:
+            verdict = "undecided"
+        print()
+        print(f"Rule (reports/validation/README.md, row 35): a layer's backward on rank 0 against ranks 1-3's median: "
+              f"real GPT {ratio['real']:.2f}, tiny GPT {ratio['tiny']:.2f}; real / tiny by rank "
+              + ", ".join(f"{x:.2f}" for x in real_tiny) + f": {verdict}")
     print()
     print("| run | kernels a step | GPU busy a step (ms, summed) | GPU lag behind the launch, median (ms) | kernels starting within 50 us of their launch |")
     print("|---|---|---|---|---|")

@@ -59,6 +59,7 @@ def parser():
                    help="profile only the CUDA side (kernels, and the CUDA runtime and driver calls of every host "
                         "thread), not PyTorch's operators: the host runs at nearly its unprofiled pace (call 34)")
     p.add_argument("--trace-steps", type=int, default=1, help="consecutive steps in the profiled trace")
+    p.add_argument("--trace-all-ranks", action="store_true", help="every rank records its trace (call 35)")
     p.add_argument("--optimizer-alone", type=int, default=0,
                    help="after the run, time opt.step() this many times on its own (validation call 21)")
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds one configuration may take")
@@ -590,16 +591,17 @@ def run_config(cfg):
     if losses_seen:
         last_loss = float(losses_seen[-1])
 
-    # One profiled step (rank 0 records; every rank runs the step).
+    # One profiled step (rank 0 records, or with --trace-all-ranks every rank, each rank R but 0 into
+    # NAME.rankR.trace.json.gz; every rank runs the step).
     trace_name = None
     if not cfg.get("no_trace"):
-        if RANK == 0:
+        if RANK == 0 or cfg.get("trace_all_ranks"):
             from torch.profiler import ProfilerActivity, profile
             activities = [ProfilerActivity.CUDA] if cfg.get("trace_cuda_only") else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
             with profile(activities=activities, record_shapes=False, with_stack=False, profile_memory=False) as prof:
                 for _ in range(cfg.get("trace_steps") or 1):
                     timed_step()
-            raw = os.path.join(out, f"{name}.trace.json")
+            raw = os.path.join(out, f"{name}.trace.json" if RANK == 0 else f"{name}.rank{RANK}.trace.json")
             prof.export_chrome_trace(raw)
             with open(raw, "rb") as f, gzip.open(raw + ".gz", "wb", compresslevel=6) as z:
                 while True:
@@ -763,6 +765,8 @@ def normalize(d, defaults, out):
             opts.append("--no-trace")
         if cfg.get("trace_cuda_only"):
             opts.append("--trace-cuda-only")
+        if cfg.get("trace_all_ranks"):
+            opts.append("--trace-all-ranks")
         if (cfg.get("trace_steps") or 1) != 1:
             opts += ["--trace-steps", str(cfg["trace_steps"])]
         launcher = "python3" if WORLD == 1 else f"torchrun --standalone --nproc-per-node {WORLD}"
