@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "config_error.hpp"
@@ -141,10 +142,18 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
     }
     if (ec) throw ConfigError(measured, "", "a readable directory of measured runs", ec.message());
     std::sort(files.begin(), files.end());
+    // A run's name keys its report rows and its known gaps: two runs of one name would make both
+    // ambiguous, so the second is refused, naming the first.
+    std::map<std::string, std::string> file_of_name;
     for (const auto& f : files) {
       if (!is_measured_run_file(f)) continue;
       in.runs.push_back(load_measured_run(f));
       in.paths.push_back(f);
+      const auto [first, inserted] = file_of_name.emplace(in.runs.back().name, f);
+      if (!inserted) {
+        throw ConfigError(f, "name", "a name no other measured run under " + measured + " has (" + first->second + " has it)",
+                          "\"" + in.runs.back().name + "\"");
+      }
     }
     if (in.runs.empty()) {
       throw ConfigError(measured, "", "a directory holding measured-run JSON files (\"kind\": \"trainsim.measured_run\")", "none");

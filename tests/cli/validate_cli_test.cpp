@@ -454,6 +454,13 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
       {"profile not beside",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../h200x4-call9.profile.json"; })); },
        {"run.json", "profile", "beside"}},
+      {"two runs of one name in a directory",
+       [](const ScratchDir& d) {
+         const std::string first = copy_run(d, [](nlohmann::json&) {});
+         d.write("again.json", read_file(first));
+         return "--measured " + q(d.path().string());
+       },
+       {"run.json", "name", "a name no other measured run", "again.json", "h200x1_single_L24-h1024_mb4x2"}},
       {"profile the parent directory",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = ".."; })); },
        {"run.json", "profile", "beside"}},
