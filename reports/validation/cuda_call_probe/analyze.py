@@ -84,6 +84,21 @@ def analyze(trace, steps):
     return rows, lags, kernels_us
 
 
+def main_thread_long_calls(trace, steps):
+    """Per step, the time the main thread (the one calling cudaDeviceSynchronize: run_step.py's
+    timed step synchronizes there) spends inside CUDA calls over 0.5 ms, by call."""
+    api = collections.defaultdict(list)
+    for e in load(trace):
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            api[e["tid"]].append(e)
+    main = [t for t, calls in api.items() if any(e["name"] == "cudaDeviceSynchronize" for e in calls)]
+    long_calls = collections.Counter()
+    for e in api[main[0]] if main else []:
+        if e["dur"] > 500:
+            long_calls[e["name"]] += e["dur"] / steps / 1e3
+    return long_calls
+
+
 def per_layer(trace, kernel):
     """Median over layers of (host time a layer, CUDA calls, time in them, gaps, memsets)."""
     ev = [e for e in load(trace) if e.get("ph") == "X"]
@@ -175,6 +190,23 @@ def main():
         print(f"Rule (reports/validation/README.md, row 35): a layer's backward on rank 0 against ranks 1-3's median: "
               f"real GPT {ratio['real']:.2f}, tiny GPT {ratio['tiny']:.2f}; real / tiny by rank "
               + ", ".join(f"{x:.2f}" for x in real_tiny) + f": {verdict}")
+    main_long = {}
+    for run, trace in runs:
+        if run.startswith("traceall"):
+            main_long[run] = main_thread_long_calls(trace, int(os.environ.get("TRACE_STEPS", "3")))
+    if main_long:
+        print()
+        print("| run | the main thread in CUDA calls over 0.5 ms, a step (ms) | by call |")
+        print("|---|---|---|")
+        for run, calls in main_long.items():
+            by = ", ".join(f"{k} {v:.1f}" for k, v in calls.most_common(4))
+            print(f"| {run} | {sum(calls.values()):.1f} | {by} |")
+        for world in ("traceall4_1", "traceall2_1"):
+            others = [sum(c.values()) for r, c in main_long.items() if r.startswith(f"{world}/real_1f1b") and not r.endswith(" r0")]
+            if others:
+                m = statistics.median(others)
+                verdict = "in CUDA synchronization" if m >= 30 else "not in CUDA calls" if m < 5 else "undecided"
+                print(f"Second rule (row 35), {world}: ranks after 0 on the real GPT, median {m:.1f} ms a step: {verdict}")
     print()
     print("| run | kernels a step | GPU busy a step (ms, summed) | GPU lag behind the launch, median (ms) | kernels starting within 50 us of their launch |")
     print("|---|---|---|---|---|")

@@ -29,6 +29,7 @@
 # Validation call 35 ("Call 35"), a probe: the same as trace4, every rank tracing (--trace-all-ranks),
 # 1F1B only:
 #   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh traceall4:1  -> traceall4_1/{real,tiny}_1f1b/
+# or, on 2 GPUs (2 stages, 8 micro-batches): traceall2:1 -> traceall2_1/{real,tiny}_1f1b/
 # Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
 # steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -60,11 +61,12 @@ for ph in "$@"; do
         --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b --pipe-layers 2 6 --pipe-micro-batches 8 16 \
         --out "$d" >"$d/stack_w4.log" 2>&1; echo "w4 rc $?"
       grep -h "stack_dispatch\]" "$d"/stack_w4.log | tr '\n' ' '; echo ;;
-    faults|faults4|trace4|traceall4)
+    faults|faults4|trace4|traceall4|traceall2)
       gpus=2; m=8; scheds="gpipe 1f1b"; trace="--no-trace"
       [ $what = faults4 ] && { gpus=4; m=16; scheds=1f1b; }
       [ $what = trace4 ] && { gpus=4; m=16; scheds="1f1b gpipe"; trace="--trace-cuda-only --trace-steps 3"; }
       [ $what = traceall4 ] && { gpus=4; m=16; scheds=1f1b; trace="--trace-cuda-only --trace-steps 3 --trace-all-ranks"; }
+      [ $what = traceall2 ] && { scheds=1f1b; trace="--trace-cuda-only --trace-steps 3 --trace-all-ranks"; }
       for size in real tiny; do
         dims="--hidden 1024 --heads 16 --vocab 50304 --seq 2048 --micro-batch 2"
         [ $size = tiny ] && dims="--hidden 64 --heads 2 --vocab 512 --seq 64 --micro-batch 1"
