@@ -131,6 +131,20 @@ int main(int argc, char** argv) {
     ref("Megatron 1T, ZeRO-Infinity NVMe, 32 DGX-2 (512 GPUs)", "--model megatron-1t --hw dgx2 --nodes 32 " + zinf, {2, 2048});
     ref("GPT-2 1.5B, ZeRO-2, 1 DGX-2 (16 GPUs)",
         "--model gpt2-1.5b --hw dgx2 --nodes 1 --zero 2 --micro-batch 8 --recompute full", {2, 2048});
+    // Two committed validation rows through the PyTorch stacks' paths: the host stream that feeds each
+    // compute stream (pipelining), and FSDP2's CPU offload with its pageable copies and CPU AdamW
+    // (reports/validation/measured/; run from the repository root).
+    const std::string measured = "reports/validation/measured/";
+    ref("PyTorch pipelining 1F1B, 4 H200, 16 micro-batches, host dispatch (validation call 32)",
+        "--model " + measured + "call32-h200x4/h200x4_pipe-1f1b_L24-h1024_mb2x16_call32.model.json --hw " + measured +
+            "call32-h200x4/h200x4-call32.profile.json --stack pytorch-pipelining --gpus 4 --pp 4 --schedule 1f1b "
+            "--micro-batch 2 --global-batch 32 --seq 2048 --precision bf16-mixed",
+        {2, 2048});
+    ref("PyTorch FSDP2 CPU offload, 2 H200, 2 micro-batches (validation call 14)",
+        "--model " + measured + "call14-h200x4/h200x2_fsdp2-offload_L24-h1024_mb4x2.model.json --hw " + measured +
+            "call14-h200x4/h200x4-call14.profile.json --stack pytorch-fsdp --gpus 2 --zero 3 --offload-params cpu "
+            "--offload-optimizer cpu --micro-batch 4 --global-batch 16 --seq 2048 --precision bf16-mixed",
+        {2, 2048});
 
     std::cerr << "Cost curve:\n";
     std::vector<Measurement> by_gpus, by_stages, by_layers, by_mbs;
