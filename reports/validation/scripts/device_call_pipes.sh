@@ -30,6 +30,10 @@
 # 1F1B only:
 #   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh traceall4:1  -> traceall4_1/{real,tiny}_1f1b/
 # or, on 2 GPUs (2 stages, 8 micro-batches): traceall2:1 -> traceall2_1/{real,tiny}_1f1b/
+# Validation call 36 ("Call 36"), a probe: the 4-stage 1F1B with 16 micro-batches on the real GPT,
+# 24 timed steps, no trace, in launches alternating free and pinned (run_step.py's PIN_CPUS_PER_RANK=8:
+# rank r's process and threads on CPUs 8r..8r+7):
+#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh pin4:1 pin4:2 pin4:3  -> pin4_K/{free,pinned}/
 # Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
 # steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -77,6 +81,15 @@ for ph in "$@"; do
             --name probe_${size}_$sched --out "$d" >"$d/log.txt" 2>&1; echo "$size $sched rc $?"
           grep -h "step .* s (spread" "$d/log.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80
         done
+      done ;;
+    pin4)
+      for mode in free pinned; do
+        d=$R/pin4_$k/$mode; mkdir -p "$d"
+        pin=""; [ $mode = pinned ] && pin=8
+        PIN_CPUS_PER_RANK=$pin timeout 150 torchrun --standalone --nproc-per-node 4 "$HERE/run_step.py" \
+          --stack pipe-1f1b --layers 24 --hidden 1024 --heads 16 --vocab 50304 --seq 2048 --micro-batch 2 \
+          --micro-batches 16 --steps 24 --warmup 2 --no-trace --name probe_$mode --out "$d" >"$d/log.txt" 2>&1
+        echo "$mode rc $?"; grep -h "step .* s (spread" "$d/log.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80
       done ;;
     pipes4)
       python3 "$HERE/drive.py" --gpus 4 --small-only --stacks pipe-gpipe pipe-1f1b \

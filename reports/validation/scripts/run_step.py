@@ -76,6 +76,11 @@ def parser():
 RANK = int(os.environ.get("RANK", "0"))
 WORLD = int(os.environ.get("WORLD_SIZE", "1"))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
+# PIN_CPUS_PER_RANK=N (validation call 36): this process, and every thread it starts later, runs only
+# on CPUs N*LOCAL_RANK .. N*LOCAL_RANK+N-1, so that ranks never share a CPU; recorded in provenance.
+if os.environ.get("PIN_CPUS_PER_RANK"):
+    _n = int(os.environ["PIN_CPUS_PER_RANK"])
+    os.sched_setaffinity(0, range(_n * LOCAL_RANK, _n * LOCAL_RANK + _n))
 DEV = None
 _deadline = [float("inf")]
 _current = [None]
@@ -679,6 +684,8 @@ def run_config(cfg):
                          "tokens_per_s": global_batch * s / med, "trace": trace_name,
                          "build_s": build_s},
         }
+        if os.environ.get("PIN_CPUS_PER_RANK"):
+            doc["provenance"]["cpu_affinity_per_rank"] = int(os.environ["PIN_CPUS_PER_RANK"])
         # Rank 0's wall clock (Unix seconds) just before each timed step's barrier: the step is the
         # next step_times_s[i] seconds after its barrier.
         details["step_wall_clock_starts"] = wall_starts

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Validation call 36: does pinning each rank to CPUs of its own even out the ranks' host pace?
+
+Reads pin4_K/{free,pinned}/probe_*.json (run_step.py, the 4-stage 1F1B with 16 micro-batches on
+the rows' GPT, launches alternating free and pinned: PIN_CPUS_PER_RANK=8) and prints, per launch,
+the step and each rank's backward and forward calls a micro-batch (host wall time, median over the
+timed steps, from stack.details.host_call_timing), the ranks' spread (slowest over fastest
+backward), and the rule of reports/validation/README.md, row 36.
+
+    python3 reports/validation/pin_probe/analyze.py
+"""
+import glob
+import json
+import os
+import statistics
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def per_rank(run):
+    m = run["strategy"]["global_batch"] // run["strategy"]["micro_batch"]
+    out = []
+    for r in run["stack"]["details"]["host_call_timing"]["per_rank"]:
+        bwd = statistics.median(s["backward_one_chunk"][0] for s in r["per_step"]) / m
+        fwd = statistics.median(s["forward_one_chunk"][0] for s in r["per_step"]) / m
+        out.append((bwd, fwd))
+    return out
+
+
+def main():
+    spread = {"free": [], "pinned": []}
+    print("| launch | mode | step (ms) | backward a micro-batch, ranks 0-3 (ms) | forward, ranks 0-3 (ms) | slowest / fastest backward |")
+    print("|---|---|---|---|---|---|")
+    for d in sorted(glob.glob(os.path.join(HERE, "pin4_*"))):
+        for mode in ("free", "pinned"):
+            files = [f for f in glob.glob(os.path.join(d, mode, "probe_*.json")) if not f.endswith(".model.json")]
+            if not files:
+                continue
+            run = json.load(open(files[0]))
+            ranks = per_rank(run)
+            bwd = [b for b, _ in ranks]
+            s = max(bwd) / min(bwd)
+            spread[mode].append(s)
+            print(f"| {os.path.basename(d)[5:]} | {mode} | {1e3 * run['measured']['step_time_s']:.1f} | "
+                  + ", ".join(f"{1e3 * b:.2f}" for b in bwd) + " | " + ", ".join(f"{1e3 * f:.2f}" for _, f in ranks)
+                  + f" | {s:.2f} |")
+    if spread["free"] and spread["pinned"]:
+        free, pinned = statistics.median(spread["free"]), statistics.median(spread["pinned"])
+        verdict = ("placement named" if pinned <= 1.10 and free >= 1.25 else
+                   "not placement" if pinned >= 1.25 else "undecided")
+        print(f"\nRule (reports/validation/README.md, row 36): the ranks' spread, median over launches: free {free:.2f}, "
+              f"pinned {pinned:.2f}: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
