@@ -20,7 +20,7 @@ time inside them and the gaps between them, and the memsets among them (cuBLAS's
 kernels at the rows' shapes are each preceded by one).
 
     python3 reports/validation/cuda_call_probe/analyze.py [RUN_DIR ...]
-(default: every run folder under reports/validation/cuda_call_probe/trace4_1/ and traceall4_1/; a
+(default: every run folder under reports/validation/cuda_call_probe/trace*_1/ (calls 34, 35 and 37); a
 folder with every rank's trace (call 35, --trace-all-ranks: NAME.rankR.trace.json.gz beside rank 0's
 NAME.trace.json.gz) gives a row per rank, and the per-rank comparison of call 35's rule)
 """
@@ -118,6 +118,25 @@ def per_layer(trace, kernel):
     return [statistics.median(x[i] for x in layers) for i in range(5)], len(layers)
 
 
+def first_rule(layer_bwd, world, row):
+    """Call 35's first rule on one 4-GPU run: a layer's backward on rank 0 against ranks 1-3's."""
+    call35 = {g: [layer_bwd.get(f"{world}/{g}_1f1b r{k}") for k in range(4)] for g in ("real", "tiny")}
+    if not all(v is not None for vs in call35.values() for v in vs):
+        return
+    ratio = {g: vs[0] / statistics.median(vs[1:]) for g, vs in call35.items()}
+    real_tiny = [call35["real"][k] / call35["tiny"][k] for k in range(4)]
+    if ratio["real"] >= 1.2 and ratio["tiny"] <= 1.1:
+        verdict = "rank 0 alone"
+    elif min(real_tiny) >= 1.2 and ratio["real"] <= 1.1:
+        verdict = "every rank"
+    else:
+        verdict = "undecided"
+    print()
+    print(f"Rule (reports/validation/README.md, row {row}'s first, call 35's), {world}: a layer's backward on rank 0 against ranks 1-3's median: "
+          f"real GPT {ratio['real']:.2f}, tiny GPT {ratio['tiny']:.2f}; real / tiny by rank "
+          + ", ".join(f"{x:.2f}" for x in real_tiny) + f": {verdict}")
+
+
 def main():
     dirs = sys.argv[1:] or sorted(d for d in glob.glob(os.path.join(HERE, "trace*_1", "*")) if os.path.isdir(d))
     runs = []  # (label, trace)
@@ -176,20 +195,8 @@ def main():
             print(f"| {run} | {label} | {span:.0f} | {calls:.0f} | {inside:.0f} | {gaps:.0f} | {memsets:.0f} | {n} |")
             if label == "backward":
                 layer_bwd[run] = span
-    call35 = {g: [layer_bwd.get(f"traceall4_1/{g}_1f1b r{k}") for k in range(4)] for g in ("real", "tiny")}
-    if all(v is not None for vs in call35.values() for v in vs):
-        ratio = {g: vs[0] / statistics.median(vs[1:]) for g, vs in call35.items()}
-        real_tiny = [call35["real"][k] / call35["tiny"][k] for k in range(4)]
-        if ratio["real"] >= 1.2 and ratio["tiny"] <= 1.1:
-            verdict = "rank 0 alone"
-        elif min(real_tiny) >= 1.2 and ratio["real"] <= 1.1:
-            verdict = "every rank"
-        else:
-            verdict = "undecided"
-        print()
-        print(f"Rule (reports/validation/README.md, row 35): a layer's backward on rank 0 against ranks 1-3's median: "
-              f"real GPT {ratio['real']:.2f}, tiny GPT {ratio['tiny']:.2f}; real / tiny by rank "
-              + ", ".join(f"{x:.2f}" for x in real_tiny) + f": {verdict}")
+    for world, row in (("traceall4_1", 35), ("traceall4_h200_1", 37)):
+        first_rule(layer_bwd, world, row)
     main_long = {}
     for run, trace in runs:
         if run.startswith("traceall"):
@@ -201,7 +208,7 @@ def main():
         for run, calls in main_long.items():
             by = ", ".join(f"{k} {v:.1f}" for k, v in calls.most_common(4))
             print(f"| {run} | {sum(calls.values()):.1f} | {by} |")
-        for world in ("traceall4_1", "traceall2_1"):
+        for world in ("traceall4_1", "traceall2_1", "traceall4_h200_1"):
             others = [sum(c.values()) for r, c in main_long.items() if r.startswith(f"{world}/real_1f1b") and not r.endswith(" r0")]
             if others:
                 m = statistics.median(others)
