@@ -47,6 +47,9 @@ struct MeasuredRun {
   std::optional<double> cpu_steal_fraction;
   wl::StrategyInput strategy;  // the strategy object, with the stack and its policies
   std::string stack;           // stack.name as the file says it
+  // What ran, as one string: the model file's JSON, the strategy and the stack's name and pipeline
+  // split. Runs of one configuration (on several hosts, say) share it; empty for a profiler trace.
+  std::string configuration;
   std::vector<int> layers_per_stage;  // pipelines: the stages' layers as the run split them
   double step_time_s = 0;      // median of the timed steps
   double step_time_spread = 0;

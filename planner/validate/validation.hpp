@@ -108,6 +108,10 @@ MetricStats metric_stats(const std::vector<RunValidation>& runs, const std::stri
 nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
                                     const std::string& known_gaps_path);
 std::string validation_table(const std::vector<RunValidation>& runs);
+// The report's section on configurations measured on several hosts (validation_hosts.cpp); empty
+// when no configuration ran on more than one host.
+std::string hosts_markdown(const std::vector<RunValidation>& runs);
+
 // The report's section on FSDP2's accumulating copies' pages (validation_fresh_pages.cpp); empty
 // when no run makes such copies.
 std::string fresh_pages_markdown(const std::vector<RunValidation>& runs);

@@ -285,6 +285,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
   }
   md += "\n![step time](step_time.svg)\n\n![peak memory](peak_allocated.svg)\n\n![errors](errors.svg)\n\n";
   md += launches_markdown(runs);
+  md += hosts_markdown(runs);
   md += fresh_pages_markdown(runs);
   md += "## Rows that miss their target\n\n";
   std::map<std::string, std::vector<std::string>> by_reason;

@@ -364,6 +364,39 @@ TEST(ValidateCli, OffloadRowsSayWhatFaultingPagesWouldCost) {
   EXPECT_EQ(read_file(ddp.path() / "report.md").find("accumulating copies' pages"), std::string::npos);
 }
 
+// One configuration run on two hosts (the same model, strategy and stack; each run costed on its own
+// host's profile) gets the report's section on several hosts, both runs in it; one run alone, or two
+// configurations on one host each, do not.
+TEST(ValidateCli, ConfigurationOnSeveralHostsIsShownTogether) {
+  const auto report_of = [](const ScratchDir& d, const ScratchDir& out) {
+    const CommandResult r = run_trainsim("validate --measured " + q(d.path().string()) + " --no-trace --report-dir " + q(out.path().string()));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_file(out.path() / "report.md");
+  };
+  const std::string section = "## Configurations measured on several hosts";
+  ScratchDir two, two_out;
+  const std::string first = copy_run(two, [](nlohmann::json&) {});
+  nlohmann::json again = nlohmann::json::parse(read_file(first));
+  ASSERT_TRUE(again.contains("profile"));
+  again["name"] = "h200x1_single_L24-h1024_mb4x2_elsewhere";
+  again.erase("profile");  // costed on the built-in profile of its GPU: another host's calibration
+  two.write("again.json", again.dump(1));
+  const std::string report = report_of(two, two_out);
+  const auto at = report.find(section);
+  ASSERT_NE(at, std::string::npos) << report;
+  const std::string part = report.substr(at, report.find("\n## ", at + 1) - at);
+  EXPECT_NE(part.find("One configuration ran on more than one host"), std::string::npos) << part;
+  EXPECT_NE(part.find("| h200x1_single_L24-h1024_mb4x2 | h200x4-call9 |"), std::string::npos) << part;
+  EXPECT_NE(part.find("| h200x1_single_L24-h1024_mb4x2_elsewhere | "), std::string::npos) << part;
+
+  ScratchDir other, other_out;  // a different configuration (two micro-batches more) on the other profile
+  copy_run(other, [](nlohmann::json&) {});
+  nlohmann::json bigger = again;
+  bigger["strategy"]["global_batch"] = bigger["strategy"]["global_batch"].get<int>() * 2;
+  other.write("bigger.json", bigger.dump(1));
+  EXPECT_EQ(report_of(other, other_out).find(section), std::string::npos);
+}
+
 TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
   const std::vector<BadCase> cases = {
       {"no such file", [](const ScratchDir& d) { return "--measured " + q((d.path() / "absent.json").string()); }, {"absent.json", "--measured", "no such file"}},
