@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "config_error.hpp"
 #include "enum_names.hpp"
@@ -120,17 +118,13 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
     st.finish();
     r.strategy.stack.set(stack, doc.source + ": stack");
   }
-  {
-    std::ifstream model_file(r.model_path);
-    const std::string text((std::istreambuf_iterator<char>(model_file)), std::istreambuf_iterator<char>());
-    // A model file that does not parse is reported where the model is read; here its text stands.
-    const nlohmann::json model = nlohmann::json::parse(text, nullptr, false);
-    r.configuration = nlohmann::json{{"model", model.is_discarded() ? nlohmann::json(text) : model},
-                                     {"strategy", strategy},
-                                     {"stack", r.stack},
-                                     {"layers_per_stage", r.layers_per_stage}}
-                          .dump();
-  }
+  // The model file through the strict reader (a readable regular file of bounded size, valid JSON):
+  // its errors name the file and exit 2, as the model loader's would.
+  r.configuration = nlohmann::json{{"model", parse_json_file(r.model_path).json},
+                                   {"strategy", strategy},
+                                   {"stack", r.stack},
+                                   {"layers_per_stage", r.layers_per_stage}}
+                        .dump();
   if (auto ms = root.optional_object("machine_storage")) {
     const NumberRange gbps{0.0, 1e4, false, "GB/s in (0, 1e4]"};
     MachineStorage storage;

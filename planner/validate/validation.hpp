@@ -64,6 +64,14 @@ struct RunValidation {
   std::optional<double> fresh_pages_step_s;
 };
 
+// The run's row of `metric` ("step_time", "bubble_fraction", ...), or none.
+inline const ValidationRow* find_row(const RunValidation& v, const std::string& metric) {
+  for (const ValidationRow& r : v.rows) {
+    if (r.metric == metric) return &r;
+  }
+  return nullptr;
+}
+
 // The relative growth of the host dispatch figures in the replay that measures host_sensitivity.
 inline constexpr double HOST_SENSITIVITY_PROBE = 0.1;
 

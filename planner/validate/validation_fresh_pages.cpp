@@ -2,8 +2,6 @@
 // copies' destination pages resident (the replay) and faulting in (RunValidation::fresh_pages_step_s).
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "validation.hpp"
 
 namespace trainsim::planner {
@@ -11,8 +9,8 @@ namespace trainsim::planner {
 std::string fresh_pages_markdown(const std::vector<RunValidation>& runs) {
   std::string table;
   for (const auto& v : runs) {
-    const auto step = std::find_if(v.rows.begin(), v.rows.end(), [](const ValidationRow& r) { return r.metric == "step_time"; });
-    if (!v.fresh_pages_step_s || step == v.rows.end()) continue;
+    const ValidationRow* step = find_row(v, "step_time");
+    if (!v.fresh_pages_step_s || step == nullptr) continue;
     const double measured = v.run.step_time_s;
     table += fmt::format("| {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:+.1f}% |\n", v.run.name, measured * 1e3, step->predicted * 1e3,
                          step->error_pct, *v.fresh_pages_step_s * 1e3, 100 * (*v.fresh_pages_step_s / measured - 1));

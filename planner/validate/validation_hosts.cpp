@@ -13,11 +13,6 @@
 namespace trainsim::planner {
 namespace {
 
-const ValidationRow* row_of(const RunValidation& v, const std::string& metric) {
-  const auto it = std::find_if(v.rows.begin(), v.rows.end(), [&](const ValidationRow& r) { return r.metric == metric; });
-  return it == v.rows.end() ? nullptr : &*it;
-}
-
 std::string launches_text(const MeasuredRun& r) {
   if (r.launch_step_times_s.empty()) return "-";
   std::string s;
@@ -30,7 +25,7 @@ std::string launches_text(const MeasuredRun& r) {
 std::string hosts_markdown(const std::vector<RunValidation>& runs) {
   std::map<std::string, std::vector<const RunValidation*>> by_configuration;
   for (const auto& v : runs) {
-    if (!v.run.configuration.empty() && row_of(v, "step_time") != nullptr) by_configuration[v.run.configuration].push_back(&v);
+    if (!v.run.configuration.empty() && find_row(v, "step_time") != nullptr) by_configuration[v.run.configuration].push_back(&v);
   }
   std::vector<std::vector<const RunValidation*>> groups;
   for (auto& [configuration, group] : by_configuration) {
@@ -46,8 +41,8 @@ std::string hosts_markdown(const std::vector<RunValidation>& runs) {
   for (const auto& group : groups) {
     double measured_lo = 1e300, measured_hi = 0, predicted_lo = 1e300, predicted_hi = 0;
     for (const RunValidation* v : group) {
-      const ValidationRow& step = *row_of(*v, "step_time");
-      const ValidationRow* bubble = row_of(*v, "bubble_fraction");
+      const ValidationRow& step = *find_row(*v, "step_time");
+      const ValidationRow* bubble = find_row(*v, "bubble_fraction");
       table += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {} | {} |\n", v->run.name, v->profile, launches_text(v->run),
                            step.measured * 1e3, step.predicted * 1e3, step.error_pct,
                            bubble ? fmt::format("{:.3f}", bubble->measured) : "-", bubble ? fmt::format("{:.3f}", bubble->predicted) : "-");

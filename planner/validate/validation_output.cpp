@@ -85,8 +85,8 @@ std::string launches_markdown(const std::vector<RunValidation>& runs) {
   });
   for (const auto& v : runs) {
     const auto& l = v.run.launch_step_times_s;
-    const auto step = std::find_if(v.rows.begin(), v.rows.end(), [](const ValidationRow& r) { return r.metric == "step_time"; });
-    if (l.empty() || !v.error.empty() || step == v.rows.end()) continue;
+    const ValidationRow* step = find_row(v, "step_time");
+    if (l.empty() || !v.error.empty() || step == nullptr) continue;
     const auto [lo, hi] = std::minmax_element(l.begin(), l.end());
     const double span = 100.0 * (*hi - *lo) / v.run.step_time_s;
     spans.push_back(span);

@@ -487,6 +487,18 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
       {"profile not beside",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../h200x4-call9.profile.json"; })); },
        {"run.json", "profile", "beside"}},
+      {"model a device",
+       [](const ScratchDir& d) {
+         std::filesystem::create_symlink("/dev/zero", d.path() / "zero.model.json");
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["model"] = "zero.model.json"; }));
+       },
+       {"zero.model.json", "a readable regular file", "character device"}},
+      {"model a directory",
+       [](const ScratchDir& d) {
+         std::filesystem::create_directory(d.path() / "dir.model.json");
+         return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["model"] = "dir.model.json"; }));
+       },
+       {"dir.model.json", "a readable regular file", "directory"}},
       {"two runs of one name in a directory",
        [](const ScratchDir& d) {
          const std::string first = copy_run(d, [](nlohmann::json&) {});
