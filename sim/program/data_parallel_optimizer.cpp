@@ -136,8 +136,11 @@ int DataParallelBuilder::lower_update(const ScheduleItem& in, Deps deps) {
     h2d.after = deps;
     out = writer_.add(std::move(h2d));
   }
-  if (s_.zero_stage >= 1 && s_.zero_stage <= 2 && s_.dp > 1) {
-    // ZeRO 1-2: every rank needs all updated parameters: an all-gather per allgather bucket.
+  if (s_.zero_stage >= 1 && s_.zero_stage <= 2 && s_.dp > 1 && !stack_.shard_params) {
+    // ZeRO 1-2 (ZeRO Sec. 5.1-5.2): every rank keeps all parameters, so it needs every updated
+    // shard: an all-gather per allgather bucket. A stack that keeps the parameters sharded between
+    // steps (FSDP2 at either reshard_after_forward, workloads/training_stacks.md "FSDP2") gathers
+    // them in the next forward instead, unit by unit, and has no such gather.
     const double total = rank_params_ * bytes_.params;
     const double bucket = s_.buffers.allgather_bucket_elems * bytes_.params;
     Deps after{out};

@@ -1,0 +1,66 @@
+// Which ZeRO-2 stacks all-gather the updated parameters after the optimizer step. ZeRO stage 2
+// (ZeRO Sec. 5.2) keeps every parameter on every rank, so each rank gathers the shards the others
+// updated; DeepSpeed does that. FSDP2 keeps the parameters sharded between steps at either
+// reshard_after_forward (workloads/training_stacks.md, "FSDP2"): the next forward all-gathers each
+// unit (a rank's profiled FSDP2 ZeRO-2 step, reports/validation/measured/h200x4/
+// h200x4_fsdp2-zero2_L52-h5120_mb1x2.trace.json.gz, holds 106 all-gathers, one per unit and
+// micro-batch, 106 reduce-scatters, and no other all-gather).
+#include <gtest/gtest.h>
+
+#include <string_view>
+
+#include "data_parallel_program.hpp"
+#include "memory_model.hpp"
+#include "model_loader.hpp"
+#include "profile_loader.hpp"
+#include "strategy_input.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+struct Gathers {
+  int before_step = 0;  // "gather_params": a unit's parameters for a forward
+  int after_step = 0;   // "gather_updated_params"
+  int micro_batches = 0;
+};
+
+Gathers count_gathers(wl::StackKind kind) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  wl::StrategyInput in;
+  in.gpus.set(4, "t");
+  in.dp.set(4, "t");
+  in.zero.set(2, "t");
+  in.micro_batch.set(1, "t");
+  in.grad_accum.set(2, "t");
+  in.precision.set(wl::Numerics::BF16_MIXED, "t");
+  wl::TrainingStack stack;
+  stack.kind = kind;
+  in.stack.set(stack, "t");
+  const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
+  const CostModel costs(p, r.model.numerics);
+  const ProgramSet set = build_data_parallel_program(r.model, r.strategy, costs, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node()),
+                                                     p.gpus_per_node());
+  Gathers g;
+  g.micro_batches = static_cast<int>(r.strategy.micro_batches());
+  for (const Instruction& i : set.stages.at(0).instructions) {
+    if (std::string_view(i.name) == "gather_params") ++g.before_step;
+    if (std::string_view(i.name) == "gather_updated_params") ++g.after_step;
+  }
+  return g;
+}
+
+TEST(Zero2UpdateGather, Fsdp2GathersEachUnitPerForwardAndNothingAfterTheStep) {
+  const Gathers g = count_gathers(wl::StackKind::PYTORCH_FSDP);
+  EXPECT_EQ(g.after_step, 0);
+  EXPECT_GT(g.before_step, 0);
+  EXPECT_EQ(g.before_step % g.micro_batches, 0) << "one gather per unit and micro-batch";
+}
+
+TEST(Zero2UpdateGather, DeepSpeedGathersTheUpdatedShardsAndNothingBeforeTheForward) {
+  const Gathers g = count_gathers(wl::StackKind::DEEPSPEED);
+  EXPECT_GT(g.after_step, 0);
+  EXPECT_EQ(g.before_step, 0);
+}
+
+}  // namespace
+}  // namespace trainsim::sim
