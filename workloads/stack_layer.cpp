@@ -72,12 +72,18 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
 // Per-parameter work of `params` parameters in one micro-batch: autocast casts the fp32 weights
 // to bf16 in the forward and the bf16 weight gradients to fp32 in the backward, AccumulateGrad
 // adds into .grad from the second micro-batch on; FSDP2 casts its fp32 shard to bf16 for each
-// all-gather, converts the unsharded bf16 gradients to reduce_dtype and accumulates the reduced
-// shard (training_stacks.md).
+// all-gather, copies each gathered buffer out into the unit's parameters, converts the unsharded
+// bf16 gradients to reduce_dtype and accumulates the reduced shard (training_stacks.md, "FSDP2").
 void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost& fwd, PassCost& bwd) {
   if (fsdp(s)) {
     const double gathers = s.zero_stage >= 3 ? 2.0 : 1.0;
     fwd.kernels.push_back({"torch:cast_fp32_to_bf16", gathers * 6 * params / d.N});
+    // Each all-gather's copy-out on the compute stream (foreach_all_gather_copy_out's
+    // split_with_sizes_copy): the gathered buffer read and the unit's unsharded parameters written,
+    // in param_dtype, once per gather: the forward's, and under ZeRO-3 the backward's again.
+    const double copy_out = 2 * dtype_bytes(s.stack.param_dtype) * params;
+    fwd.kernels.push_back({"torch:copy_fp32", copy_out});
+    if (s.zero_stage >= 3) bwd.kernels.push_back({"torch:copy_fp32", copy_out});
     if (s.stack.reduce_dtype == TensorDtype::FP32) bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * params});
     bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params / d.N});
     return;

@@ -5,6 +5,8 @@
 // add after the projection).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "model_loader.hpp"
 #include "stack_layer.hpp"
 #include "strategy_input.hpp"
@@ -12,11 +14,11 @@
 namespace trainsim::wl {
 namespace {
 
-Strategy torch_strategy(StackKind kind, const ModelSpec& m, ModelSpec& resolved) {
+Strategy torch_strategy(StackKind kind, const ModelSpec& m, ModelSpec& resolved, int zero = -1) {
   StrategyInput in;
   in.gpus.set(2, "t");
   in.dp.set(2, "t");
-  in.zero.set(kind == StackKind::PYTORCH_FSDP ? 3 : 0, "t");
+  in.zero.set(zero >= 0 ? zero : kind == StackKind::PYTORCH_FSDP ? 3 : 0, "t");
   in.micro_batch.set(2, "t");
   in.precision.set(Numerics::BF16_MIXED, "t");
   TrainingStack stack;
@@ -48,6 +50,32 @@ TEST(TorchLayerSaved, AutocastLayerKeeps36ThTheWeightCopiesAndTheLogSumExp) {
   // and GELU outputs (16Th); the bf16 copies of the Linear weights and biases.
   EXPECT_DOUBLE_EQ(torch_layer_saved_bytes(m, s),
                    36 * T * h + 2 * linear_params_per_layer(m) + 4 * static_cast<double>(m.heads) * T);
+}
+
+double copy_bytes(const PassCost& pass) {
+  double b = 0;
+  for (const MemoryKernel& k : pass.kernels) {
+    if (k.name == std::string("torch:copy_fp32")) b += k.bytes;
+  }
+  return b;
+}
+
+// FSDP2 copies each all-gather's output into the unit's unsharded parameters on the compute stream
+// (split_with_sizes_copy; workloads/training_stacks.md, "FSDP2"): one bf16 read and write of every
+// parameter per gather. The profiled ZeRO-2 and ZeRO-3 steps hold one such copy per unit and
+// micro-batch, and two (forward and backward gathers) under ZeRO-3 (reports/validation/measured/
+// h200x4/h200x4_fsdp2-zero2_L52-h5120_mb1x2.trace.json.gz: 106 copies for 53 units and 2
+// micro-batches, 35 ms of a 1.10 s step; ..._fsdp2-zero3_L48-h6144_mb1x2: 196, 105 ms of 1.52 s).
+TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
+  ModelSpec m;
+  const Strategy zero3 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 3);
+  const Strategy zero2 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 2);
+  const Strategy ddp = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
+  const double per_gather = 2 * 2 * linear_params_per_layer(m);
+  const LayerCost c3 = torch_layer_cost(m, zero3), c2 = torch_layer_cost(m, zero2), cd = torch_layer_cost(m, ddp);
+  EXPECT_DOUBLE_EQ(copy_bytes(c3.forward) - copy_bytes(cd.forward), per_gather);
+  EXPECT_DOUBLE_EQ(copy_bytes(c2.forward) - copy_bytes(cd.forward), per_gather);
+  EXPECT_DOUBLE_EQ(copy_bytes(c3.backward) - copy_bytes(c2.backward), per_gather);
 }
 
 }  // namespace
