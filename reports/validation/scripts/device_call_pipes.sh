@@ -34,6 +34,14 @@
 # 24 timed steps, no trace, in launches alternating free and pinned (run_step.py's PIN_CPUS_PER_RANK=8:
 # rank r's process and threads on CPUs 8r..8r+7):
 #   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh pin4:1 pin4:2 pin4:3  -> pin4_K/{free,pinned}/
+# Validation call 38 ("Call 38"), a probe: does stage 0's slower host follow the rank or GPU 0, does a
+# launch cost more on one GPU, and do the vCPUs run at one pace (hidden hyperthread siblings)?
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh cpumap:1 launch4:1 swap4:1 swap4:2 launch4:2
+#   cpumap:K  cpu_pace.py --repeat 2 (each vCPU's pace alone and in pairs)                 -> cpumap_K/cpu_pace.json
+#   launch4:K launch_cost_probe.py on GPUs 0-3 at once, one process each                   -> launch4_K/gpuG.json
+#   swap4:K   the 4-stage 1F1B with 16 micro-batches, real GPT, 24 timed steps, no trace, twice: GPUs in
+#             order (rank r on GPU r) and reversed (CUDA_VISIBLE_DEVICES=3,2,1,0: rank r on GPU 3 - r)
+#                                                                                          -> swap4_K/{order0123,order3210}/
 # Each phase's start also records /proc/stat's cpu line (steal time) in phases.txt and prints the
 # steal share since the previous stamp.
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -90,6 +98,26 @@ for ph in "$@"; do
           --stack pipe-1f1b --layers 24 --hidden 1024 --heads 16 --vocab 50304 --seq 2048 --micro-batch 2 \
           --micro-batches 16 --steps 24 --warmup 2 --no-trace --name probe_$mode --out "$d" >"$d/log.txt" 2>&1
         echo "$mode rc $?"; grep -h "step .* s (spread" "$d/log.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80
+      done ;;
+    cpumap)
+      d=$R/cpumap_$k; mkdir -p "$d"
+      timeout 150 python3 "$HERE/cpu_pace.py" --repeat 2 --out "$d/cpu_pace.json" >"$d/log.txt" 2>&1
+      echo "cpumap rc $?"; cat "$d/log.txt" ;;
+    launch4)
+      d=$R/launch4_$k; mkdir -p "$d"
+      for g in 0 1 2 3; do
+        CUDA_VISIBLE_DEVICES=$g timeout 120 python3 "$CAL/launch_cost_probe.py" --out "$d/gpu$g.json" >"$d/log_gpu$g.txt" 2>&1 &
+      done
+      wait
+      for g in 0 1 2 3; do echo "GPU $g: $(grep mix_of_20 "$d/log_gpu$g.txt")"; done ;;
+    swap4)
+      for order in 0123 3210; do
+        d=$R/swap4_$k/order$order; mkdir -p "$d"
+        CUDA_VISIBLE_DEVICES=$(echo $order | sed 's/./&,/g; s/,$//') timeout 150 torchrun --standalone --nproc-per-node 4 \
+          "$HERE/run_step.py" --stack pipe-1f1b --layers 24 --hidden 1024 --heads 16 --vocab 50304 --seq 2048 \
+          --micro-batch 2 --micro-batches 16 --steps 24 --warmup 2 --no-trace --name probe_order$order --out "$d" \
+          >"$d/log.txt" 2>&1
+        echo "order $order rc $?"; grep -h "step .* s (spread" "$d/log.txt" | grep "rank 0" | sed 's/.*\] //' | cut -c1-80
       done ;;
     pipes4)
       python3 "$HERE/drive.py" --gpus 4 --small-only --stacks pipe-gpipe pipe-1f1b \

@@ -292,8 +292,9 @@ class GcPauses:
 
 
 def thread_schedstat():
-    """{thread id: (name, CPU ns, run-queue wait ns)} of this process's threads, from
-    /proc/self/task/*/schedstat (time on a CPU, time runnable but waiting for one); {} where unknown."""
+    """{thread id: (name, CPU ns, run-queue wait ns, CPU last run on)} of this process's threads, from
+    /proc/self/task/*/schedstat (time on a CPU, time runnable but waiting for one) and stat's field 39
+    (the CPU the thread last ran on; -1 where unreadable); {} where unknown."""
     out = {}
     try:
         tids = os.listdir("/proc/self/task")
@@ -307,14 +308,22 @@ def thread_schedstat():
                 name = f.read().strip()
         except (OSError, ValueError):
             continue  # a thread that ended meanwhile
-        out[tid] = (name, cpu, wait)
+        last = -1
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                # Fields after the parenthesised name (which may hold spaces) start at field 3.
+                last = int(f.read().rsplit(")", 1)[1].split()[39 - 3])
+        except (OSError, ValueError, IndexError):
+            pass
+        out[tid] = (name, cpu, wait, last)
     return out
 
 
 def sched_delta(before, after):
-    """Per thread present at both ends, (name, CPU seconds, run-queue wait seconds) between two
-    thread_schedstat() reads, the threads that used most CPU first (at most 8)."""
-    rows = [(after[t][0], (after[t][1] - before[t][1]) / 1e9, (after[t][2] - before[t][2]) / 1e9)
+    """Per thread present at both ends, (name, CPU seconds, run-queue wait seconds, CPU last run on at
+    the second read) between two thread_schedstat() reads, the threads that used most CPU first (at
+    most 8)."""
+    rows = [(after[t][0], (after[t][1] - before[t][1]) / 1e9, (after[t][2] - before[t][2]) / 1e9, after[t][3])
             for t in after if t in before]
     return sorted(rows, key=lambda r: -r[1])[:8]
 
@@ -696,9 +705,10 @@ def run_config(cfg):
             "per_rank": [{"rank": x["rank"], "in_step_s": x["in_step"], "alone_s": x["alone"]} for x in host_optimizer]}
         details["thread_schedule"] = {
             "method": "/proc/self/task/*/schedstat around each timed step (run_step.py thread_schedstat): per thread "
-                      "of the rank's process, the CPU time and the time runnable but waiting for a CPU",
-            "per_rank": [{"rank": g_["rank"], "threads_per_step": [[{"name": n, "cpu_s": c, "runqueue_wait_s": w}
-                                                                     for n, c, w in step] for step in g_["sched"]]}
+                      "of the rank's process, the CPU time and the time runnable but waiting for a CPU; last_cpu: the CPU it last ran on "
+                      "at the step's end (/proc/self/task/*/stat field 39)",
+            "per_rank": [{"rank": g_["rank"], "threads_per_step": [[{"name": n, "cpu_s": c, "runqueue_wait_s": w, "last_cpu": lc}
+                                                                     for n, c, w, lc in step] for step in g_["sched"]]}
                          for g_ in gathered]}
         details["python_gc"] = {
             "method": "gc.callbacks around each timed step (run_step.py GcPauses): every cyclic collection's "
