@@ -112,8 +112,21 @@ def cpu_rule():
     uneven = "uneven vCPUs" if singles[slowest] >= SLOW * median else "one pace"
     smt = ("siblings found" if len(siblings) >= 16 else
            "no siblings" if all(p["slowdown"] < 1.1 for p in doc["pairs"]) else "undecided")
+    # Described, not ruled on: the two paces a vCPU ran at, alone or in a pair (every timed loop, in
+    # units of the singles' median), split at SLOW; and how many vCPUs changed pace between their
+    # single run and their pairs (a pace that is the vCPU's own would not change).
+    loops = list(singles.values()) + [p["seconds_a"] for p in doc["pairs"]] + [p["seconds_b"] for p in doc["pairs"]]
+    fast = [t / median for t in loops if t < SLOW * median]
+    slow = [t / median for t in loops if t >= SLOW * median]
+    changed = set()
+    for p in doc["pairs"]:
+        for c, t in ((p["a"], p["seconds_a"]), (p["b"], p["seconds_b"])):
+            if (t >= SLOW * median) != (singles[c] >= SLOW * median):
+                changed.add(c)
     return {"median_s": median, "slowest": (slowest, singles[slowest] / median), "siblings": siblings,
-            "slow_cpus": sorted(c for c, t in singles.items() if t >= SLOW * median)}, f"{uneven}; {smt}"
+            "slow_cpus": sorted(c for c, t in singles.items() if t >= SLOW * median),
+            "modes": (statistics.median(fast), len(fast), statistics.median(slow) if slow else None, len(slow)),
+            "changed": sorted(changed), "cpus": len(singles)}, f"{uneven}; {smt}"
 
 
 def main():
@@ -137,6 +150,11 @@ def main():
               f"{pace['slowest'][1]:.3f} of it; vCPUs at {SLOW} or more: {pace['slow_cpus'] or 'none'}; pairs slowed 1.3 "
               f"or more: {len(pace['siblings'])} {pace['siblings'][:8]}")
     print(f"Rule C (row 38), vCPUs: {verdict}")
+    if pace:
+        f, nf, sl, ns = pace["modes"]
+        print(f"Two paces (every timed loop, singles and pairs, split at {SLOW} of the singles' median): {nf} loops at a "
+              f"median {f:.2f}, {ns} at {sl:.2f}, {sl / f:.2f} times slower; {len(pace['changed'])} of the "
+              f"{pace['cpus']} vCPUs ran at the other pace in a pair than alone")
 
 
 if __name__ == "__main__":
