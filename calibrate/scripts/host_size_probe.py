@@ -29,6 +29,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import run_step  # noqa: E402
+import run_step_stacks  # noqa: E402
 from model import loss_fn  # noqa: E402
 
 SIZES = {"tiny": dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1),
@@ -46,7 +47,7 @@ def probe(stack, size, steps, warmup):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     s = SIZES[size]
     cfg = dict(s, stack=stack, layers=LAYERS)
-    model, _ = run_step.build_dp(cfg)
+    model, _ = run_step_stacks.build_dp(cfg, run_step.DEV, run_step.LOCAL_RANK)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     g = torch.Generator(device=run_step.DEV)
     g.manual_seed(7)

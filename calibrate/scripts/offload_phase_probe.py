@@ -45,6 +45,8 @@ import torch.distributed as dist  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
 import run_step  # noqa: E402
+import run_step_doc  # noqa: E402
+import run_step_stacks  # noqa: E402
 from model import loss_fn  # noqa: E402
 
 CFG = dict(stack="fsdp2-offload", layers=24, hidden=1024, heads=16, vocab=50304, seq=2048, micro_batch=4)
@@ -212,7 +214,7 @@ def main():
     CFG.update(layers=args.layers, hidden=args.hidden, heads=args.heads, micro_batch=args.micro_batch)
     run_step.setup()
     wrapped, source = patch_fsdp2()
-    model, details = run_step.build_dp(CFG)
+    model, details = run_step_stacks.build_dp(CFG, run_step.DEV, run_step.LOCAL_RANK)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     g = torch.Generator(device=run_step.DEV)
     g.manual_seed(100 + run_step.RANK)
@@ -277,7 +279,7 @@ def main():
            "cpu_steal_fraction": steal, "threads_per_rank": torch.get_num_threads(),
            "provenance": {"script": "calibrate/scripts/offload_phase_probe.py", "command": " ".join(sys.argv),
                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                          "gpu": torch.cuda.get_device_name(run_step.DEV), **run_step.versions()},
+                          "gpu": torch.cuda.get_device_name(run_step.DEV), **run_step_doc.versions()},
            "step_s_median": statistics.median(s["step_s"] for s in steps),
            "summary": summarize(steps), "steps": steps}
     run_step.write_json(os.path.join(args.out, f"offload_phase_probe_rank{run_step.RANK}.json"), doc)

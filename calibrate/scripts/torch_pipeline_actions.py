@@ -42,6 +42,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import run_step  # noqa: E402
+import run_step_stacks  # noqa: E402
 from model import init_weights, loss_fn  # noqa: E402
 
 TINY = dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1)
@@ -100,7 +101,7 @@ def run(stack, cfg, layers_per_stage, micro_batches, samples=9, warmup=3, sync_c
     first, last = rank == 0, rank == S - 1
     c = dict(cfg, layers=layers_per_stage * S)
     with torch.device(run_step.DEV):
-        mod = run_step.Stage(c, rank * layers_per_stage, (rank + 1) * layers_per_stage, first, last)
+        mod = run_step_stacks.Stage(c, rank * layers_per_stage, (rank + 1) * layers_per_stage, first, last)
     init_weights(mod, c["layers"])
     stage = PipelineStage(mod, rank, S, run_step.DEV)
     Sched = ScheduleGPipe if stack == "gpipe" else Schedule1F1B

@@ -32,6 +32,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import run_step  # noqa: E402
+import run_step_stacks  # noqa: E402
 from model import init_weights, loss_fn  # noqa: E402
 
 TINY = dict(hidden=64, heads=2, vocab=512, seq=64, micro_batch=1)
@@ -68,7 +69,7 @@ def wall_us(fn, samples=None, warmup=None):
 def dp_stack(stack, layers):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     cfg = dict(TINY, stack=stack, layers=layers)
-    model, _ = run_step.build_dp(cfg)
+    model, _ = run_step_stacks.build_dp(cfg, run_step.DEV, run_step.LOCAL_RANK)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
     g = torch.Generator(device=run_step.DEV)
     g.manual_seed(7)
@@ -124,7 +125,7 @@ def pipe_stack(stack, layers_per_stage, micro_batches):
     rank = dist.get_rank()
     first, last = rank == 0, rank == S - 1
     with torch.device(run_step.DEV):
-        mod = run_step.Stage(cfg, rank * layers_per_stage, (rank + 1) * layers_per_stage, first, last)
+        mod = run_step_stacks.Stage(cfg, rank * layers_per_stage, (rank + 1) * layers_per_stage, first, last)
     init_weights(mod, cfg["layers"])
     stage = PipelineStage(mod, rank, S, run_step.DEV)
     Sched = ScheduleGPipe if stack == "pipe-gpipe" else Schedule1F1B

@@ -12,6 +12,10 @@ skipped, so a crashed plan is resumed by starting it again.
 Stacks: single, ddp, fsdp2-zero2, fsdp2-zero3, fsdp2-offload, pipe-gpipe, pipe-1f1b.
 Per configuration, in DIR: NAME.json (measured run), NAME.model.json (trainsim model),
 NAME.trace.json.gz (torch.profiler Chrome trace of one step, rank 0), or NAME.failed.rankR.json.
+
+Its parts: run_step_stacks.py builds the stacks, run_step_probes.py holds what each timed step records
+besides its time, run_step_doc.py writes the measured-run JSON; run_step_smoke.sh runs every stack
+small on a GPU machine.
 """
 import argparse
 import datetime
@@ -19,23 +23,23 @@ import gc
 import gzip
 import json
 import os
-import resource
 import shlex
-import socket
-import statistics
 import sys
 import threading
 import time
 import traceback
+from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import GPT, Block, init_weights, loss_fn, param_count, write_trainsim_model_json  # noqa: E402
+from model import init_weights, loss_fn  # noqa: E402
+from run_step_doc import SCRIPT, measured_run_doc  # noqa: E402
+from run_step_stacks import BF16, Stage, build_dp  # noqa: E402
+from run_step_probes import BusyTimer, GcPauses, cpu_times, sched_delta, steal_fraction, thread_schedstat  # noqa: E402
 
 STACKS = ["single", "ddp", "fsdp2-zero2", "fsdp2-zero3", "fsdp2-offload", "pipe-gpipe", "pipe-1f1b"]
-SCRIPT = "reports/validation/scripts/run_step.py"
 
 
 def parser():
@@ -126,279 +130,6 @@ def setup():
     torch.set_num_threads(max(1, cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", WORLD)))))
 
 
-def cpu_times():
-    """/proc/stat's machine-wide cpu line (user nice system idle iowait irq softirq steal ...), or None."""
-    try:
-        with open("/proc/stat") as f:
-            return [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-
-
-def steal_fraction(before, after):
-    """The hypervisor's share of the CPU time the machine used or lost between two cpu_times():
-    steal / (user + nice + system + irq + softirq + steal); None where unknown."""
-    if not before or not after or len(before) < 8 or len(after) < 8:
-        return None
-    d = [a - b for a, b in zip(after, before)]
-    parts = [d[0], d[1], d[2], d[5], d[6], d[7]]
-    if min(parts) < 0 or sum(parts) <= 0:  # a counter that went back (e.g. a live migration): unknown
-        return None
-    return d[7] / sum(parts)
-
-
-def versions():
-    nccl = None
-    try:
-        v = torch.cuda.nccl.version()
-        nccl = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
-    except Exception:
-        pass
-    driver = None
-    try:
-        import subprocess
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=20).stdout.split("\n")[0].strip()
-    except Exception:
-        pass
-    return {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl, "driver": driver}
-
-
-# ----------------------------------------------------------------------------------------------
-# stacks
-
-BF16 = torch.bfloat16
-
-
-def build_dp(cfg):
-    """single, ddp, fsdp2-*: returns (module, optimizer, step_fn, details)."""
-    from model import GPT
-    stack = cfg["stack"]
-    L, h, a, V, s = cfg["layers"], cfg["hidden"], cfg["heads"], cfg["vocab"], cfg["seq"]
-    details = {}
-    if stack in ("single", "ddp"):
-        with torch.device(DEV):
-            model = GPT(L, h, a, V, s)
-        init_weights(model, L)
-        if stack == "ddp":
-            from torch.nn.parallel import DistributedDataParallel as DDP
-            model = DDP(model, device_ids=[LOCAL_RANK], gradient_as_bucket_view=True)
-            details.update({"wrapper": "torch.nn.parallel.DistributedDataParallel", "bucket_cap_mb": 25,
-                            "gradient_as_bucket_view": True, "grad_sync": "all-reduce on the last micro-batch "
-                            "(no_sync on the others)", "reduce_dtype": "fp32 (gradients of fp32 parameters)"})
-        details.update({"mixed_precision": "torch.autocast(cuda, bfloat16) around forward and loss; fp32 "
-                                           "parameters, gradients and AdamW states",
-                        "residual_stream": "fp32 (autocast leaves the embedding sum and residual adds in fp32)"})
-    else:
-        from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
-        mp = MixedPrecisionPolicy(param_dtype=BF16, reduce_dtype=torch.float32)
-        offload = stack == "fsdp2-offload"
-        reshard = stack != "fsdp2-zero2"
-        policy = CPUOffloadPolicy(pin_memory=True) if offload else OffloadPolicy()
-        if offload:
-            # Built and initialised on the GPU, then fully_shard moves each shard to pinned host memory.
-            with torch.device(DEV):
-                model = GPT(L, h, a, V, s)
-            init_weights(model, L)
-        else:
-            with torch.device("meta"):
-                model = GPT(L, h, a, V, s)
-        for blk in model.blocks:
-            fully_shard(blk, mp_policy=mp, reshard_after_forward=reshard, offload_policy=policy)
-        fully_shard(model, mp_policy=mp, reshard_after_forward=reshard, offload_policy=policy)
-        if not offload:
-            model.to_empty(device=DEV)
-            init_weights(model, L)
-        details.update({
-            "wrapper": "torch.distributed.fsdp.fully_shard (FSDP2), one unit per transformer layer plus the root "
-                       "(embeddings, final LayerNorm, tied head)",
-            "mp_policy": "MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)",
-            "reshard_after_forward": reshard,
-            "offload_policy": "CPUOffloadPolicy(pin_memory=True)" if offload else "OffloadPolicy() (none)",
-            "grad_sync": "reduce-scatter after every micro-batch's backward (FSDP2 default), accumulated "
-                         "into the fp32 sharded gradients",
-            "residual_stream": "bf16 (parameters are cast to bf16, no autocast)",
-        })
-        if offload:
-            details["cpu_threads_per_rank"] = torch.get_num_threads()
-    return model, details
-
-
-class Stage(torch.nn.Module):
-    """One pipeline stage: blocks [lo, hi); stage 0 holds the embeddings, the last the head and loss."""
-
-    def __init__(self, cfg, lo, hi, first, last):
-        super().__init__()
-        h, V, s = cfg["hidden"], cfg["vocab"], cfg["seq"]
-        self.first, self.last = first, last
-        if first:
-            self.wte = torch.nn.Embedding(V, h)
-            self.wpe = torch.nn.Embedding(s, h)
-        self.blocks = torch.nn.ModuleList([Block(h, cfg["heads"], 4 * h) for _ in range(lo, hi)])
-        if last:
-            self.ln_f = torch.nn.LayerNorm(h)
-            if not first:
-                # The tied head's copy of the token embedding; its gradient is summed with stage 0's.
-                self.head = torch.nn.Parameter(torch.empty(V, h))
-
-    def head_weight(self):
-        return self.wte.weight if self.first else self.head
-
-    def forward(self, x):
-        with torch.autocast("cuda", dtype=BF16):
-            if self.first:
-                pos = torch.arange(x.shape[1], device=x.device)
-                x = self.wte(x) + self.wpe(pos)
-            for blk in self.blocks:
-                x = blk(x)
-            if self.last:
-                x = torch.nn.functional.linear(self.ln_f(x), self.head_weight())
-        return x
-
-
-class GcPauses:
-    """Python's cyclic garbage collections during the timed steps, through gc.callbacks: each
-    collection's generation and wall time, in whichever thread ran it (autograd's too). A collection
-    stops every Python thread of the process, so on a host-bound step it is host time inside a call.
-    """
-
-    def __init__(self):
-        self.on = False
-        self.started = None
-        self.events = []
-        gc.callbacks.append(self)
-
-    def __call__(self, phase, info):
-        if not self.on:
-            return
-        if phase == "start":
-            self.started = time.perf_counter()
-        elif self.started is not None:
-            self.events.append((info.get("generation", -1), time.perf_counter() - self.started))
-            self.started = None
-
-    def collect(self):
-        """{"seconds": total pause, "collections": [gen 0, gen 1, gen 2]} since the last collect."""
-        out = {"seconds": sum(s for _, s in self.events), "collections": [0, 0, 0]}
-        for g, _ in self.events:
-            if 0 <= g <= 2:
-                out["collections"][g] += 1
-        self.events = []
-        return out
-
-    def close(self):
-        if self in gc.callbacks:
-            gc.callbacks.remove(self)
-
-
-def thread_schedstat():
-    """{thread id: (name, CPU ns, run-queue wait ns, CPU last run on)} of this process's threads, from
-    /proc/self/task/*/schedstat (time on a CPU, time runnable but waiting for one) and stat's field 39
-    (the CPU the thread last ran on; -1 where unreadable); {} where unknown."""
-    out = {}
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                cpu, wait = (int(x) for x in f.read().split()[:2])
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                name = f.read().strip()
-        except (OSError, ValueError):
-            continue  # a thread that ended meanwhile
-        last = -1
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                # Fields after the parenthesised name (which may hold spaces) start at field 3.
-                last = int(f.read().rsplit(")", 1)[1].split()[39 - 3])
-        except (OSError, ValueError, IndexError):
-            pass
-        out[tid] = (name, cpu, wait, last)
-    return out
-
-
-def sched_delta(before, after):
-    """Per thread present at both ends, (name, CPU seconds, run-queue wait seconds, CPU last run on at
-    the second read) between two thread_schedstat() reads, the threads that used most CPU first (at
-    most 8)."""
-    rows = [(after[t][0], (after[t][1] - before[t][1]) / 1e9, (after[t][2] - before[t][2]) / 1e9, after[t][3])
-            for t in after if t in before]
-    return sorted(rows, key=lambda r: -r[1])[:8]
-
-
-class BusyTimer:
-    """A pipeline stage's compute busy time in the timed steps, without the profiler.
-
-    CUDA events (enable_timing) are recorded on the stage's compute stream (the current stream)
-    around every call that issues its compute: PipelineStage.forward_one_chunk and
-    backward_one_chunk (and backward_weight_one_chunk, scale_grads where this torch has them), the
-    schedule's loss computation, and the optimizer step. A call nested in a timed call is not timed
-    again. Each pair's elapsed time is the stream's time from the call's first enqueued work to its
-    last, so a GPU waiting on the host inside a call counts as busy (as the replay counts host
-    dispatch of a compute op as compute), while a wait for a neighbour's activation or gradient
-    (the receive's stream wait comes before the call) and the time between calls do not. The
-    calls are sequential on one stream, so the sum of the pairs is the union of the busy time.
-    """
-
-    def __init__(self):
-        self.on = False
-        self.depth = 0
-        self.pairs = []
-        # (label, host wall seconds, calling thread's CPU seconds, its system seconds, its minor page
-        # faults, the process's minor page faults) of each timed call
-        self.host = []
-
-    def wrap(self, obj, name, label):
-        fn = getattr(obj, name, None)
-        if fn is None:
-            return False
-
-        def timed(*a, **k):
-            if not self.on or self.depth > 0:
-                return fn(*a, **k)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            self.depth += 1
-            wall0, cpu0 = time.perf_counter(), time.thread_time()
-            thread0, process0 = resource.getrusage(resource.RUSAGE_THREAD), resource.getrusage(resource.RUSAGE_SELF)
-            try:
-                return fn(*a, **k)
-            finally:
-                wall, cpu = time.perf_counter() - wall0, time.thread_time() - cpu0
-                thread1, process1 = resource.getrusage(resource.RUSAGE_THREAD), resource.getrusage(resource.RUSAGE_SELF)
-                self.host.append((label, wall, cpu, thread1.ru_stime - thread0.ru_stime,
-                                  thread1.ru_minflt - thread0.ru_minflt, process1.ru_minflt - process0.ru_minflt))
-                self.depth -= 1
-                end.record()
-                self.pairs.append((label, start, end))
-
-        setattr(obj, name, timed)
-        return True
-
-    def collect(self):
-        """Seconds per label and calls since the last collect; call after torch.cuda.synchronize()."""
-        out = {}
-        for label, start, end in self.pairs:
-            out[label] = out.get(label, 0.0) + start.elapsed_time(end) / 1e3
-            out[label + "_calls"] = out.get(label + "_calls", 0) + 1
-        self.pairs = []
-        return out
-
-    def collect_host(self):
-        """{label: [host wall seconds, calling thread's CPU seconds, its system seconds, its minor
-        page faults, the process's minor page faults]} of the calls since the last collect_host: how
-        long the host spent inside each kind of call, and how much of it the calling thread computed
-        (a backward call's work runs on autograd's thread, so its calling thread's CPU time is its own
-        share only; the process's faults count every thread's, autograd's included)."""
-        out = {}
-        for label, *values in self.host:
-            out[label] = [x + v for x, v in zip(out.get(label, [0.0, 0.0, 0.0, 0, 0]), values)]
-        self.host = []
-        return out
-
-
 # ----------------------------------------------------------------------------------------------
 # one configuration
 
@@ -456,7 +187,7 @@ def run_config(cfg):
         schedule_name = "gpipe" if stack == "pipe-gpipe" else "1f1b"
     else:
         busy_timer = None
-        model, details = build_dp(cfg)
+        model, details = build_dp(cfg, DEV, LOCAL_RANK)
         params = list(model.parameters())
         dp, pp, ga = WORLD, 1, cfg["grad_accum"]
         global_batch = dp * mb * ga
@@ -648,120 +379,18 @@ def run_config(cfg):
     dist.all_gather_object(host_optimizer, {"rank": RANK, "in_step": optimizer_walls, "alone": optimizer_alone})
 
     if RANK == 0:
-        gpu = gathered[0]["gpu"]
-        med = statistics.median(step_times)
-        is_offload = stack == "fsdp2-offload"
-        zero = {"single": 0, "ddp": 0, "fsdp2-zero2": 2, "fsdp2-zero3": 3, "fsdp2-offload": 3}.get(stack, 0)
-        strategy = {"schema_version": 1, "gpus": WORLD, "dp": dp, "tp": 1, "pp": pp, "zero": zero,
-                    "offload_params": "cpu" if is_offload else "none",
-                    "offload_optimizer": "cpu" if is_offload else "none",
-                    "micro_batch": mb, "global_batch": global_batch, "recompute": "none",
-                    "precision": "bf16-mixed", "seq": s}
-        if schedule_name:
-            strategy["schedule"] = schedule_name
-        fp32_res = stack in ("single", "ddp") or pipe
-        model_file = f"{name}.model.json"
-        write_trainsim_model_json(os.path.join(out, model_file), cfg.get("model_name") or name,
-                                  L, h, a, V, s, fp32_residual=fp32_res)
-        stack_name = {"single": "pytorch", "ddp": "pytorch-ddp", "fsdp2-zero2": "pytorch-fsdp",
-                      "fsdp2-zero3": "pytorch-fsdp", "fsdp2-offload": "pytorch-fsdp",
-                      "pipe-gpipe": "pytorch-pipelining", "pipe-1f1b": "pytorch-pipelining"}[stack]
-        details.update({"run_step_stack": stack, "optimizer": f"torch.optim.AdamW({opt_impl}, lr=1e-4, "
-                        "betas=(0.9, 0.95), weight_decay=0.1)", "grad_accum": ga, "attention_kernel":
-                        "scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION)",
-                        "gradient_clipping": "none", "data": "fixed random tokens", "loss_last_step": last_loss,
-                        "params_total": param_count(L, h, a, V, s)})
-        doc = {
-            "schema_version": 1, "kind": "trainsim.measured_run", "name": name,
-            "provenance": {"script": SCRIPT, "command": cfg["command"],
-                           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                           "host": socket.gethostname(), "gpu": gpu, "gpus": WORLD,
-                           "gpu_memory_bytes": gathered[0]["total_mem"],
-                           "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                           **({"cpu_steal_fraction": steal} if steal is not None else {}),
-                           **versions()},
-            "model": model_file,
-            "stack": {"name": stack_name, "details": details},
-            "strategy": strategy,
-            "measured": {"warmup_steps": cfg["warmup"], "warmup_step_times_s": warm_times,
-                         "step_times_s": step_times, "step_time_s": med,
-                         "step_time_spread": (max(step_times) - min(step_times)) / med,
-                         "step_times_s_per_rank": [g_["times"] for g_ in gathered],
-                         "peak_allocated_bytes": [g_["alloc"] for g_ in gathered],
-                         "peak_reserved_bytes": [g_["reserved"] for g_ in gathered],
-                         "params_per_rank": [g_["local_params"] for g_ in gathered],
-                         "tokens_per_s": global_batch * s / med, "trace": trace_name,
-                         "build_s": build_s},
-        }
-        if os.environ.get("PIN_CPUS_PER_RANK"):
-            doc["provenance"]["cpu_affinity_per_rank"] = int(os.environ["PIN_CPUS_PER_RANK"])
-        # Rank 0's wall clock (Unix seconds) just before each timed step's barrier: the step is the
-        # next step_times_s[i] seconds after its barrier.
-        details["step_wall_clock_starts"] = wall_starts
-        details["optimizer_host_wall"] = {
-            "method": "time.perf_counter around opt.step() in each timed step (in_step_s), and with "
-                      "--optimizer-alone K around K more opt.step() calls after the timed and profiled steps, "
-                      "each after a barrier and 0.5 s of idle host (alone_s)",
-            "per_rank": [{"rank": x["rank"], "in_step_s": x["in_step"], "alone_s": x["alone"]} for x in host_optimizer]}
-        details["thread_schedule"] = {
-            "method": "/proc/self/task/*/schedstat around each timed step (run_step.py thread_schedstat): per thread "
-                      "of the rank's process, the CPU time and the time runnable but waiting for a CPU; last_cpu: the CPU it last ran on "
-                      "at the step's end (/proc/self/task/*/stat field 39)",
-            "per_rank": [{"rank": g_["rank"], "threads_per_step": [[{"name": n, "cpu_s": c, "runqueue_wait_s": w, "last_cpu": lc}
-                                                                     for n, c, w, lc in step] for step in g_["sched"]]}
-                         for g_ in gathered]}
-        details["python_gc"] = {
-            "method": "gc.callbacks around each timed step (run_step.py GcPauses): every cyclic collection's "
-                      "generation and wall time, in any thread of the rank's process",
-            "per_rank": [{"rank": g_["rank"], "seconds_per_step": [x["seconds"] for x in g_["gc"]],
-                          "collections_per_step": [x["collections"] for x in g_["gc"]]} for g_ in gathered]}
-        if pipe:
-            stage_busy = pipeline_busy(gathered, step_times)
-            details["busy_timing"] = {
-                "method": "CUDA events around each compute-issuing call over the timed steps, no profiler "
-                          "(run_step.py BusyTimer): " + ", ".join(timed_calls) + ", optimizer.step",
-                "definition": "per timed step and stage: busy = the summed event times, bubble = 1 - busy / "
-                              "step time (the slowest rank's, as step_times_s); the figure is the median over "
-                              "the timed steps",
-                "per_stage": stage_busy}
-            details["host_call_timing"] = {
-                "method": "time.perf_counter, time.thread_time and getrusage around each call BusyTimer times, "
-                          "over the timed steps: per rank, step and kind of call, [the host's wall time inside the "
-                          "calls, the calling thread's CPU time in them, its system time, its minor page faults, "
-                          "the process's minor page faults]",
-                "per_rank": [{"rank": g_["rank"], "per_step": g_["host_calls"]} for g_ in gathered]}
-            s0 = stage_busy[0]
-            # "call_spans": busy is the union of the timed calls' event spans (README, "The pipeline
-            # bubble"), not of the GPU's kernels; trainsim validate compares it with the replay's same
-            # quantity.
-            doc["measured"]["busy"] = {"definition": "call_spans", "compute_s": s0["compute_s"],
-                                       "optimizer_s": s0["optimizer_s"], "bubble_fraction": s0["bubble_fraction"]}
+        doc = measured_run_doc(SimpleNamespace(
+            gathered=gathered, step_times=step_times, stack=stack, pipe=pipe, dp=dp, pp=pp, ga=ga, mb=mb,
+            global_batch=global_batch, schedule_name=schedule_name, name=name, out=out, cfg=cfg, L=L, h=h, a=a, V=V,
+            s=s, opt_impl=opt_impl, last_loss=last_loss, details=details, warm_times=warm_times, trace_name=trace_name,
+            build_s=build_s, steal=steal, wall_starts=wall_starts, host_optimizer=host_optimizer,
+            timed_calls=timed_calls if pipe else [], world=WORLD))
+        med = doc["measured"]["step_time_s"]
         write_json(os.path.join(out, f"{name}.json"), doc)
         log(f"{name}: step {med:.4f} s (spread {doc['measured']['step_time_spread']:.3f}), peak alloc "
             f"{max(doc['measured']['peak_allocated_bytes'])/2**30:.2f} GiB, reserved "
             f"{max(doc['measured']['peak_reserved_bytes'])/2**30:.2f} GiB")
 
-
-
-def pipeline_busy(gathered, step_times):
-    """Per stage: busy seconds per timed step (compute, optimizer), bubble per step and their medians."""
-    out = []
-    for g_ in gathered:
-        compute, optimizer, bubble, calls = [], [], [], {}
-        for i, b in enumerate(g_["busy"]):
-            c = sum(v for k, v in b.items() if not k.endswith("_calls") and k != "optimizer")
-            o = b.get("optimizer", 0.0)
-            compute.append(c)
-            optimizer.append(o)
-            bubble.append(min(1.0, max(0.0, 1.0 - (c + o) / step_times[i])))
-            for k, v in b.items():
-                if k.endswith("_calls"):
-                    calls[k[:-len("_calls")]] = v
-        out.append({"rank": g_["rank"], "compute_s_per_step": compute, "optimizer_s_per_step": optimizer,
-                    "bubble_fraction_per_step": bubble, "calls_per_step": calls,
-                    "compute_s": statistics.median(compute), "optimizer_s": statistics.median(optimizer),
-                    "bubble_fraction": statistics.median(bubble)})
-    return out
 
 
 def normalize(d, defaults, out):
