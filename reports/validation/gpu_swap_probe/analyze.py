@@ -19,19 +19,12 @@ import glob
 import json
 import os
 import statistics
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+from host_calls import per_rank_call_seconds as per_rank  # noqa: E402
 SLOW = 1.15  # a rank is slow when its backward calls take this much over the other ranks' median
-
-
-def per_rank(run):
-    m = run["strategy"]["global_batch"] // run["strategy"]["micro_batch"]
-    out = []
-    for r in run["stack"]["details"]["host_call_timing"]["per_rank"]:
-        bwd = statistics.median(s["backward_one_chunk"][0] for s in r["per_step"]) / m
-        fwd = statistics.median(s["forward_one_chunk"][0] for s in r["per_step"]) / m
-        out.append((bwd, fwd))
-    return out
 
 
 def slow_ranks(bwd):

@@ -13,18 +13,11 @@ import glob
 import json
 import os
 import statistics
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def per_rank(run):
-    m = run["strategy"]["global_batch"] // run["strategy"]["micro_batch"]
-    out = []
-    for r in run["stack"]["details"]["host_call_timing"]["per_rank"]:
-        bwd = statistics.median(s["backward_one_chunk"][0] for s in r["per_step"]) / m
-        fwd = statistics.median(s["forward_one_chunk"][0] for s in r["per_step"]) / m
-        out.append((bwd, fwd))
-    return out
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+from host_calls import per_rank_call_seconds as per_rank  # noqa: E402
 
 
 def main():
