@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Why do PyTorch's forward GEMMs in the measured runs outrun trainsim-calibrate's GEMM table?
+(issue 10, validation call 39; reports/validation/README.md, row "39", has the question and the
+rule.)
+
+The replay costs a layer's GEMMs from the profile's bf16 table (calibrate/cuda/gemm_bench.cpp: the
+fastest of up to 8 cuBLASLt candidates, operands uniform in [-1, 1)). In the profiled steps the
+same shapes ran 5-20% faster (a 2048 x 12288 x 4096 forward product: 748-803 TFLOP/s against the
+table's 728). Two candidates: the operands' values (a GEMM's power, and with it the clock, depends on
+the bits it multiplies), or the library path (PyTorch's cuBLAS call with its bias epilogue against
+the bench's plain cuBLASLt product).
+
+This times, on one GPU, bf16 products of the validation GPTs' forward shapes through PyTorch:
+- `linear_train`: F.linear(x, W, b) with x ~ N(0, 1) (a LayerNorm's output) and W ~ N(0, 0.02),
+  b = 0, as model.py initialises and feeds its Linear layers;
+- `linear_uniform`: the same call with x, W uniform in [-1, 1), the bench's operands;
+- `mm_uniform`: torch.mm(x, W.t()) without bias on the uniform operands.
+Each: 20 warm-up calls, then 5 rounds (the kinds interleaved) of 50 calls timed by CUDA events;
+the median round's TFLOP/s.
+
+    python3 calibrate/scripts/gemm_data_probe.py --out FILE
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+# (m tokens, n out, k in): the forward products of the h4096 and h5120 layers at 2048 tokens.
+SHAPES = [(2048, 12288, 4096), (2048, 4096, 4096), (2048, 16384, 4096), (2048, 4096, 16384),
+          (2048, 15360, 5120), (2048, 20480, 5120), (2048, 5120, 20480)]
+KINDS = ["linear_train", "linear_uniform", "mm_uniform"]
+
+
+def operands(kind, m, n, k):
+    g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
+    if kind == "linear_train":
+        x = torch.randn(m, k, device="cuda", generator=g).bfloat16()
+        w = (0.02 * torch.randn(n, k, device="cuda", generator=g)).bfloat16()
+    else:
+        x = (2 * torch.rand(m, k, device="cuda", generator=g) - 1).bfloat16()
+        w = (2 * torch.rand(n, k, device="cuda", generator=g) - 1).bfloat16()
+    b = torch.zeros(n, device="cuda", dtype=torch.bfloat16)
+    return x, w, b
+
+
+def call(kind, x, w, b):
+    if kind == "mm_uniform":
+        return torch.mm(x, w.t())
+    return F.linear(x, w, b)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=50)
+    args = ap.parse_args()
+    rows = []
+    for m, n, k in SHAPES:
+        ops = {kind: operands(kind, m, n, k) for kind in KINDS}
+        for kind in KINDS:
+            for _ in range(20):
+                call(kind, *ops[kind])
+        samples = {kind: [] for kind in KINDS}
+        for _ in range(args.rounds):
+            for kind in KINDS:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                start.record()
+                for _ in range(args.calls):
+                    call(kind, *ops[kind])
+                end.record()
+                torch.cuda.synchronize()
+                seconds = start.elapsed_time(end) / 1e3 / args.calls
+                samples[kind].append(2.0 * m * n * k / seconds / 1e12)
+        row = {"m": m, "n": n, "k": k}
+        for kind in KINDS:
+            row[kind + "_TFLOPs"] = statistics.median(samples[kind])
+            row[kind + "_rounds"] = samples[kind]
+        rows.append(row)
+        print(f"[gemm_data_probe] {m} x {n} x {k}: " + ", ".join(f"{kind} {row[kind + '_TFLOPs']:.0f}" for kind in KINDS)
+              + " TFLOP/s", flush=True)
+    doc = {"schema_version": 1, "kind": "trainsim.gemm_data_probe",
+           "provenance": {"script": "calibrate/scripts/gemm_data_probe.py", "command": " ".join(sys.argv),
+                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
+                          "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda},
+           "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
