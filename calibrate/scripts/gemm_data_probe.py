@@ -18,6 +18,13 @@ This times, on one GPU, bf16 products of the validation GPTs' forward shapes thr
 Each: 20 warm-up calls, then 5 rounds (the kinds interleaved) of 50 calls timed by CUDA events;
 the median round's TFLOP/s.
 
+With --interleaved (validation call 40): also `linear_between`, the training-like F.linear with a
+memory-bound kernel after each call (an in-place add over a buffer sized to take about as long as
+the product), only the products timed (a pair of CUDA events around each); and `linear_each`, the
+same products back to back but each timed by its own events, so that the two differ only in what
+runs between the products. A training step's GEMMs alternate with memory-bound kernels; back-to-back
+products hold the GPU at its power limit the whole time.
+
     python3 calibrate/scripts/gemm_data_probe.py --out FILE
 """
 import argparse
@@ -59,6 +66,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--interleaved", action="store_true", help="also linear_between and linear_each (call 40)")
     args = ap.parse_args()
     rows = []
     for m, n, k in SHAPES:
@@ -78,12 +86,32 @@ def main():
                 torch.cuda.synchronize()
                 seconds = start.elapsed_time(end) / 1e3 / args.calls
                 samples[kind].append(2.0 * m * n * k / seconds / 1e12)
+        if args.interleaved:
+            x, w, b = ops["linear_train"]
+            # An fp32 in-place add moves 8 bytes an element; at about 4 TB/s it lasts about as long as
+            # the product at about 700 TFLOP/s.
+            product_s = 2.0 * m * n * k / 700e12
+            gap = torch.zeros(int(product_s * 4e12 / 8), device="cuda")
+            samples["linear_between"], samples["linear_each"] = [], []
+            for _ in range(args.rounds):
+                for between, kind in ((True, "linear_between"), (False, "linear_each")):
+                    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.calls)]
+                    torch.cuda.synchronize()
+                    for start, end in events:
+                        start.record()
+                        F.linear(x, w, b)
+                        end.record()
+                        if between:
+                            gap.add_(1.0)
+                    torch.cuda.synchronize()
+                    seconds = statistics.median(st.elapsed_time(en) for st, en in events) / 1e3
+                    samples[kind].append(2.0 * m * n * k / seconds / 1e12)
         row = {"m": m, "n": n, "k": k}
-        for kind in KINDS:
+        for kind in samples:
             row[kind + "_TFLOPs"] = statistics.median(samples[kind])
             row[kind + "_rounds"] = samples[kind]
         rows.append(row)
-        print(f"[gemm_data_probe] {m} x {n} x {k}: " + ", ".join(f"{kind} {row[kind + '_TFLOPs']:.0f}" for kind in KINDS)
+        print(f"[gemm_data_probe] {m} x {n} x {k}: " + ", ".join(f"{kind} {row[kind + '_TFLOPs']:.0f}" for kind in samples)
               + " TFLOP/s", flush=True)
     doc = {"schema_version": 1, "kind": "trainsim.gemm_data_probe",
            "provenance": {"script": "calibrate/scripts/gemm_data_probe.py", "command": " ".join(sys.argv),

@@ -57,5 +57,36 @@ def main():
           + (f"{p:.3f}" if p is not None else "(no shape in both)") + f": {verdict}")
 
 
+def call40():
+    """Validation call 40: the same products with a memory-bound kernel between them against back to
+    back, each product timed by its own events (gemm_data_probe_call40.json), and the SM clock sampled
+    every 100 ms meanwhile (clocks_call40.csv)."""
+    f = os.path.join(HERE, "gemm_data_probe_call40.json")
+    if not os.path.exists(f):
+        return
+    probe = json.load(open(f))
+    print("\n| m x n x k | back to back, each timed (TFLOP/s) | a memory-bound kernel between (TFLOP/s) | between / back to back |")
+    print("|---|---|---|---|")
+    ratios = []
+    for r in probe["rows"]:
+        each, between = r["linear_each_TFLOPs"], r["linear_between_TFLOPs"]
+        ratios.append(between / each)
+        print(f"| {r['m']} x {r['n']} x {r['k']} | {each:.0f} | {between:.0f} | {between / each:.3f} |")
+    d = statistics.median(ratios)
+    verdict = "duty cycle" if d >= 1.05 else "not the duty cycle" if d <= 1.02 else "undecided"
+    print(f"\nRule (row 40): median between / back to back {d:.3f}: {verdict}")
+    clocks = os.path.join(HERE, "clocks_call40.csv")
+    if os.path.exists(clocks):
+        mhz = []
+        for line in open(clocks):
+            part = line.split(",")[0].strip().split(" ")[0]
+            if part.isdigit():
+                mhz.append(int(part))
+        if mhz:
+            print(f"SM clock over the probe, every 100 ms: {len(mhz)} samples, min {min(mhz)}, median "
+                  f"{statistics.median(mhz):.0f}, max {max(mhz)} MHz")
+
+
 if __name__ == "__main__":
     main()
+    call40()
