@@ -60,6 +60,7 @@ nlohmann::ordered_json stage_json(const wl::StageMemory& st, const MemoryFit& fi
                   {"comm_bucket_bytes", whole(b.comm_bucket_bytes)},
                   {"logits_loss_bytes", whole(b.logits_loss_bytes)},
                   {"weight_stash_bytes", whole(b.weight_stash_bytes)},
+                  {"receive_buffer_bytes", whole(b.receive_buffer_bytes)},
                   {"pinned_host_bytes", whole(b.pinned_host_bytes)}};
   return j;
 }
@@ -169,6 +170,7 @@ std::string memory_table(const MemoryAnswer& a) {
   detail("communication buckets", buf.comm_bucket_bytes);
   detail("logits for the loss", buf.logits_loss_bytes);
   detail("stashed weight versions", buf.weight_stash_bytes);
+  detail("pipeline receive buffers", buf.receive_buffer_bytes);
   const char* gpu_mark = a.fit.fits_gpu ? "fits" : "OVERFLOWS";
   out += fmt::format("  {:<42}{} of {:.2f} usable ({:.0f} GiB less {:.2f} reserved)  {}\n", "resident on the GPU",
                      gib(st.gpu_bytes()), a.fit.gpu_usable_bytes / GiB, a.fit.gpu_capacity_bytes / GiB,

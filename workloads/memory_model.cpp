@@ -24,7 +24,8 @@ StateBytes state_bytes(Numerics n) {
 
 double StageMemory::gpu_bytes() const {
   const double resident = params_at.gpu + grads_at.gpu + optimizer_at.gpu + buffers.gathered_params_bytes +
-                          buffers.staging_bytes + buffers.comm_bucket_bytes + buffers.weight_stash_bytes;
+                          buffers.staging_bytes + buffers.comm_bucket_bytes + buffers.weight_stash_bytes +
+                          buffers.receive_buffer_bytes;
   const double end_of_forward = activations.at.gpu + buffers.logits_loss_bytes;
   const double first_recompute = activations.at.gpu - activations.head_bytes + activations.working_bytes;
   return resident + std::max(end_of_forward, first_recompute);
@@ -186,6 +187,19 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     st.buffers.logits_loss_bytes = loss.kept * std::min(a.in_flight_microbatches, 1.0 * s.micro_batches()) + loss.backward_extra;
   }
   if (s.stack.is_reference()) st.buffers.logits_loss_bytes = 0;  // in its resident buffers
+  if (s.stack.kind == StackKind::PYTORCH_PIPELINING && s.pp > 1) {
+    // torch.distributed.pipelining allocates a receive buffer per micro-batch and keeps them across
+    // steps (PipelineStage: one per micro-batch for the activation a non-first stage receives, one
+    // for the gradient a non-last stage receives of its output; training_stacks.md). A received
+    // activation is the first layer's saved input while its micro-batch is in flight, which the
+    // layers' saved tensors already count; the buffers of the micro-batches not in flight come on top.
+    const double residual_e = m.fp32_residual ? 4.0 : activation_element_bytes(m.numerics);
+    const double boundary = residual_e * static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) *
+                            static_cast<double>(m.hidden);
+    const double M = static_cast<double>(s.micro_batches());
+    if (st.stage < s.pp - 1) st.buffers.receive_buffer_bytes += M * boundary;
+    if (st.stage > 0) st.buffers.receive_buffer_bytes += std::max(0.0, M - a.in_flight_microbatches) * boundary;
+  }
 
 }
 

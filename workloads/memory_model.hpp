@@ -45,9 +45,11 @@ struct BufferMemory {
   double comm_bucket_bytes = 0;      // gradient reduction (and stage 1-2 all-gather) buckets
   double logits_loss_bytes = 0;      // fp32 logits for the loss, last stage
   double weight_stash_bytes = 0;     // PipeDream / 2BW weight versions beyond the current one
+  double receive_buffer_bytes = 0;   // torch.distributed.pipelining: per-micro-batch receive buffers
   double pinned_host_bytes = 0;      // CPU side: NVMe staging buffers (ZeRO-Infinity)
   double gpu_total() const {
-    return gathered_params_bytes + staging_bytes + comm_bucket_bytes + logits_loss_bytes + weight_stash_bytes;
+    return gathered_params_bytes + staging_bytes + comm_bucket_bytes + logits_loss_bytes + weight_stash_bytes +
+           receive_buffer_bytes;
   }
 };
 

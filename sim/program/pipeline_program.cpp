@@ -67,6 +67,9 @@ class StageBuilder {
     if (!stack_.grads_per_step) add(Tier::GPU, MemClass::GRADS, memory_.grads_at.gpu);
     add(Tier::GPU, MemClass::OPTIMIZER, memory_.optimizer_at.gpu);
     add(Tier::GPU, MemClass::BUCKETS, memory_.buffers.comm_bucket_bytes);
+    // torch.distributed.pipelining's per-micro-batch receive buffers, kept across steps
+    // (workloads/memory_model.cpp, activations()).
+    add(Tier::GPU, MemClass::ACTIVATIONS, memory_.buffers.receive_buffer_bytes);
     add(Tier::HOST, MemClass::PARAMS, memory_.params_at.cpu);
     add(Tier::HOST, MemClass::GRADS, memory_.grads_at.cpu);
     add(Tier::HOST, MemClass::OPTIMIZER, memory_.optimizer_at.cpu);
