@@ -28,14 +28,12 @@ products hold the GPU at its power limit the whole time.
     python3 calibrate/scripts/gemm_data_probe.py --out FILE
 """
 import argparse
-import json
-import os
 import statistics
-import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+from torch_probe_doc import write_probe_doc
 
 # (m tokens, n out, k in): the forward products of the h4096 and h5120 layers at 2048 tokens.
 SHAPES = [(2048, 12288, 4096), (2048, 4096, 4096), (2048, 16384, 4096), (2048, 4096, 16384),
@@ -113,13 +111,7 @@ def main():
         rows.append(row)
         print(f"[gemm_data_probe] {m} x {n} x {k}: " + ", ".join(f"{kind} {row[kind + '_TFLOPs']:.0f}" for kind in samples)
               + " TFLOP/s", flush=True)
-    doc = {"schema_version": 1, "kind": "trainsim.gemm_data_probe",
-           "provenance": {"script": "calibrate/scripts/gemm_data_probe.py", "command": " ".join(sys.argv),
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
-                          "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda},
-           "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+    write_probe_doc(args.out, "trainsim.gemm_data_probe", "calibrate/scripts/gemm_data_probe.py", {"rows": rows})
 
 
 if __name__ == "__main__":

@@ -19,13 +19,12 @@ launch over each sample; samples alternate idle and busy.
     python3 calibrate/scripts/launch_cost_probe.py --out FILE
 """
 import argparse
-import json
-import os
 import statistics
-import sys
 import time
 
 import torch
+
+from torch_probe_doc import write_probe_doc
 
 LAUNCHES = 600
 SLEEP_CYCLES = 200_000_000  # ~0.1 s at ~1.98 GHz: longer than the launches below (at most ~10 ms)
@@ -74,13 +73,7 @@ def main():
             busy.append(timed(fn, True, launches))
         table[name] = {"idle_us": idle, "busy_us": busy, "launches": launches,
                        "busy_over_idle": statistics.median(busy) / statistics.median(idle)}
-    doc = {"schema_version": 1, "kind": "trainsim.launch_cost_probe",
-           "provenance": {"script": "calibrate/scripts/launch_cost_probe.py", "command": " ".join(sys.argv),
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
-                          "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda},
-           "operators": table}
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+    write_probe_doc(args.out, "trainsim.launch_cost_probe", "calibrate/scripts/launch_cost_probe.py", {"operators": table})
     for name, t in table.items():
         print(f"[launch_cost_probe] {name}: idle {statistics.median(t['idle_us']):.2f} us, busy "
               f"{statistics.median(t['busy_us']):.2f} us, ratio {t['busy_over_idle']:.3f}", flush=True)
