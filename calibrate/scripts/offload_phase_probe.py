@@ -29,7 +29,6 @@ import contextlib
 import ctypes
 import functools
 import inspect
-import json
 import os
 import resource
 import statistics
