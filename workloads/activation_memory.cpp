@@ -3,6 +3,10 @@
 namespace trainsim::wl {
 
 double activation_element_bytes(Numerics n) { return n == Numerics::FP32 ? 4.0 : 2.0; }
+double residual_element_bytes(const ModelSpec& m) { return m.fp32_residual ? 4.0 : activation_element_bytes(m.numerics); }
+double residual_tensor_bytes(const ModelSpec& m, std::int64_t micro_batch, std::int64_t seq) {
+  return residual_element_bytes(m) * static_cast<double>(micro_batch) * static_cast<double>(seq) * static_cast<double>(m.hidden);
+}
 
 LayerActivations layer_activation_bytes(const ModelSpec& m, const ActivationShape& shape) {
   const double s = static_cast<double>(shape.seq), b = static_cast<double>(shape.micro_batch);
@@ -10,7 +14,7 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, const ActivationShap
   const double f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
   const double t = shape.tp;
   const double e = activation_element_bytes(m.numerics);
-  const double residual_e = m.fp32_residual ? 4.0 : e;
+  const double residual_e = residual_element_bytes(m);
   // Outside the tensor-parallel regions tensors are replicated across the t ranks, unless
   // sequence parallelism splits them along the sequence (Korthikanti Sec. 4.2.2).
   const double outside = shape.sp ? t : 1.0;
@@ -58,7 +62,7 @@ double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& sha
 double output_norm_activation_bytes(const ModelSpec& m, const ActivationShape& shape) {
   const double outside = shape.sp ? shape.tp : 1.0;
   const double e = activation_element_bytes(m.numerics);
-  const double residual_e = m.fp32_residual ? 4.0 : e;
+  const double residual_e = residual_element_bytes(m);
   return (residual_e + e) * static_cast<double>(shape.seq * shape.micro_batch * m.hidden) / outside;
 }
 

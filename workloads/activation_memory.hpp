@@ -39,5 +39,10 @@ double logits_bytes(const ModelSpec& m, const ActivationShape& shape);
 
 // Bytes per element of an activation under the model's numerics.
 double activation_element_bytes(Numerics n);
+// Bytes per element of the residual stream: fp32 where the model keeps it so (Megatron's
+// --fp32-residual-connection; PyTorch autocast, whose residual adds promote), else as above.
+double residual_element_bytes(const ModelSpec& m);
+// One [micro_batch, seq, hidden] tensor of the residual stream, whole (no tensor-parallel split).
+double residual_tensor_bytes(const ModelSpec& m, std::int64_t micro_batch, std::int64_t seq);
 
 }  // namespace trainsim::wl

@@ -160,11 +160,9 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     // Each shard's input is kept in host memory; the shard reruns its forward before its backward,
     // so its layers' activations are alive at once during that visit (Hydra's Backward task).
     const int per_shard = static_cast<int>((m.layers + s.shards - 1) / s.shards);
-    const double residual_e = m.fp32_residual ? 4.0 : activation_element_bytes(m.numerics);
     a.layers = per_shard;
     a.stored_bytes = 0;
-    a.checkpoint_bytes = s.shards * residual_e * static_cast<double>(s.seq) * static_cast<double>(s.micro_batch) *
-                         static_cast<double>(m.hidden);
+    a.checkpoint_bytes = s.shards * residual_tensor_bytes(m, s.micro_batch, s.seq);
     a.working_bytes = per_shard * layer.full;
     a.at.gpu = 0;
     a.at.cpu = a.checkpoint_bytes;
@@ -193,9 +191,7 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     // for the gradient a non-last stage receives of its output; training_stacks.md). A received
     // activation is the first layer's saved input while its micro-batch is in flight, which the
     // layers' saved tensors already count; the buffers of the micro-batches not in flight come on top.
-    const double residual_e = m.fp32_residual ? 4.0 : activation_element_bytes(m.numerics);
-    const double boundary = residual_e * static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) *
-                            static_cast<double>(m.hidden);
+    const double boundary = residual_tensor_bytes(m, s.micro_batch, s.seq);
     const double M = static_cast<double>(s.micro_batches());
     if (st.stage < s.pp - 1) st.buffers.receive_buffer_bytes += M * boundary;
     if (st.stage > 0) st.buffers.receive_buffer_bytes += std::max(0.0, M - a.in_flight_microbatches) * boundary;
