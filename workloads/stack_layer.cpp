@@ -67,6 +67,9 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
   else bwd.kernels.push_back({"torch:gelu_bwd_bf16", 6 * d.T * d.f});
   if (m.position == PositionKind::ROTARY) bwd.kernels.push_back({"torch:rotary_fwd_bf16", 10 * d.T * (d.h + d.kv)});
   if (m.biases) bwd.kernels.push_back({"torch:copy_fp32", 2 * d.T * ((d.h + 2 * d.kv) + d.h + d.up + d.h)});
+  // Grouped-query attention: flash attention's backward writes dK and dV for every query head and
+  // sums each group into its key/value head (FlashAttention-2's mha_bwd): read 2 x 2Th, write 2 x 2T kv.
+  if (d.kv < d.h) bwd.kernels.push_back({"torch:add_bf16", 4 * d.T * (d.h + d.kv)});
 }
 
 // Per-parameter work of `params` parameters in one micro-batch: autocast casts the fp32 weights
@@ -129,14 +132,20 @@ LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
   // Final norm (and autocast's cast of its output), the loss's .float() of the bf16 logits, the
   // cross-entropy (log_softmax + nll_loss; the calibrated kernel counts 20 bytes per logit for
   // forward and backward together: 8 forward, 12 backward), the logits gradient cast back to
-  // bf16; the head weight handled like a layer's (tied: the embedding's own copy).
-  c.forward.kernels.push_back({bf16 ? "torch:layernorm_fwd_bf16" : "torch:layernorm_fwd_fp32", 2 * re * Th});
+  // bf16; the head weight handled like a layer's (tied: the embedding's own copy). The final norm is
+  // the model's own (LayerNorm or RMSNorm).
+  const bool rms = m.norm == NormKind::RMSNORM;
+  const char* norm_f = bf16 ? (rms ? "torch:rmsnorm_fwd_bf16" : "torch:layernorm_fwd_bf16")
+                            : (rms ? "torch:rmsnorm_fwd_fp32" : "torch:layernorm_fwd_fp32");
+  const char* norm_b = bf16 ? (rms ? "torch:rmsnorm_fwd_bwd_bf16" : "torch:layernorm_fwd_bwd_bf16")
+                            : (rms ? "torch:rmsnorm_fwd_bwd_fp32" : "torch:layernorm_fwd_bwd_fp32");
+  c.forward.kernels.push_back({norm_f, 2 * re * Th});
   if (!bf16) c.forward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * Th});
   c.forward.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * TV});
   c.forward.kernels.push_back({"torch:cross_entropy_fwd_bwd_fp32", 8 * TV});
   c.backward.kernels.push_back({"torch:cross_entropy_fwd_bwd_fp32", 12 * TV});
   c.backward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * TV});
-  c.backward.kernels.push_back({bf16 ? "torch:layernorm_fwd_bwd_bf16" : "torch:layernorm_fwd_bwd_fp32", 3 * re * Th});
+  c.backward.kernels.push_back({norm_b, 3 * re * Th});
   if (!bf16) c.backward.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * Th});
   add_param_kernels(s, d, d.V * d.h, c.forward, c.backward);
   return c;
@@ -145,12 +154,22 @@ LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
 LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
   const Dims d = dims(m, s);
   const double re = fsdp(s) ? 2.0 : 4.0, Th = d.T * d.h;
+  const bool learned = m.position == PositionKind::LEARNED;
   LayerCost c;
-  // Token and position lookups (read + write the residual dtype) and their sum.
-  c.forward.kernels.push_back({"torch:copy_fp32", 2 * re * Th});
-  c.forward.kernels.push_back({fsdp(s) ? "torch:add_bf16" : "torch:add_fp32", 3 * re * Th});
+  // Token and position lookups (read + write the residual dtype) and their sum; a model with
+  // rotary (or no) positions looks up its tokens only.
+  c.forward.kernels.push_back({"torch:copy_fp32", (learned ? 2 : 1) * re * Th});
+  if (learned) c.forward.kernels.push_back({fsdp(s) ? "torch:add_bf16" : "torch:add_fp32", 3 * re * Th});
   // The embedding's backward scatters T rows into a zeroed V x h gradient.
-  c.backward.kernels.push_back({"torch:copy_fp32", 2 * re * Th + re * d.V * d.h});
+  c.backward.kernels.push_back({"torch:copy_fp32", (learned ? 2 : 1) * re * Th + re * d.V * d.h});
+  // Untied, the token embedding is a weight of its own beside the head's (torch_output_cost): under
+  // FSDP2 it is gathered, cast and reduced like any; under autocast it is not cast (embedding runs
+  // in fp32), and only AccumulateGrad adds into its .grad from the second micro-batch on.
+  if (!m.tied_embeddings) {
+    const double params = d.V * d.h;
+    if (fsdp(s)) add_param_kernels(s, d, params, c.forward, c.backward);
+    else c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params});
+  }
   return c;
 }
 
@@ -167,6 +186,12 @@ double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s) {
   // (training_stacks.md, "autocast" and "FSDP2").
   double bytes = 2 * re * d.T * d.h + 2 * 2 * d.T * d.h + 2 * d.T * (d.h + 2 * d.kv) + 2 * d.T * d.h +
                  2 * d.T * d.up + 2 * d.T * d.f + 4 * d.a * d.T;
+  // Rotary embeddings make new Q and K (flash attention saves the rotated ones, while V's view keeps
+  // the QKV output alive); the rotation's multiplications save only the cos and sin tables.
+  if (m.position == PositionKind::ROTARY) bytes += 2 * d.T * (d.h + d.kv);
+  // SwiGLU: silu(gate) * up saves both factors, the SiLU output a new tensor (gate and up are views
+  // of the fused input GEMM's output, saved through the SiLU's input).
+  if (m.mlp == MlpKind::SWIGLU) bytes += 2 * d.T * d.f;
   if (m.attention == AttentionImpl::MATERIALIZED) bytes += 2 * d.a * d.s * d.T;  // softmax output
   // Autocast's bf16 weight copies, saved by each Linear for this micro-batch's backward.
   if (s.stack.autocast()) bytes += 2 * d.lp;

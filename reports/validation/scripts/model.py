@@ -15,6 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model_llama import Rotary
+
 
 class Block(nn.Module):
     def __init__(self, hidden, heads, ffn_hidden):
@@ -62,7 +64,7 @@ def init_weights(module, layers):
     with torch.no_grad():
         for name, m in module.named_modules():
             if isinstance(m, nn.Linear):
-                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("proj", "fc2")) else 0.02
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("proj", "fc2", "down")) else 0.02
                 m.weight.normal_(0.0, std)
                 if m.bias is not None:
                     m.bias.zero_()
@@ -71,6 +73,10 @@ def init_weights(module, layers):
             elif isinstance(m, nn.LayerNorm):
                 m.weight.fill_(1.0)
                 m.bias.zero_()
+            elif isinstance(m, nn.RMSNorm):
+                m.weight.fill_(1.0)
+            elif isinstance(m, Rotary):  # model_llama.py's cos and sin tables
+                m.reset()
         for p in module.parameters(recurse=False):  # a bare head weight (pipeline last stage)
             p.normal_(0.0, 0.02)
 
@@ -112,7 +118,45 @@ def trainsim_model_json(name, layers, hidden, heads, vocab, seq, ffn_hidden=None
     return doc
 
 
-def write_trainsim_model_json(path, *args, **kwargs):
+# ----------------------------------------------------------------------------------------------
+# A configuration's model, whichever architecture its "arch" names ("gpt", the default: this file's
+# GPT; "llama": model_llama.py's decoder, with "kv_heads" and "ffn_hidden").
+
+def is_llama(cfg):
+    return cfg.get("arch", "gpt") == "llama"
+
+
+def llama_dims(cfg):
+    return (cfg["layers"], cfg["hidden"], cfg["heads"], cfg.get("kv_heads") or cfg["heads"],
+            cfg.get("ffn_hidden") or 4 * cfg["hidden"])
+
+
+def build_model(cfg):
+    """The whole model of `cfg` (layers, hidden, heads, vocab, seq and the architecture's own keys)."""
+    if is_llama(cfg):
+        from model_llama import Llama
+        L, h, a, kv, f = llama_dims(cfg)
+        return Llama(L, h, a, kv, f, cfg["vocab"], cfg["seq"])
+    return GPT(cfg["layers"], cfg["hidden"], cfg["heads"], cfg["vocab"], cfg["seq"])
+
+
+def config_param_count(cfg):
+    if is_llama(cfg):
+        from model_llama import param_count as llama_params
+        L, h, a, kv, f = llama_dims(cfg)
+        return llama_params(L, h, a, kv, f, cfg["vocab"])
+    return param_count(cfg["layers"], cfg["hidden"], cfg["heads"], cfg["vocab"], cfg["seq"])
+
+
+def write_config_model_json(path, cfg, name, fp32_residual=False):
+    """`cfg`'s model as trainsim's model JSON at `path`."""
+    if is_llama(cfg):
+        from model_llama import trainsim_model_json as llama_json
+        L, h, a, kv, f = llama_dims(cfg)
+        doc = llama_json(name, L, h, a, kv, f, cfg["vocab"], cfg["seq"], fp32_residual=fp32_residual)
+    else:
+        doc = trainsim_model_json(name, cfg["layers"], cfg["hidden"], cfg["heads"], cfg["vocab"], cfg["seq"],
+                                  fp32_residual=fp32_residual)
     with open(path, "w") as f:
-        json.dump(trainsim_model_json(*args, **kwargs), f, indent=2)
+        json.dump(doc, f, indent=2)
         f.write("\n")

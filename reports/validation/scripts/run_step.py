@@ -48,6 +48,10 @@ def parser():
     p.add_argument("--layers", type=int)
     p.add_argument("--hidden", type=int)
     p.add_argument("--heads", type=int)
+    p.add_argument("--arch", choices=["gpt", "llama"], default="gpt",
+                   help="model.py's GPT, or model_llama.py's decoder (RMSNorm, GQA, rotary, SwiGLU, untied head)")
+    p.add_argument("--kv-heads", type=int, default=0, help="llama: key/value heads (default: --heads)")
+    p.add_argument("--ffn-hidden", type=int, default=0, help="llama: the SwiGLU's hidden size (default 4 x hidden)")
     p.add_argument("--vocab", type=int, default=50304)
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--micro-batch", type=int, default=1)
@@ -158,7 +162,7 @@ def run_config(cfg):
             stage_mod = Stage(cfg, lo, lo + per[RANK], first, last)
         init_weights(stage_mod, L)
         tie_group = None
-        if S > 1:
+        if S > 1 and stage_mod.tied:
             tie_group = dist.new_group([0, S - 1])
             if first or last:
                 with torch.no_grad():
@@ -184,6 +188,9 @@ def run_config(cfg):
                                "gradients and AdamW states",
             "residual_stream": "fp32 (autocast); stage-to-stage activations are fp32 [micro_batch, seq, hidden]",
         }
+        if not stage_mod.tied:
+            details.update({"stage0": "token embedding and its layers",
+                            "last_stage": "its layers, final RMSNorm, its own LM head and the loss"})
         schedule_name = "gpipe" if stack == "pipe-gpipe" else "1f1b"
     else:
         busy_timer = None
@@ -381,8 +388,8 @@ def run_config(cfg):
     if RANK == 0:
         doc = measured_run_doc(SimpleNamespace(
             gathered=gathered, step_times=step_times, stack=stack, pipe=pipe, dp=dp, pp=pp, ga=ga, mb=mb,
-            global_batch=global_batch, schedule_name=schedule_name, name=name, out=out, cfg=cfg, L=L, h=h, a=a, V=V,
-            s=s, opt_impl=opt_impl, last_loss=last_loss, details=details, warm_times=warm_times, trace_name=trace_name,
+            global_batch=global_batch, schedule_name=schedule_name, name=name, out=out, cfg=cfg, s=s, opt_impl=opt_impl,
+            last_loss=last_loss, details=details, warm_times=warm_times, trace_name=trace_name,
             build_s=build_s, steal=steal, wall_starts=wall_starts, host_optimizer=host_optimizer,
             timed_calls=timed_calls if pipe else [], world=WORLD))
         med = doc["measured"]["step_time_s"]
@@ -403,9 +410,9 @@ def normalize(d, defaults, out):
             raise SystemExit(f"configuration needs {req}: {d}")
     if "command" not in cfg:
         opts = []
-        for k in ("stack", "layers", "hidden", "heads", "vocab", "seq", "micro_batch", "grad_accum",
-                  "micro_batches", "steps", "warmup", "name"):
-            if cfg.get(k) not in (None, 0) or k in ("grad_accum",):
+        for k in ("stack", "arch", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq",
+                  "micro_batch", "grad_accum", "micro_batches", "steps", "warmup", "name"):
+            if cfg.get(k) not in (None, 0, "gpt") or k in ("grad_accum",):
                 opts += ["--" + k.replace("_", "-"), str(cfg[k])]
         if cfg.get("no_trace"):
             opts.append("--no-trace")

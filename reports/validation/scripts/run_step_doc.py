@@ -8,7 +8,7 @@ import statistics
 
 import torch
 
-from model import param_count, write_trainsim_model_json
+from model import config_param_count, is_llama, write_config_model_json
 from run_step_probes import pipeline_busy
 
 SCRIPT = "reports/validation/scripts/run_step.py"
@@ -34,12 +34,11 @@ def versions():
 def measured_run_doc(m):
     """The measured run of one configuration (rank 0 calls it): `m` holds run_config's results
     (types.SimpleNamespace: gathered, step_times, stack, pipe, dp, pp, ga, mb, global_batch,
-    schedule_name, name, out, cfg, L, h, a, V, s, opt_impl, last_loss, details, warm_times, trace_name,
+    schedule_name, name, out, cfg, s, opt_impl, last_loss, details, warm_times, trace_name,
     build_s, steal, wall_starts, host_optimizer, timed_calls, world)."""
     gathered, step_times, stack, pipe, dp, pp, ga, mb, global_batch, schedule_name = (
         m.gathered, m.step_times, m.stack, m.pipe, m.dp, m.pp, m.ga, m.mb, m.global_batch, m.schedule_name)
-    name, out, cfg, L, h, a, V, s, opt_impl, last_loss = (
-        m.name, m.out, m.cfg, m.L, m.h, m.a, m.V, m.s, m.opt_impl, m.last_loss)
+    name, out, cfg, s, opt_impl, last_loss = m.name, m.out, m.cfg, m.s, m.opt_impl, m.last_loss
     details, warm_times, trace_name, build_s, steal, wall_starts, host_optimizer, timed_calls, world = (
         m.details, m.warm_times, m.trace_name, m.build_s, m.steal, m.wall_starts, m.host_optimizer, m.timed_calls, m.world)
     WORLD = world
@@ -56,8 +55,7 @@ def measured_run_doc(m):
         strategy["schedule"] = schedule_name
     fp32_res = stack in ("single", "ddp") or pipe
     model_file = f"{name}.model.json"
-    write_trainsim_model_json(os.path.join(out, model_file), cfg.get("model_name") or name,
-                              L, h, a, V, s, fp32_residual=fp32_res)
+    write_config_model_json(os.path.join(out, model_file), cfg, cfg.get("model_name") or name, fp32_residual=fp32_res)
     stack_name = {"single": "pytorch", "ddp": "pytorch-ddp", "fsdp2-zero2": "pytorch-fsdp",
                   "fsdp2-zero3": "pytorch-fsdp", "fsdp2-offload": "pytorch-fsdp",
                   "pipe-gpipe": "pytorch-pipelining", "pipe-1f1b": "pytorch-pipelining"}[stack]
@@ -65,7 +63,10 @@ def measured_run_doc(m):
                     "betas=(0.9, 0.95), weight_decay=0.1)", "grad_accum": ga, "attention_kernel":
                     "scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION)",
                     "gradient_clipping": "none", "data": "fixed random tokens", "loss_last_step": last_loss,
-                    "params_total": param_count(L, h, a, V, s)})
+                    "params_total": config_param_count(cfg)})
+    if is_llama(cfg):
+        details["architecture"] = ("model_llama.py: RMSNorm, fused QKV (grouped-query), rotary embeddings, "
+                                   "SwiGLU, untied head, no biases")
     doc = {
         "schema_version": 1, "kind": "trainsim.measured_run", "name": name,
         "provenance": {"script": SCRIPT, "command": cfg["command"],

@@ -1,8 +1,9 @@
-"""The stacks run_step.py times, built from model.py's GPT: single, DDP and FSDP2 (ZeRO-2, ZeRO-3, CPU
-offload) by build_dp, and one pipeline stage of torch.distributed.pipelining (Stage)."""
+"""The stacks run_step.py times, built from model.py's GPT or model_llama.py's decoder (a configuration's
+"arch"): single, DDP and FSDP2 (ZeRO-2, ZeRO-3, CPU offload) by build_dp, and one pipeline stage of
+torch.distributed.pipelining (Stage)."""
 import torch
 
-from model import Block, init_weights
+from model import Block, build_model, init_weights, is_llama, llama_dims
 
 BF16 = torch.bfloat16
 
@@ -10,13 +11,12 @@ BF16 = torch.bfloat16
 def build_dp(cfg, dev, local_rank):
     """single, ddp, fsdp2-*: the model on `dev` (this rank's GPU, `local_rank` on its node) wrapped as the
     stack wraps it, and the stack's details for the measured run: returns (module, details)."""
-    from model import GPT
     stack = cfg["stack"]
-    L, h, a, V, s = cfg["layers"], cfg["hidden"], cfg["heads"], cfg["vocab"], cfg["seq"]
+    L = cfg["layers"]
     details = {}
     if stack in ("single", "ddp"):
         with torch.device(dev):
-            model = GPT(L, h, a, V, s)
+            model = build_model(cfg)
         init_weights(model, L)
         if stack == "ddp":
             from torch.nn.parallel import DistributedDataParallel as DDP
@@ -36,11 +36,11 @@ def build_dp(cfg, dev, local_rank):
         if offload:
             # Built and initialised on the GPU, then fully_shard moves each shard to pinned host memory.
             with torch.device(dev):
-                model = GPT(L, h, a, V, s)
+                model = build_model(cfg)
             init_weights(model, L)
         else:
             with torch.device("meta"):
-                model = GPT(L, h, a, V, s)
+                model = build_model(cfg)
         for blk in model.blocks:
             fully_shard(blk, mp_policy=mp, reshard_after_forward=reshard, offload_policy=policy)
         fully_shard(model, mp_policy=mp, reshard_after_forward=reshard, offload_policy=policy)
@@ -49,7 +49,8 @@ def build_dp(cfg, dev, local_rank):
             init_weights(model, L)
         details.update({
             "wrapper": "torch.distributed.fsdp.fully_shard (FSDP2), one unit per transformer layer plus the root "
-                       "(embeddings, final LayerNorm, tied head)",
+                       + ("(embedding, final RMSNorm, untied head)" if is_llama(cfg) else
+                          "(embeddings, final LayerNorm, tied head)"),
             "mp_policy": "MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)",
             "reshard_after_forward": reshard,
             "offload_policy": "CPUOffloadPolicy(pin_memory=True)" if offload else "OffloadPolicy() (none)",
@@ -63,30 +64,41 @@ def build_dp(cfg, dev, local_rank):
 
 
 class Stage(torch.nn.Module):
-    """One pipeline stage: blocks [lo, hi); stage 0 holds the embeddings, the last the head and loss."""
+    """One pipeline stage: blocks [lo, hi); stage 0 holds the embeddings, the last the head and loss.
+    The GPT's head is tied (the last stage keeps a copy of the token embedding, `tied`); the Llama-style
+    decoder's is its own, and it has no position embedding."""
 
     def __init__(self, cfg, lo, hi, first, last):
         super().__init__()
         h, V, s = cfg["hidden"], cfg["vocab"], cfg["seq"]
-        self.first, self.last = first, last
+        self.first, self.last, self.tied = first, last, not is_llama(cfg)
         if first:
             self.wte = torch.nn.Embedding(V, h)
-            self.wpe = torch.nn.Embedding(s, h)
-        self.blocks = torch.nn.ModuleList([Block(h, cfg["heads"], 4 * h) for _ in range(lo, hi)])
+            if self.tied:
+                self.wpe = torch.nn.Embedding(s, h)
+        if is_llama(cfg):
+            from model_llama import LlamaBlock
+            _, _, a, kv, f = llama_dims(cfg)
+            self.blocks = torch.nn.ModuleList([LlamaBlock(h, a, kv, f, s) for _ in range(lo, hi)])
+        else:
+            self.blocks = torch.nn.ModuleList([Block(h, cfg["heads"], 4 * h) for _ in range(lo, hi)])
         if last:
-            self.ln_f = torch.nn.LayerNorm(h)
-            if not first:
-                # The tied head's copy of the token embedding; its gradient is summed with stage 0's.
+            self.ln_f = torch.nn.LayerNorm(h) if self.tied else torch.nn.RMSNorm(h, eps=1e-5)
+            if not first or not self.tied:
+                # The tied head's copy of the token embedding (its gradient is summed with stage 0's),
+                # or the untied head.
                 self.head = torch.nn.Parameter(torch.empty(V, h))
 
     def head_weight(self):
-        return self.wte.weight if self.first else self.head
+        return self.wte.weight if self.first and self.tied else self.head
 
     def forward(self, x):
         with torch.autocast("cuda", dtype=BF16):
-            if self.first:
+            if self.first and self.tied:
                 pos = torch.arange(x.shape[1], device=x.device)
                 x = self.wte(x) + self.wpe(pos)
+            elif self.first:
+                x = self.wte(x)
             for blk in self.blocks:
                 x = blk(x)
             if self.last:

@@ -1,0 +1,60 @@
+#!/bin/bash
+# Validation call 41: the modern layer's rows (reports/validation/README.md, row 41). On a machine of
+# two GPUs, in order:
+#   smoke   every stack of run_step.py on a tiny Llama-style decoder (model_llama.py): 1 rank, then 2
+#           (the code paths start, step and write; not rows)
+#   saved   calibrate/scripts/saved_bytes_probe.py on GPU 0: one layer's saved bytes, GPT and Llama
+#   rows    the Llama rows: single GPU (GPU 0), then DDP, FSDP2 ZeRO-3 and 1F1B at 2 GPUs
+#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh smoke saved rows
+# Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' profiler traces).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+CAL=$HERE/../../../calibrate/scripts
+OUT=${OUT:-/tmp/llama_out}
+R=${R:-/tmp/llama_runs}
+source "$HERE/device_lib.sh"
+begin
+require_gpu
+llama='"arch": "llama", "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "hidden": 4096, "vocab": 128256, "seq": 2048'
+for ph in "$@"; do
+  stamp "$ph"
+  case $ph in
+    smoke)
+      d=$R/smoke; mkdir -p "$d"
+      tiny='"arch": "llama", "layers": 4, "hidden": 256, "heads": 4, "kv_heads": 2, "ffn_hidden": 640, "vocab": 1024, "seq": 256, "micro_batch": 2, "steps": 2, "warmup": 1, "no_trace": true'
+      echo "[{\"stack\": \"single\", \"grad_accum\": 2, $tiny, \"name\": \"smoke_llama_single\"}]" >"$d/plan1.json"
+      cat >"$d/plan2.json" <<PLAN
+[{"stack": "ddp", "grad_accum": 2, $tiny, "name": "smoke_llama_ddp"},
+ {"stack": "fsdp2-zero2", "grad_accum": 2, $tiny, "name": "smoke_llama_fsdp2-zero2"},
+ {"stack": "fsdp2-zero3", "grad_accum": 2, $tiny, "name": "smoke_llama_fsdp2-zero3"},
+ {"stack": "fsdp2-offload", "grad_accum": 2, $tiny, "name": "smoke_llama_fsdp2-offload"},
+ {"stack": "pipe-gpipe", "micro_batches": 4, $tiny, "name": "smoke_llama_pipe-gpipe"},
+ {"stack": "pipe-1f1b", "micro_batches": 4, $tiny, "name": "smoke_llama_pipe-1f1b"}]
+PLAN
+      CUDA_VISIBLE_DEVICES=0 timeout 120 torchrun --standalone --nproc-per-node 1 "$HERE/run_step.py" \
+        --plan "$d/plan1.json" --out "$d" >"$d/log1.txt" 2>&1; echo "smoke single rc $?"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
+        --plan "$d/plan2.json" --out "$d" >"$d/log2.txt" 2>&1; echo "smoke 2-GPU rc $?"
+      ls "$d" | grep -E "^smoke_.*(json)$" | tr '\n' ' '; echo ;;
+    saved)
+      d=$R/saved; mkdir -p "$d"
+      CUDA_VISIBLE_DEVICES=0 timeout 120 python3 "$CAL/saved_bytes_probe.py" --out "$d/saved_bytes.json" \
+        >"$d/log.txt" 2>&1; echo "saved rc $?"; cat "$d/log.txt" | tail -12 ;;
+    rows)
+      d=$R/rows; mkdir -p "$d"
+      echo "[{\"stack\": \"single\", \"layers\": 16, \"micro_batch\": 1, \"grad_accum\": 2, \"steps\": 6, \"warmup\": 2, $llama, \"name\": \"h200x1_single_llama_L16-h4096_mb1x2\"}]" >"$d/plan1.json"
+      cat >"$d/plan2.json" <<PLAN
+[{"stack": "ddp", "layers": 16, "micro_batch": 1, "grad_accum": 2, "steps": 6, "warmup": 2, $llama, "name": "h200x2_ddp_llama_L16-h4096_mb1x2"},
+ {"stack": "fsdp2-zero3", "layers": 32, "micro_batch": 1, "grad_accum": 2, "steps": 6, "warmup": 2, $llama, "name": "h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2"},
+ {"stack": "pipe-1f1b", "layers": 32, "micro_batch": 1, "micro_batches": 8, "steps": 6, "warmup": 2, $llama, "name": "h200x2_pipe-1f1b_llama_L32-h4096_mb1x8"}]
+PLAN
+      CUDA_VISIBLE_DEVICES=0 timeout 200 torchrun --standalone --nproc-per-node 1 "$HERE/run_step.py" \
+        --plan "$d/plan1.json" --time-limit 180 --out "$d" >"$d/log1.txt" 2>&1; echo "rows single rc $?"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 400 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
+        --plan "$d/plan2.json" --time-limit 180 --out "$d" >"$d/log2.txt" 2>&1; echo "rows 2-GPU rc $?"
+      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+  esac
+done
+stamp end
+pack
+ls -la "$OUT"
