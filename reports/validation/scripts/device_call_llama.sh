@@ -1,11 +1,13 @@
 #!/bin/bash
-# Validation call 41: the modern layer's rows (reports/validation/README.md, row 41). On a machine of
-# two GPUs, in order:
+# Validation calls 41 and 42: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
+# Phases, in the order given:
 #   smoke   every stack of run_step.py on a tiny Llama-style decoder (model_llama.py): 1 rank, then 2
 #           (the code paths start, step and write; not rows)
 #   saved   calibrate/scripts/saved_bytes_probe.py on GPU 0: one layer's saved bytes, GPT and Llama
-#   rows    the Llama rows: single GPU (GPU 0), then DDP, FSDP2 ZeRO-3 and 1F1B at 2 GPUs
-#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh smoke saved rows
+#   rows    the Llama rows of 1 and 2 GPUs: single GPU (GPU 0), then DDP, FSDP2 ZeRO-3 and 1F1B at 2
+#   rows4   the Llama 3 8B rows of 4 GPUs: FSDP2 ZeRO-2, FSDP2 CPU offload, GPipe on 4 stages
+#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh smoke saved rows      (call 41, 2 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rows4           (call 42, 4 GPUs)
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' profiler traces).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +54,16 @@ PLAN
         --plan "$d/plan1.json" --time-limit 180 --out "$d" >"$d/log1.txt" 2>&1; echo "rows single rc $?"
       CUDA_VISIBLE_DEVICES=0,1 timeout 400 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
         --plan "$d/plan2.json" --time-limit 180 --out "$d" >"$d/log2.txt" 2>&1; echo "rows 2-GPU rc $?"
+      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+    rows4)
+      d=$R/rows4; mkdir -p "$d"
+      cat >"$d/plan4.json" <<PLAN
+[{"stack": "fsdp2-zero2", "layers": 32, "micro_batch": 1, "grad_accum": 2, "steps": 6, "warmup": 2, $llama, "name": "h200x4_fsdp2-zero2_llama_L32-h4096_mb1x2"},
+ {"stack": "pipe-gpipe", "layers": 32, "micro_batch": 1, "micro_batches": 8, "steps": 6, "warmup": 2, $llama, "name": "h200x4_pipe-gpipe_llama_L32-h4096_mb1x8"},
+ {"stack": "fsdp2-offload", "layers": 32, "micro_batch": 1, "grad_accum": 2, "steps": 4, "warmup": 1, "time_limit": 240, $llama, "name": "h200x4_fsdp2-offload_llama_L32-h4096_mb1x2"}]
+PLAN
+      timeout 500 torchrun --standalone --nproc-per-node 4 "$HERE/run_step.py" \
+        --plan "$d/plan4.json" --time-limit 180 --out "$d" >"$d/log4.txt" 2>&1; echo "rows4 rc $?"
       grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
   esac
 done
