@@ -156,12 +156,13 @@ LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
   const double re = fsdp(s) ? 2.0 : 4.0, Th = d.T * d.h;
   const bool learned = m.position == PositionKind::LEARNED;
   LayerCost c;
-  // Token and position lookups (read + write the residual dtype) and their sum; a model with
-  // rotary (or no) positions looks up its tokens only.
-  c.forward.kernels.push_back({"torch:copy_fp32", (learned ? 2 : 1) * re * Th});
+  // The token lookup (read + write the residual dtype; the position lookup, s x h rows shared by
+  // the micro-batch, is left out), and with learned positions their sum; a model with rotary (or
+  // no) positions adds nothing.
+  c.forward.kernels.push_back({"torch:copy_fp32", 2 * re * Th});
   if (learned) c.forward.kernels.push_back({fsdp(s) ? "torch:add_bf16" : "torch:add_fp32", 3 * re * Th});
   // The embedding's backward scatters T rows into a zeroed V x h gradient.
-  c.backward.kernels.push_back({"torch:copy_fp32", (learned ? 2 : 1) * re * Th + re * d.V * d.h});
+  c.backward.kernels.push_back({"torch:copy_fp32", 2 * re * Th + re * d.V * d.h});
   // Untied, the token embedding is a weight of its own beside the head's (torch_output_cost): under
   // FSDP2 it is gathered, cast and reduced like any; under autocast it is not cast (embedding runs
   // in fp32), and only AccumulateGrad adds into its .grad from the second micro-batch on.

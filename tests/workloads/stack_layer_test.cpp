@@ -78,5 +78,94 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
   EXPECT_DOUBLE_EQ(copy_bytes(c3.backward) - copy_bytes(c2.backward), per_gather);
 }
 
+// The Llama-style layer as PyTorch runs it (reports/validation/scripts/model_llama.py, validated by
+// validation calls 41 and 42): an RMSNorm model's final norm is an RMSNorm, a rotary model looks up
+// its tokens only (no position embedding to add), an untied embedding is a weight with work of its
+// own, and grouped-query attention's backward sums each group's dK and dV.
+ModelSpec llama_like() {
+  ModelSpec m = builtin_model("gpt2-1.5b");
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.norm = NormKind::RMSNORM;
+  m.mlp = MlpKind::SWIGLU;
+  m.position = PositionKind::ROTARY;
+  m.biases = false;
+  m.tied_embeddings = false;
+  return m;
+}
+
+bool has_kernel(const PassCost& pass, const std::string& name) {
+  for (const MemoryKernel& k : pass.kernels) {
+    if (k.name == name) return true;
+  }
+  return false;
+}
+
+double kernel_bytes(const PassCost& pass, const std::string& name) {
+  double b = 0;
+  for (const MemoryKernel& k : pass.kernels) {
+    if (k.name == name) b += k.bytes;
+  }
+  return b;
+}
+
+TEST(TorchLlamaLayer, FinalNormIsTheModelsOwn) {
+  ModelSpec m;
+  const Strategy s = torch_strategy(StackKind::PYTORCH_DDP, llama_like(), m);
+  const LayerCost out = torch_output_cost(m, s);
+  EXPECT_TRUE(has_kernel(out.forward, "torch:rmsnorm_fwd_fp32"));
+  EXPECT_TRUE(has_kernel(out.backward, "torch:rmsnorm_fwd_bwd_fp32"));
+  EXPECT_FALSE(has_kernel(out.forward, "torch:layernorm_fwd_fp32"));
+  ModelSpec g;
+  const Strategy sg = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), g);
+  EXPECT_TRUE(has_kernel(torch_output_cost(g, sg).forward, "torch:layernorm_fwd_bf16"));
+}
+
+// Two micro-batches a step on each of 2 data-parallel ranks, so that gradients accumulate.
+Strategy accumulating_ddp(const ModelSpec& m, ModelSpec& resolved) {
+  StrategyInput in;
+  in.gpus.set(2, "t");
+  in.dp.set(2, "t");
+  in.micro_batch.set(2, "t");
+  in.global_batch.set(8, "t");
+  in.precision.set(Numerics::BF16_MIXED, "t");
+  TrainingStack stack;
+  stack.kind = StackKind::PYTORCH_DDP;
+  in.stack.set(stack, "t");
+  const ResolvedInputs r = resolve_inputs(in, m, {8, 1, "t"});
+  resolved = r.model;
+  return r.strategy;
+}
+
+TEST(TorchLlamaLayer, RotaryModelAddsNoPositionsAndItsUntiedEmbeddingAccumulates) {
+  ModelSpec m, g;
+  const Strategy s = accumulating_ddp(llama_like(), m);
+  const Strategy sg = accumulating_ddp(builtin_model("gpt2-1.5b"), g);
+  ASSERT_EQ(s.micro_batches(), 2);
+  const LayerCost e = torch_embedding_cost(m, s), eg = torch_embedding_cost(g, sg);
+  EXPECT_FALSE(has_kernel(e.forward, "torch:add_fp32"));
+  EXPECT_TRUE(has_kernel(eg.forward, "torch:add_fp32"));
+  // Untied, its own fp32 gradient accumulates on the second micro-batch (read 4 + 4, write 4 an
+  // element); tied, the head's accumulation (torch_output_cost) is the embedding's too.
+  const double Vh = static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
+  EXPECT_DOUBLE_EQ(kernel_bytes(e.backward, "torch:add_inplace_fp32"), 0.5 * 12 * Vh);
+  EXPECT_FALSE(has_kernel(eg.backward, "torch:add_inplace_fp32"));
+}
+
+TEST(TorchLlamaLayer, GroupedQueryAttentionSumsItsGroupsGradients) {
+  ModelSpec gqa, mha;
+  const Strategy s = torch_strategy(StackKind::PYTORCH_FSDP, llama_like(), gqa);
+  ModelSpec full_heads = llama_like();
+  full_heads.kv_heads = full_heads.heads;
+  const Strategy s2 = torch_strategy(StackKind::PYTORCH_FSDP, full_heads, mha);
+  const double T = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq);
+  const double h = static_cast<double>(gqa.hidden), kv = static_cast<double>(gqa.kv_hidden());
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(gqa, s).backward, "torch:add_bf16") -
+                       kernel_bytes(torch_layer_cost(mha, s2).backward, "torch:add_bf16"),
+                   4 * T * (h + kv));
+}
+
 }  // namespace
 }  // namespace trainsim::wl
