@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Time real training steps of the model.py GPT on one stack and write a trainsim measured run.
+"""Time real training steps of model.py's GPT (or, with --arch llama, model_llama.py's decoder) on one
+stack and write a trainsim measured run.
 
 One configuration:
     torchrun --standalone --nproc-per-node 2 run_step.py --stack fsdp2-zero3 --layers 24 --hidden 1024 \
@@ -20,7 +21,6 @@ small on a GPU machine.
 import argparse
 import datetime
 import gc
-import gzip
 import json
 import os
 import shlex
@@ -34,10 +34,11 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import init_weights, loss_fn  # noqa: E402
+from model import loss_fn  # noqa: E402
 from run_step_doc import SCRIPT, measured_run_doc  # noqa: E402
-from run_step_stacks import BF16, Stage, build_dp  # noqa: E402
-from run_step_probes import BusyTimer, GcPauses, cpu_times, sched_delta, steal_fraction, thread_schedstat  # noqa: E402
+from run_step_stacks import BF16, build_dp, build_pipeline  # noqa: E402
+from run_step_probes import (GcPauses, cpu_times, profiled_steps, sched_delta, steal_fraction,  # noqa: E402
+                             thread_schedstat)
 
 STACKS = ["single", "ddp", "fsdp2-zero2", "fsdp2-zero3", "fsdp2-offload", "pipe-gpipe", "pipe-1f1b"]
 
@@ -140,7 +141,7 @@ def setup():
 
 def run_config(cfg):
     stack = cfg["stack"]
-    L, h, a, V, s = cfg["layers"], cfg["hidden"], cfg["heads"], cfg["vocab"], cfg["seq"]
+    V, s = cfg["vocab"], cfg["seq"]
     mb = cfg["micro_batch"]
     out = cfg["out"]
     name = cfg["name"]
@@ -150,48 +151,15 @@ def run_config(cfg):
     torch.manual_seed(1234)
 
     t_build = time.perf_counter()
-    stage_mod = None
+    stage_mod = tie_group = schedule = None
+    timed_calls = []
     if pipe:
-        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
-        S = WORLD
-        M = cfg["micro_batches"] or 2 * S
-        per = [L // S + (1 if i < L % S else 0) for i in range(S)]
-        lo = sum(per[:RANK])
-        first, last = RANK == 0, RANK == S - 1
-        with torch.device(DEV):
-            stage_mod = Stage(cfg, lo, lo + per[RANK], first, last)
-        init_weights(stage_mod, L)
-        tie_group = None
-        if S > 1 and stage_mod.tied:
-            tie_group = dist.new_group([0, S - 1])
-            if first or last:
-                with torch.no_grad():
-                    dist.broadcast(stage_mod.head_weight().data, src=0, group=tie_group)
-        stage = PipelineStage(stage_mod, RANK, S, DEV)
-        Sched = ScheduleGPipe if stack == "pipe-gpipe" else Schedule1F1B
-        schedule = Sched(stage, n_microbatches=M, loss_fn=loss_fn)
-        busy_timer = BusyTimer()
-        timed_calls = [n for n in ("forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk",
-                                   "scale_grads") if busy_timer.wrap(stage, n, n)]
-        timed_calls += [n for n in ("_maybe_compute_loss", "_compute_loss") if busy_timer.wrap(schedule, n, "loss")]
+        built = build_pipeline(cfg, DEV, RANK, WORLD)
+        stage_mod, tie_group, schedule, busy_timer = built.stage_mod, built.tie_group, built.schedule, built.busy_timer
+        timed_calls, details, schedule_name = built.timed_calls, built.details, built.schedule_name
         params = list(stage_mod.parameters())
-        dp, pp, ga = 1, S, M
-        global_batch = M * mb
-        details = {
-            "wrapper": f"torch.distributed.pipelining.PipelineStage + {Sched.__name__}(n_microbatches={M}, "
-                       f"loss_fn=cross_entropy, scale_grads default)",
-            "layers_per_stage": per,
-            "stage0": "token + position embeddings and its layers", "last_stage": "its layers, final LayerNorm, "
-            "tied LM head (a copy of the embedding; its gradient is all-reduced with stage 0's after backward, as "
-            "Megatron-LM does) and the loss",
-            "mixed_precision": "torch.autocast(cuda, bfloat16) inside each stage's forward; fp32 parameters, "
-                               "gradients and AdamW states",
-            "residual_stream": "fp32 (autocast); stage-to-stage activations are fp32 [micro_batch, seq, hidden]",
-        }
-        if not stage_mod.tied:
-            details.update({"stage0": "token embedding and its layers",
-                            "last_stage": "its layers, final RMSNorm, its own LM head and the loss"})
-        schedule_name = "gpipe" if stack == "pipe-gpipe" else "1f1b"
+        dp, pp, ga = 1, WORLD, built.micro_batches
+        global_batch = built.micro_batches * mb
     else:
         busy_timer = None
         model, details = build_dp(cfg, DEV, LOCAL_RANK)
@@ -345,27 +313,7 @@ def run_config(cfg):
 
     # One profiled step (rank 0 records, or with --trace-all-ranks every rank, each rank R but 0 into
     # NAME.rankR.trace.json.gz; every rank runs the step).
-    trace_name = None
-    if not cfg.get("no_trace"):
-        if RANK == 0 or cfg.get("trace_all_ranks"):
-            from torch.profiler import ProfilerActivity, profile
-            activities = [ProfilerActivity.CUDA] if cfg.get("trace_cuda_only") else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-            with profile(activities=activities, record_shapes=False, with_stack=False, profile_memory=False) as prof:
-                for _ in range(cfg.get("trace_steps") or 1):
-                    timed_step()
-            raw = os.path.join(out, f"{name}.trace.json" if RANK == 0 else f"{name}.rank{RANK}.trace.json")
-            prof.export_chrome_trace(raw)
-            with open(raw, "rb") as f, gzip.open(raw + ".gz", "wb", compresslevel=6) as z:
-                while True:
-                    chunk = f.read(1 << 24)
-                    if not chunk:
-                        break
-                    z.write(chunk)
-            os.remove(raw)
-            trace_name = os.path.basename(raw) + ".gz"
-        else:
-            for _ in range(cfg.get("trace_steps") or 1):
-                timed_step()
+    trace_name = profiled_steps(cfg, timed_step, RANK)
     dist.barrier(device_ids=[LOCAL_RANK])
     # --optimizer-alone K (validation call 21): after everything above, one more forward and backward
     # leave gradients, then opt.step() runs K times on its own, each after a barrier and half a
@@ -391,7 +339,7 @@ def run_config(cfg):
             global_batch=global_batch, schedule_name=schedule_name, name=name, out=out, cfg=cfg, s=s, opt_impl=opt_impl,
             last_loss=last_loss, details=details, warm_times=warm_times, trace_name=trace_name,
             build_s=build_s, steal=steal, wall_starts=wall_starts, host_optimizer=host_optimizer,
-            timed_calls=timed_calls if pipe else [], world=WORLD))
+            timed_calls=timed_calls, world=WORLD))
         med = doc["measured"]["step_time_s"]
         write_json(os.path.join(out, f"{name}.json"), doc)
         log(f"{name}: step {med:.4f} s (spread {doc['measured']['step_time_spread']:.3f}), peak alloc "

@@ -3,6 +3,7 @@ machine's steal (/proc/stat), Python's garbage collections, each thread's CPU ti
 and CPU (/proc/self/task), and, for a pipeline stage, CUDA events and host timings around each call
 that issues compute (BusyTimer), summed per stage by pipeline_busy."""
 import gc
+import gzip
 import os
 import resource
 import statistics
@@ -194,3 +195,34 @@ def pipeline_busy(gathered, step_times):
                     "compute_s": statistics.median(compute), "optimizer_s": statistics.median(optimizer),
                     "bubble_fraction": statistics.median(bubble)})
     return out
+
+
+def profiled_steps(cfg, timed_step, rank):
+    """The configuration's profiled step(s) after its timed ones (unless cfg["no_trace"]): every rank
+    runs cfg["trace_steps"] more steps (default 1) of `timed_step`; rank 0 records them with
+    torch.profiler (CPU and CUDA, or CUDA only with cfg["trace_cuda_only"]) into NAME.trace.json.gz,
+    and with cfg["trace_all_ranks"] every rank R but 0 into NAME.rankR.trace.json.gz. Returns the
+    trace's file name (None where this rank records none)."""
+    if cfg.get("no_trace"):
+        return None
+    steps = cfg.get("trace_steps") or 1
+    if rank != 0 and not cfg.get("trace_all_ranks"):
+        for _ in range(steps):
+            timed_step()
+        return None
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CUDA] if cfg.get("trace_cuda_only") else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    with profile(activities=activities, record_shapes=False, with_stack=False, profile_memory=False) as prof:
+        for _ in range(steps):
+            timed_step()
+    name = cfg["name"]
+    raw = os.path.join(cfg["out"], f"{name}.trace.json" if rank == 0 else f"{name}.rank{rank}.trace.json")
+    prof.export_chrome_trace(raw)
+    with open(raw, "rb") as f, gzip.open(raw + ".gz", "wb", compresslevel=6) as z:
+        while True:
+            chunk = f.read(1 << 24)
+            if not chunk:
+                break
+            z.write(chunk)
+    os.remove(raw)
+    return os.path.basename(raw) + ".gz"

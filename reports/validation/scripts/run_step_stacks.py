@@ -1,9 +1,13 @@
 """The stacks run_step.py times, built from model.py's GPT or model_llama.py's decoder (a configuration's
 "arch"): single, DDP and FSDP2 (ZeRO-2, ZeRO-3, CPU offload) by build_dp, and one pipeline stage of
 torch.distributed.pipelining (Stage)."""
-import torch
+from types import SimpleNamespace
 
-from model import Block, build_model, init_weights, is_llama, llama_dims
+import torch
+import torch.distributed as dist
+
+from model import Block, build_model, init_weights, is_llama, llama_dims, loss_fn
+from run_step_probes import BusyTimer
 
 BF16 = torch.bfloat16
 
@@ -104,3 +108,49 @@ class Stage(torch.nn.Module):
             if self.last:
                 x = torch.nn.functional.linear(self.ln_f(x), self.head_weight())
         return x
+
+
+def build_pipeline(cfg, dev, rank, world):
+    """pipe-gpipe, pipe-1f1b: this rank's stage (layers split as evenly as they go, the first stages
+    one more), its schedule over cfg["micro_batches"] (default 2 x stages), the tied head's group
+    (GPT: the first and last stage, whose head copies start equal and whose gradients are summed
+    after each backward), and a BusyTimer around the stage's compute calls and the loss."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    S, L = world, cfg["layers"]
+    M = cfg["micro_batches"] or 2 * S
+    per = [L // S + (1 if i < L % S else 0) for i in range(S)]
+    lo = sum(per[:rank])
+    first, last = rank == 0, rank == S - 1
+    with torch.device(dev):
+        stage_mod = Stage(cfg, lo, lo + per[rank], first, last)
+    init_weights(stage_mod, L)
+    tie_group = None
+    if S > 1 and stage_mod.tied:
+        tie_group = dist.new_group([0, S - 1])
+        if first or last:
+            with torch.no_grad():
+                dist.broadcast(stage_mod.head_weight().data, src=0, group=tie_group)
+    stage = PipelineStage(stage_mod, rank, S, dev)
+    Sched = ScheduleGPipe if cfg["stack"] == "pipe-gpipe" else Schedule1F1B
+    schedule = Sched(stage, n_microbatches=M, loss_fn=loss_fn)
+    busy_timer = BusyTimer()
+    timed_calls = [n for n in ("forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk",
+                               "scale_grads") if busy_timer.wrap(stage, n, n)]
+    timed_calls += [n for n in ("_maybe_compute_loss", "_compute_loss") if busy_timer.wrap(schedule, n, "loss")]
+    details = {
+        "wrapper": f"torch.distributed.pipelining.PipelineStage + {Sched.__name__}(n_microbatches={M}, "
+                   f"loss_fn=cross_entropy, scale_grads default)",
+        "layers_per_stage": per,
+        "stage0": "token + position embeddings and its layers", "last_stage": "its layers, final LayerNorm, "
+        "tied LM head (a copy of the embedding; its gradient is all-reduced with stage 0's after backward, as "
+        "Megatron-LM does) and the loss",
+        "mixed_precision": "torch.autocast(cuda, bfloat16) inside each stage's forward; fp32 parameters, "
+                           "gradients and AdamW states",
+        "residual_stream": "fp32 (autocast); stage-to-stage activations are fp32 [micro_batch, seq, hidden]",
+    }
+    if not stage_mod.tied:
+        details.update({"stage0": "token embedding and its layers",
+                        "last_stage": "its layers, final RMSNorm, its own LM head and the loss"})
+    return SimpleNamespace(stage_mod=stage_mod, tie_group=tie_group, schedule=schedule, busy_timer=busy_timer,
+                           timed_calls=timed_calls, details=details, micro_batches=M,
+                           schedule_name="gpipe" if cfg["stack"] == "pipe-gpipe" else "1f1b")
