@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model_doc import trainsim_model_doc
 from model_llama import Rotary
 
 
@@ -95,27 +96,16 @@ def param_count(layers, hidden, heads, vocab, seq, ffn_hidden=None):
 def trainsim_model_json(name, layers, hidden, heads, vocab, seq, ffn_hidden=None, fp32_residual=False,
                         note=""):
     f = ffn_hidden or 4 * hidden
-    doc = {
-        "schema_version": 1,
-        "name": name,
-        "description": (f"reports/validation/scripts/model.py GPT: {layers} layers, hidden {hidden}, {heads} heads, "
-                        f"FFN {f}, vocabulary {vocab}, context {seq}; pre-LN, fused QKV with bias, flash attention "
-                        f"(scaled_dot_product_attention), GELU MLP, tied LM head, no dropout. {note}").strip(),
-        "architecture": {
-            "layers": layers, "hidden": hidden, "heads": heads, "ffn_hidden": f, "vocab": vocab, "seq_len": seq,
-            "tied_embeddings": True, "biases": True, "dropout": False,
-            "norm": "layernorm", "mlp": "gelu", "position": "learned",
-        },
-        "numerics": {"precision": "bf16-mixed", "attention": "flash"},
-        "published": {
-            "params": float(param_count(layers, hidden, heads, vocab, seq, f)),
-            "significant_digits": 6,
-            "source": "counted from reports/validation/scripts/model.py (exact parameter count of the module)",
-        },
+    description = (f"reports/validation/scripts/model.py GPT: {layers} layers, hidden {hidden}, {heads} heads, "
+                   f"FFN {f}, vocabulary {vocab}, context {seq}; pre-LN, fused QKV with bias, flash attention "
+                   f"(scaled_dot_product_attention), GELU MLP, tied LM head, no dropout. {note}").strip()
+    architecture = {
+        "layers": layers, "hidden": hidden, "heads": heads, "ffn_hidden": f, "vocab": vocab, "seq_len": seq,
+        "tied_embeddings": True, "biases": True, "dropout": False,
+        "norm": "layernorm", "mlp": "gelu", "position": "learned",
     }
-    if fp32_residual:
-        doc["numerics"]["fp32_residual"] = True
-    return doc
+    return trainsim_model_doc(name, description, architecture, param_count(layers, hidden, heads, vocab, seq, f),
+                              "reports/validation/scripts/model.py", fp32_residual)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model_doc import trainsim_model_doc
+
 ROPE_BASE = 500000.0  # Llama 3's rotary base
 
 
@@ -97,26 +99,15 @@ def param_count(layers, hidden, heads, kv_heads, ffn_hidden, vocab):
 
 
 def trainsim_model_json(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq, fp32_residual=False):
-    doc = {
-        "schema_version": 1,
-        "name": name,
-        "description": (f"reports/validation/scripts/model_llama.py Llama-style decoder: {layers} layers, hidden "
-                        f"{hidden}, {heads} query heads, {kv_heads} key/value heads, FFN {ffn_hidden} (SwiGLU), "
-                        f"vocabulary {vocab}, context {seq}; pre-RMSNorm, fused QKV without bias, rotary "
-                        f"embeddings, flash attention (scaled_dot_product_attention, enable_gqa), untied LM head, "
-                        f"no dropout."),
-        "architecture": {
-            "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn_hidden": ffn_hidden,
-            "vocab": vocab, "seq_len": seq, "tied_embeddings": False, "biases": False, "dropout": False,
-            "norm": "rmsnorm", "mlp": "swiglu", "position": "rotary",
-        },
-        "numerics": {"precision": "bf16-mixed", "attention": "flash"},
-        "published": {
-            "params": float(param_count(layers, hidden, heads, kv_heads, ffn_hidden, vocab)),
-            "significant_digits": 6,
-            "source": "counted from reports/validation/scripts/model_llama.py (exact parameter count of the module)",
-        },
+    description = (f"reports/validation/scripts/model_llama.py Llama-style decoder: {layers} layers, hidden {hidden}, "
+                   f"{heads} query heads, {kv_heads} key/value heads, FFN {ffn_hidden} (SwiGLU), vocabulary {vocab}, "
+                   f"context {seq}; pre-RMSNorm, fused QKV without bias, rotary embeddings, flash attention "
+                   f"(scaled_dot_product_attention, enable_gqa), untied LM head, no dropout.")
+    architecture = {
+        "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn_hidden": ffn_hidden,
+        "vocab": vocab, "seq_len": seq, "tied_embeddings": False, "biases": False, "dropout": False,
+        "norm": "rmsnorm", "mlp": "swiglu", "position": "rotary",
     }
-    if fp32_residual:
-        doc["numerics"]["fp32_residual"] = True
-    return doc
+    return trainsim_model_doc(name, description, architecture,
+                              param_count(layers, hidden, heads, kv_heads, ffn_hidden, vocab),
+                              "reports/validation/scripts/model_llama.py", fp32_residual)
