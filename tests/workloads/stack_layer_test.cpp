@@ -10,6 +10,7 @@
 #include "model_loader.hpp"
 #include "stack_layer.hpp"
 #include "strategy_input.hpp"
+#include "test_support.hpp"
 
 namespace trainsim::wl {
 namespace {
@@ -82,18 +83,10 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
 // validation calls 41 and 42): an RMSNorm model's final norm is an RMSNorm, a rotary model looks up
 // its tokens only (no position embedding to add), an untied embedding is a weight with work of its
 // own, and grouped-query attention's backward sums each group's dK and dV.
+// The model of the committed single-GPU Llama row (validation call 41).
 ModelSpec llama_like() {
-  ModelSpec m = builtin_model("gpt2-1.5b");
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn_hidden = 14336;
-  m.norm = NormKind::RMSNORM;
-  m.mlp = MlpKind::SWIGLU;
-  m.position = PositionKind::ROTARY;
-  m.biases = false;
-  m.tied_embeddings = false;
-  return m;
+  return load_model_file(
+      test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
 }
 
 bool has_kernel(const PassCost& pass, const std::string& name) {
