@@ -120,6 +120,25 @@ std::string validation_table(const std::vector<RunValidation>& runs);
 // when no configuration ran on more than one host.
 std::string hosts_markdown(const std::vector<RunValidation>& runs);
 
+// Which configuration wins (validation_rankings.cpp): over pairs of runs of one model on the same
+// GPUs that ran different configurations, whether the replay orders them by throughput as measured.
+// Pairs measured within RANKING_NOISE of each other are counted apart (a host's pace moves a small
+// row's step by more between launches: reports/validation/README.md).
+inline constexpr double RANKING_NOISE = 0.10;
+struct RankingDisagreement {
+  std::string measured_faster, other;
+  double measured_ratio = 0, predicted_ratio = 0;  // throughput of measured_faster over other's
+};
+struct RankingStats {
+  int pairs = 0, agree = 0;            // every pair; those the replay orders as measured
+  int apart_pairs = 0, apart_agree = 0;  // the pairs measured more than RANKING_NOISE apart
+  std::vector<RankingDisagreement> disagreements;
+};
+RankingStats ranking_stats(const std::vector<RunValidation>& runs);
+nlohmann::ordered_json ranking_json(const RankingStats& s);
+// The report's section (empty when no model ran in two configurations on the same GPUs).
+std::string rankings_markdown(const std::vector<RunValidation>& runs);
+
 // The report's section on FSDP2's accumulating copies' pages (validation_fresh_pages.cpp); empty
 // when no run makes such copies.
 std::string fresh_pages_markdown(const std::vector<RunValidation>& runs);

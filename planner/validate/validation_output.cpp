@@ -185,6 +185,8 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
     stats[m] = {{"all_rows", stats_json(metric_stats(runs, m, false))}, {"without_known_gaps", stats_json(metric_stats(runs, m, true))}};
   }
   j["stats"] = stats;
+  const RankingStats ranking = ranking_stats(runs);
+  if (ranking.pairs > 0) j["rankings"] = ranking_json(ranking);
   return j;
 }
 
@@ -233,6 +235,12 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
       if (gaps) out += fmt::format("; {} rows not listed as known gaps: mean {:.1f}%, worst {:+.1f}%", g.rows, g.mean_abs_error_pct, g.worst_error_pct);
     }
     out += "\n";
+  }
+  const RankingStats ranking = ranking_stats(runs);
+  if (ranking.pairs > 0) {
+    out += fmt::format("which configuration wins: the replay orders {} of {} pairs of configurations as measured, {} of {} measured "
+                       "more than {:.0f}% apart\n",
+                       ranking.agree, ranking.pairs, ranking.apart_agree, ranking.apart_pairs, 100 * RANKING_NOISE);
   }
   return out;
 }
@@ -288,6 +296,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
   md += "\n![step time](step_time.svg)\n\n![peak memory](peak_allocated.svg)\n\n![errors](errors.svg)\n\n";
   md += launches_markdown(runs);
   md += hosts_markdown(runs);
+  md += rankings_markdown(runs);
   md += fresh_pages_markdown(runs);
   md += "## Rows that miss their target\n\n";
   std::map<std::string, std::vector<std::string>> by_reason;
