@@ -130,8 +130,12 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   ActivationMemory& a = st.activations;
   const ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
   LayerActivations layer = layer_activation_bytes(m, shape);
-  // A stack's own saved tensors (workloads/training_stacks.md; recompute is refused with them).
-  if (s.stack.is_pytorch()) layer.stored = layer.full = torch_layer_saved_bytes(m, s);
+  // A stack's own saved tensors (workloads/training_stacks.md); under activation checkpointing each
+  // layer keeps its input, and the layer being recomputed all of them.
+  if (s.stack.is_pytorch()) {
+    layer.full = torch_layer_saved_bytes(m, s);
+    layer.stored = s.recompute == Recompute::FULL ? torch_layer_checkpoint_bytes(m, s) : layer.full;
+  }
   const ReferenceActivations ref = reference_activations(m, s);
   if (s.stack.is_reference()) layer = {ref.stored, ref.full};
   a.layers = stage_layers;

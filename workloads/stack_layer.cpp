@@ -120,6 +120,23 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
   return c;
 }
 
+double torch_layer_checkpoint_bytes(const ModelSpec& m, const Strategy& s) {
+  const Dims d = dims(m, s);
+  return (fsdp(s) ? 2.0 : 4.0) * d.T * d.h;
+}
+
+PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
+  Strategy plain = s;
+  plain.stack = {};
+  LayerCost c = transformer_layer_cost(m, plain);
+  c.forward.kernels.clear();
+  const Dims d = dims(m, s);
+  PassCost unused;
+  add_layer_kernels(m, s, d, c.forward, unused);
+  if (!fsdp(s)) c.forward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * d.lp});
+  return c.forward;
+}
+
 LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
   Strategy plain = s;
   plain.stack = {};

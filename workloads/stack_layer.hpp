@@ -20,6 +20,13 @@ LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s);
 // Bytes one layer keeps from its forward to its backward for one micro-batch, the 16-bit weight
 // copies of autocast included.
 double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s);
+// Activation checkpointing (torch.utils.checkpoint, non-reentrant, around each transformer layer;
+// workloads/training_stacks.md, "Activation checkpointing"): what one checkpointed layer keeps from
+// its forward to its backward (its input, in the residual stream's dtype), and the forward its
+// backward runs again first (the layer's GEMMs and kernels, autocast's weight casts again; not
+// FSDP2's gather work, whose unsharded parameters the backward's gather already holds).
+double torch_layer_checkpoint_bytes(const ModelSpec& m, const Strategy& s);
+PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s);
 // The loss: bytes kept from the head's forward to its backward (per micro-batch), and the extra
 // alive during the backward of log_softmax.
 struct TorchLossBytes {

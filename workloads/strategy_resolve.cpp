@@ -139,7 +139,8 @@ static void check_stack(const Strategy& s, const StrategyInput& in, bool raw, co
   if (s.stack.is_pytorch()) {
     need(s.tp == 1, "tp = 1 (no tensor parallelism in plain PyTorch)", fmt::format("tp {}", s.tp));
     need(!s.l2l && s.schedule != Schedule::HYDRA, "no L2L or Hydra", "one of them");
-    need(s.recompute == Recompute::NONE, "recompute none (activation checkpointing is not modeled for PyTorch stacks)",
+    // torch.utils.checkpoint around each layer is full recompute; selective recompute is Megatron's.
+    need(s.recompute != Recompute::SELECTIVE, "recompute none or full (PyTorch checkpoints whole layers)",
          std::string(to_string(s.recompute)));
     need(!raw && model.numerics == Numerics::BF16_MIXED, "a model architecture trained in bf16-mixed",
          raw ? std::string("--params") : std::string(to_string(model.numerics)));

@@ -79,6 +79,7 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       st.shard_params = st.shard_grads = st.shard_optimizer = true;
       st.blocking_pageable_grad_offload = true;  // CPUOffloadPolicy (training_stacks.md, "FSDP2")
       st.whole_unit_collectives = true;          // fully_shard per block, one reduce-scatter per block
+      st.gather_serves_recompute = true;         // a checkpointed block recomputes inside its backward's unshard
       st.row = "FSDP2";
       break;
     case StackKind::MEGATRON:

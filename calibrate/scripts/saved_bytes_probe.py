@@ -3,7 +3,8 @@
 gains over one layer's forward with autograd recording, for reports/validation/scripts/model.py's GPT
 block and model_llama.py's Llama block (RMSNorm, grouped-query attention, rotary embeddings, SwiGLU).
 
-Two ways each layer runs in the measured stacks:
+Two ways each layer runs in the measured stacks (and each under activation checkpointing for two of
+the cases, run_step_stacks.Checkpointed: the layer then keeps its input alone):
   autocast  fp32 parameters and an fp32 residual stream, the forward under torch.autocast(bfloat16)
             (single GPU, DDP, pipeline stages);
   bf16      bf16 parameters and a bf16 residual stream, no autocast (FSDP2 with param_dtype=bfloat16).
@@ -27,6 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "reports", "validation", "scri
 sys.path.insert(0, HERE)
 from model import Block, init_weights  # noqa: E402
 from model_llama import LlamaBlock  # noqa: E402
+from run_step_stacks import Checkpointed  # noqa: E402
 from torch_probe_doc import write_probe_doc  # noqa: E402
 
 CASES = [  # name, arch, hidden, heads, kv_heads, ffn_hidden, micro_batch
@@ -39,11 +41,13 @@ CASES = [  # name, arch, hidden, heads, kv_heads, ffn_hidden, micro_batch
 SEQ = 2048
 
 
-def one_layer(arch, h, a, kv, f, mode, mb, dev):
+def one_layer(arch, h, a, kv, f, mode, mb, dev, checkpointed=False):
     torch.manual_seed(0)
     with torch.device(dev):
         blk = Block(h, a, f) if arch == "gpt" else LlamaBlock(h, a, kv, f, SEQ)
     init_weights(blk, 1)
+    if checkpointed:
+        blk = Checkpointed(blk)
     dtype = torch.float32
     if mode == "bf16":
         blk.to(torch.bfloat16)
@@ -60,7 +64,7 @@ def one_layer(arch, h, a, kv, f, mode, mb, dev):
     torch.cuda.synchronize()
     after = torch.cuda.memory_allocated(dev)
     io = x.numel() * x.element_size()
-    out = {"arch": arch, "mode": mode, "hidden": h, "heads": a, "kv_heads": kv, "ffn_hidden": f, "micro_batch": mb,
+    out = {"arch": arch, "mode": mode, "checkpointed": checkpointed, "hidden": h, "heads": a, "kv_heads": kv, "ffn_hidden": f, "micro_batch": mb,
            "seq": SEQ, "allocated_before": before, "allocated_after": after, "input_bytes": io,
            "output_bytes": y.numel() * y.element_size(),
            "saved_bytes_per_layer": after - before - y.numel() * y.element_size() + io}
@@ -85,6 +89,13 @@ def main():
         for mode in ("autocast", "bf16"):
             r = one_layer(arch, h, a, kv, f, mode, mb, dev)
             r["name"] = f"{name}_{mode}"
+            rows.append(r)
+            print(f"{r['name']}: {r['saved_bytes_per_layer'] / 2**20:.1f} MiB saved per layer", flush=True)
+    # Under activation checkpointing (run_step_stacks.Checkpointed) a layer keeps its input alone.
+    for name, arch, h, a, kv, f, mb in (CASES[0], CASES[2]):
+        for mode in ("autocast", "bf16"):
+            r = one_layer(arch, h, a, kv, f, mode, mb, dev, checkpointed=True)
+            r["name"] = f"{name}_{mode}_checkpointed"
             rows.append(r)
             print(f"{r['name']}: {r['saved_bytes_per_layer'] / 2**20:.1f} MiB saved per layer", flush=True)
     write_probe_doc(args.out, "trainsim.saved_bytes_probe", "calibrate/scripts/saved_bytes_probe.py",

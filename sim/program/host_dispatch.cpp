@@ -72,6 +72,12 @@ void assign_host_dispatch(ProgramSet& programs, const wl::Strategy& s, const hw:
           // DDP's reducer hooks run in the micro-batch that synchronizes gradients.
           if (!fwd && in.micro_batch == micro_batches - 1) host += d->sync_layer_us * us;
         }
+      } else if (in.pass == ComputePass::RECOMPUTE) {
+        // Activation checkpointing runs the layer's forward again inside its backward: the host
+        // issues that forward's kernels again (its per-micro-batch cost is the backward's own).
+        const int p = static_cast<int>(in.pass);
+        const bool layer = in.layer >= 0 && in.layer < transformer_layers;
+        if (layer && layer_paid.insert({in.step, in.micro_batch, in.chunk, p, in.layer}).second) host += d->layer_forward_us * us;
       }
       in.host_seconds = host;
     }

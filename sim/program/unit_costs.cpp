@@ -4,6 +4,7 @@
 
 #include "layer_costs.hpp"
 #include "model_params.hpp"
+#include "stack_layer.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -129,6 +130,12 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   const double attn_b = bwd.seconds[ATTENTION_IN] + bwd.seconds[ATTENTION_OUT];
   const double mlp_b = bwd.seconds[MLP_IN] + bwd.seconds[MLP_OUT];
   const double flops_f = layer.forward.flops(), flops_b = layer.backward.flops();
+  // A PyTorch stack's recompute is its layer's forward without FSDP2's gather work (stack_layer.hpp).
+  Segments torch_recompute;
+  if (s.stack.is_pytorch() && s.recompute == wl::Recompute::FULL) {
+    const wl::PassCost r = wl::torch_recompute_cost(m, s);
+    torch_recompute = {{c.pass_seconds(r), r.flops(), false}};
+  }
   for (int l = 0; l < L; ++l) {
     UnitCost u;
     u.layer = l;
@@ -141,7 +148,7 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
       u.forward = {{attn_f + mlp_f, flops_f, false}};
       u.backward = {{mlp_b + attn_b, flops_b, false}};
     }
-    u.full_recompute = u.forward;
+    u.full_recompute = torch_recompute.empty() ? u.forward : torch_recompute;
     if (selective) u.selective_recompute = {core};
     units.push_back(std::move(u));
   }

@@ -100,9 +100,10 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
   a.output = wl::output_norm_activation_bytes(m, shape);
   a.logits = wl::logits_bytes(m, shape);
   if (s.stack.is_pytorch()) {
-    // What the stack's eager code saves (workloads/training_stacks.md); recompute is refused for
-    // these stacks, so stored and full agree.
-    a.stored = a.full = wl::torch_layer_saved_bytes(m, s);
+    // What the stack's eager code saves (workloads/training_stacks.md); under activation
+    // checkpointing a layer keeps its input until its backward recomputes the rest.
+    a.full = wl::torch_layer_saved_bytes(m, s);
+    a.stored = s.recompute == wl::Recompute::FULL ? wl::torch_layer_checkpoint_bytes(m, s) : a.full;
     const wl::TorchLossBytes loss = wl::torch_loss_bytes(m, s);
     a.logits = loss.kept;
     a.logits_backward = loss.backward_extra;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Validation calls 41 and 42: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
+# Validation calls 41, 42 and 43: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
 # Phases, in the order given:
 #   smoke   every stack of run_step.py on a tiny Llama-style decoder (model_llama.py): 1 rank, then 2
 #           (the code paths start, step and write; not rows)
@@ -7,7 +7,10 @@
 #   rows    the Llama rows of 1 and 2 GPUs: single GPU (GPU 0), then DDP, FSDP2 ZeRO-3 and 1F1B at 2
 #   rows4   the Llama 3 8B rows of 4 GPUs: FSDP2 ZeRO-2, FSDP2 CPU offload, GPipe on 4 stages
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh smoke saved rows      (call 41, 2 GPUs)
+#   rowsac  the Llama rows under activation checkpointing (--recompute full), micro-batches of 2: single
+#           GPU (16 layers), then FSDP2 ZeRO-3 and 1F1B at 2 (Llama 3 8B)
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rows4           (call 42, 4 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rowsac          (call 43, 2 GPUs)
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' profiler traces).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +57,18 @@ PLAN
         --plan "$d/plan1.json" --time-limit 180 --out "$d" >"$d/log1.txt" 2>&1; echo "rows single rc $?"
       CUDA_VISIBLE_DEVICES=0,1 timeout 400 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
         --plan "$d/plan2.json" --time-limit 180 --out "$d" >"$d/log2.txt" 2>&1; echo "rows 2-GPU rc $?"
+      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+    rowsac)
+      d=$R/rowsac; mkdir -p "$d"
+      echo "[{\"stack\": \"single\", \"layers\": 16, \"micro_batch\": 2, \"grad_accum\": 2, \"recompute\": \"full\", \"steps\": 6, \"warmup\": 2, $llama, \"name\": \"h200x1_single_llama_ac_L16-h4096_mb2x2\"}]" >"$d/plan1.json"
+      cat >"$d/plan2.json" <<PLAN
+[{"stack": "fsdp2-zero3", "layers": 32, "micro_batch": 2, "grad_accum": 2, "recompute": "full", "steps": 6, "warmup": 2, $llama, "name": "h200x2_fsdp2-zero3_llama_ac_L32-h4096_mb2x2"},
+ {"stack": "pipe-1f1b", "layers": 32, "micro_batch": 2, "micro_batches": 8, "recompute": "full", "steps": 6, "warmup": 2, $llama, "name": "h200x2_pipe-1f1b_llama_ac_L32-h4096_mb2x8"}]
+PLAN
+      CUDA_VISIBLE_DEVICES=0 timeout 200 torchrun --standalone --nproc-per-node 1 "$HERE/run_step.py" \
+        --plan "$d/plan1.json" --time-limit 180 --out "$d" >"$d/log1.txt" 2>&1; echo "rowsac single rc $?"
+      CUDA_VISIBLE_DEVICES=0,1 timeout 400 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
+        --plan "$d/plan2.json" --time-limit 180 --out "$d" >"$d/log2.txt" 2>&1; echo "rowsac 2-GPU rc $?"
       grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
     rows4)
       d=$R/rows4; mkdir -p "$d"

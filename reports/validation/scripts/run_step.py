@@ -53,6 +53,8 @@ def parser():
                    help="model.py's GPT, or model_llama.py's decoder (RMSNorm, GQA, rotary, SwiGLU, untied head)")
     p.add_argument("--kv-heads", type=int, default=0, help="llama: key/value heads (default: --heads)")
     p.add_argument("--ffn-hidden", type=int, default=0, help="llama: the SwiGLU's hidden size (default 4 x hidden)")
+    p.add_argument("--recompute", choices=["none", "full"], default="none",
+                   help="full: activation checkpointing of every transformer block (run_step_stacks.Checkpointed)")
     p.add_argument("--vocab", type=int, default=50304)
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--micro-batch", type=int, default=1)
@@ -359,8 +361,8 @@ def normalize(d, defaults, out):
     if "command" not in cfg:
         opts = []
         for k in ("stack", "arch", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq",
-                  "micro_batch", "grad_accum", "micro_batches", "steps", "warmup", "name"):
-            if cfg.get(k) not in (None, 0, "gpt") or k in ("grad_accum",):
+                  "micro_batch", "grad_accum", "micro_batches", "recompute", "steps", "warmup", "name"):
+            if cfg.get(k) not in (None, 0, "gpt", "none") or k in ("grad_accum",):
                 opts += ["--" + k.replace("_", "-"), str(cfg[k])]
         if cfg.get("no_trace"):
             opts.append("--no-trace")

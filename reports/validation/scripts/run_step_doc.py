@@ -49,7 +49,7 @@ def measured_run_doc(m):
     strategy = {"schema_version": 1, "gpus": WORLD, "dp": dp, "tp": 1, "pp": pp, "zero": zero,
                 "offload_params": "cpu" if is_offload else "none",
                 "offload_optimizer": "cpu" if is_offload else "none",
-                "micro_batch": mb, "global_batch": global_batch, "recompute": "none",
+                "micro_batch": mb, "global_batch": global_batch, "recompute": cfg.get("recompute", "none"),
                 "precision": "bf16-mixed", "seq": s}
     if schedule_name:
         strategy["schedule"] = schedule_name

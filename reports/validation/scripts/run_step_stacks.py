@@ -12,6 +12,31 @@ from run_step_probes import BusyTimer
 BF16 = torch.bfloat16
 
 
+class Checkpointed(torch.nn.Module):
+    """A transformer block under activation checkpointing (cfg["recompute"] == "full"), as torchtitan
+    applies it: torch.utils.checkpoint, non-reentrant, around the whole block; the RNG state is not
+    saved (no dropout)."""
+
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+        return checkpoint(self.block, x, use_reentrant=False, preserve_rng_state=False)
+
+
+def checkpoint_blocks(module, cfg, details):
+    """Wraps every block of `module` (its .blocks) in Checkpointed when the configuration asks for
+    activation checkpointing; before FSDP2 shards them, so that each shards its wrapped block."""
+    if cfg.get("recompute", "none") != "full":
+        return
+    for i, blk in enumerate(module.blocks):
+        module.blocks[i] = Checkpointed(blk)
+    details["activation_checkpointing"] = ("torch.utils.checkpoint.checkpoint(block, use_reentrant=False, "
+                                           "preserve_rng_state=False) around each transformer block")
+
+
 def build_dp(cfg, dev, local_rank):
     """single, ddp, fsdp2-*: the model on `dev` (this rank's GPU, `local_rank` on its node) wrapped as the
     stack wraps it, and the stack's details for the measured run: returns (module, details)."""
@@ -22,6 +47,7 @@ def build_dp(cfg, dev, local_rank):
         with torch.device(dev):
             model = build_model(cfg)
         init_weights(model, L)
+        checkpoint_blocks(model, cfg, details)
         if stack == "ddp":
             from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(model, device_ids=[local_rank], gradient_as_bucket_view=True)
@@ -45,6 +71,7 @@ def build_dp(cfg, dev, local_rank):
         else:
             with torch.device("meta"):
                 model = build_model(cfg)
+        checkpoint_blocks(model, cfg, details)
         for blk in model.blocks:
             fully_shard(blk, mp_policy=mp, reshard_after_forward=reshard, offload_policy=policy)
         fully_shard(model, mp_policy=mp, reshard_after_forward=reshard, offload_policy=policy)
@@ -124,6 +151,8 @@ def build_pipeline(cfg, dev, rank, world):
     with torch.device(dev):
         stage_mod = Stage(cfg, lo, lo + per[rank], first, last)
     init_weights(stage_mod, L)
+    checkpoint_details = {}
+    checkpoint_blocks(stage_mod, cfg, checkpoint_details)
     tie_group = None
     if S > 1 and stage_mod.tied:
         tie_group = dist.new_group([0, S - 1])
@@ -148,6 +177,7 @@ def build_pipeline(cfg, dev, rank, world):
                            "gradients and AdamW states",
         "residual_stream": "fp32 (autocast); stage-to-stage activations are fp32 [micro_batch, seq, hidden]",
     }
+    details.update(checkpoint_details)
     if not stage_mod.tied:
         details.update({"stage0": "token embedding and its layers",
                         "last_stage": "its layers, final RMSNorm, its own LM head and the loss"})
