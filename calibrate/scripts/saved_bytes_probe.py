@@ -68,8 +68,10 @@ def one_layer(arch, h, a, kv, f, mode, mb, dev, checkpointed=False):
            "seq": SEQ, "allocated_before": before, "allocated_after": after, "input_bytes": io,
            "output_bytes": y.numel() * y.element_size(),
            "saved_bytes_per_layer": after - before - y.numel() * y.element_size() + io}
-    # The backward must run (the saved tensors are the ones it uses), and frees them.
-    y.float().sum().backward()
+    # The backward must run (the saved tensors are the ones it uses), and frees them; under the same
+    # attention backend, which a checkpointed layer's recompute must choose again (call 43).
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        y.float().sum().backward()
     del y, x, blk
     torch.cuda.empty_cache()
     return out
