@@ -138,7 +138,9 @@ std::string memory_table(const MemoryAnswer& a) {
   auto row = [&](const std::string& label, double total, const wl::Placement& p) {
     out += fmt::format("  {:<42}{} {} {} {}\n", label, gib(total), blank_or(p.gpu), blank_or(p.cpu), blank_or(p.nvme));
   };
-  const wl::StateBytes b = wl::state_bytes(r.inputs.model.numerics);
+  // Bytes per parameter as the training stack keeps them (PyTorch's autocast: fp32 parameters and
+  // gradients, two fp32 moments; the seeds' 2 + 2 + 12 for the idealized stack).
+  const wl::StackStates b = wl::stack_states(s.stack, r.inputs.model.numerics, s.zero_stage, s.micro_batches());
   row(fmt::format("parameters ({:g} B each)", b.params), st.params_bytes, st.params_at);
   row(fmt::format("gradients ({:g} B each)", b.grads), st.grads_bytes, st.grads_at);
   row(fmt::format("optimizer states ({:g} B each)", b.optimizer), st.optimizer_bytes, st.optimizer_at);
@@ -150,12 +152,16 @@ std::string memory_table(const MemoryAnswer& a) {
     const auto& act = st.activations;
     wl::Placement at = act.at;
     at.gpu += act.working_bytes;
+    at.gpu += act.autocast_cache_bytes;
     row(fmt::format("activations ({:g} micro-batch{} in flight)", act.in_flight_microbatches,
                     act.in_flight_microbatches == 1 ? "" : "es"),
-        act.stored_bytes + act.checkpoint_bytes + act.working_bytes, at);
+        act.stored_bytes + act.checkpoint_bytes + act.working_bytes + act.autocast_cache_bytes, at);
     if (act.checkpoint_bytes > 0) {
       out += fmt::format("    {:<40}{}\n", "of which layer checkpoints", gib(act.checkpoint_bytes));
       out += fmt::format("    {:<40}{}\n", "of which one layer recomputed", gib(act.working_bytes));
+    }
+    if (act.autocast_cache_bytes > 0) {
+      out += fmt::format("    {:<40}{}\n", "of which autocast's cached weight casts", gib(act.autocast_cache_bytes));
     }
   } else {
     out += fmt::format("  {:<42}{:>10}\n", "activations", "n/a");

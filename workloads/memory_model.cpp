@@ -26,7 +26,7 @@ double StageMemory::gpu_bytes() const {
   const double resident = params_at.gpu + grads_at.gpu + optimizer_at.gpu + buffers.gathered_params_bytes +
                           buffers.staging_bytes + buffers.comm_bucket_bytes + buffers.weight_stash_bytes +
                           buffers.receive_buffer_bytes;
-  const double end_of_forward = activations.at.gpu + buffers.logits_loss_bytes;
+  const double end_of_forward = activations.at.gpu + buffers.logits_loss_bytes + activations.autocast_cache_bytes;
   const double first_recompute = activations.at.gpu - activations.head_bytes + activations.working_bytes;
   return resident + std::max(end_of_forward, first_recompute);
 }
@@ -135,6 +135,7 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   if (s.stack.is_pytorch()) {
     layer.full = torch_layer_saved_bytes(m, s);
     layer.stored = s.recompute == Recompute::FULL ? torch_layer_checkpoint_bytes(m, s) : layer.full;
+    a.autocast_cache_bytes = stage_layers * torch_autocast_cache_bytes(m, s);
   }
   const ReferenceActivations ref = reference_activations(m, s);
   if (s.stack.is_reference()) layer = {ref.stored, ref.full};

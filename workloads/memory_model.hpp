@@ -36,6 +36,9 @@ struct ActivationMemory {
                                       // it; selective: its attention matrix)
   double head_bytes = 0;              // the final norm's activations (last stage), freed by the
                                       // head's backward before any recompute starts
+  double autocast_cache_bytes = 0;    // autocast's 16-bit weight casts of the stage's layers, cached
+                                      // until its forward returns: under activation checkpointing the
+                                      // only place they live (otherwise saved with each layer)
   Placement at;                       // gpu: resident; cpu: offloaded checkpoints
 };
 

@@ -125,6 +125,11 @@ double torch_layer_checkpoint_bytes(const ModelSpec& m, const Strategy& s) {
   return (fsdp(s) ? 2.0 : 4.0) * d.T * d.h;
 }
 
+double torch_autocast_cache_bytes(const ModelSpec& m, const Strategy& s) {
+  if (!s.stack.autocast() || s.recompute != Recompute::FULL) return 0;
+  return 2 * linear_params_per_layer(m);
+}
+
 PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
   Strategy plain = s;
   plain.stack = {};

@@ -26,6 +26,11 @@ double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s);
 // backward runs again first (the layer's GEMMs and kernels, autocast's weight casts again; not
 // FSDP2's gather work, whose unsharded parameters the backward's gather already holds).
 double torch_layer_checkpoint_bytes(const ModelSpec& m, const Strategy& s);
+// Autocast caches the 16-bit cast of every weight it casts until the autocast region (a stage's
+// whole forward) exits (torch/amp/autocast_mode.py). Without checkpointing each layer saves those
+// casts for its backward anyway (torch_layer_saved_bytes); with it they live only in that cache:
+// one layer's casts, held from its forward to the end of the forward call (0 where nothing applies).
+double torch_autocast_cache_bytes(const ModelSpec& m, const Strategy& s);
 PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s);
 // The loss: bytes kept from the head's forward to its backward (per micro-batch), and the extra
 // alive during the backward of log_softmax.

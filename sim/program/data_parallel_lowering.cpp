@@ -117,6 +117,10 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
             grads_alive_[t] += g;
           }
         }
+        // Autocast's cached weight casts (unit_work.hpp) go when the model's forward returns, after the head.
+        if (in.kind == Instr::FORWARD && units_[static_cast<std::size_t>(in.unit)].holds_head && work_.activations.autocast_cache > 0) {
+          release.push_back({Tier::GPU, MemClass::ACTIVATIONS, -work_.activations.autocast_cache * work_.transformer_layers, true});
+        }
         if (transient_reduce_ && in.kind == Instr::BACKWARD) {
           const double g = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
           if (g > 0) release.push_back({Tier::GPU, MemClass::BUCKETS, g, true});

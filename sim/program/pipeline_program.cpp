@@ -144,8 +144,17 @@ class StageBuilder {
     std::vector<int> first_after;
     if (vs > 0) first_after = {receive(work.micro_batch, vs, vs - 1, ACTIVATION)};
     int last = -1;
-    for (int u : units_of(vs)) {
-      last = emit_unit_pass(writer_, work_, u, {ComputePass::FORWARD, work.micro_batch, work.chunk, work.step}, first_after);
+    const std::vector<int> units = units_of(vs);
+    // Autocast's cached weight casts (unit_work.hpp) go when the stage's forward call returns.
+    double cached = 0;
+    for (int u : units) {
+      const int layer = (*work_.units)[static_cast<std::size_t>(u)].layer;
+      if (layer >= 0 && layer < static_cast<int>(m_.layers)) cached += work_.activations.autocast_cache;
+    }
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      std::vector<MemEffect> end;
+      if (i + 1 == units.size() && cached > 0) end.push_back({Tier::GPU, MemClass::ACTIVATIONS, -cached, true});
+      last = emit_unit_pass(writer_, work_, units[i], {ComputePass::FORWARD, work.micro_batch, work.chunk, work.step}, first_after, end);
       first_after.clear();
     }
     last_ = last;

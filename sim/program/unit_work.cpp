@@ -35,6 +35,8 @@ void activation_effects(const UnitWork& w, int u, ComputePass pass, std::vector<
   const double ckpt = layer && full ? w.activations.stored : 0.0;
   const double working = layer && w.recompute != wl::Recompute::NONE ? w.activations.full - w.activations.stored : 0.0;
   if (pass == ComputePass::FORWARD) {
+    // Freed by the forward call's last unit (pipeline_program.cpp, data_parallel_lowering.cpp).
+    if (layer && first_of_layer(units, u)) alloc(at_start, MemClass::ACTIVATIONS, w.activations.autocast_cache, false);
     if (last_of_layer(units, u)) {
       alloc(at_end, MemClass::ACTIVATIONS, stored, true);
       alloc(at_end, MemClass::CHECKPOINTS, ckpt, true);
@@ -104,6 +106,7 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
     // checkpointing a layer keeps its input until its backward recomputes the rest.
     a.full = wl::torch_layer_saved_bytes(m, s);
     a.stored = s.recompute == wl::Recompute::FULL ? wl::torch_layer_checkpoint_bytes(m, s) : a.full;
+    a.autocast_cache = wl::torch_autocast_cache_bytes(m, s);
     const wl::TorchLossBytes loss = wl::torch_loss_bytes(m, s);
     a.logits = loss.kept;
     a.logits_backward = loss.backward_extra;

@@ -40,6 +40,8 @@ struct ActivationSizes {
   double output = 0;    // the final norm's activations
   double logits = 0;    // fp32 logits of the loss
   double logits_backward = 0;  // more, alive only during the head's backward (a stack's loss backward)
+  double autocast_cache = 0;   // per layer: autocast's cached weight casts under checkpointing, from
+                               // the layer's forward to the end of the forward call (stack_layer.hpp)
 };
 
 struct UnitWork {

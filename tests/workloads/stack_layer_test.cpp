@@ -160,5 +160,31 @@ TEST(TorchLlamaLayer, GroupedQueryAttentionSumsItsGroupsGradients) {
                    4 * T * (h + kv));
 }
 
+// Activation checkpointing (run_step_stacks.Checkpointed; validation call 43): the recompute is the
+// layer's forward again, with autocast's weight casts again but without FSDP2's gather work (the
+// backward's gather already holds the parameters); autocast's weight cache is the casts' only home.
+TEST(TorchCheckpointing, RecomputeIsTheForwardWithoutTheGatherWork) {
+  for (StackKind kind : {StackKind::PYTORCH_DDP, StackKind::PYTORCH_FSDP}) {
+    ModelSpec m;
+    Strategy s = torch_strategy(kind, llama_like(), m);
+    s.recompute = Recompute::FULL;
+    const LayerCost layer = torch_layer_cost(m, s);
+    const PassCost recompute = torch_recompute_cost(m, s);
+    EXPECT_DOUBLE_EQ(recompute.flops(), layer.forward.flops());
+    const double lp = linear_params_per_layer(m);
+    if (kind == StackKind::PYTORCH_FSDP) {
+      // The forward casts the shard and copies the gathered unit out; the recompute does neither.
+      EXPECT_GT(kernel_bytes(layer.forward, "torch:copy_fp32"), kernel_bytes(recompute, "torch:copy_fp32"));
+      EXPECT_FALSE(has_kernel(recompute, "torch:cast_fp32_to_bf16"));
+      EXPECT_DOUBLE_EQ(torch_autocast_cache_bytes(m, s), 0.0);
+    } else {
+      EXPECT_DOUBLE_EQ(kernel_bytes(recompute, "torch:cast_fp32_to_bf16"), kernel_bytes(layer.forward, "torch:cast_fp32_to_bf16"));
+      EXPECT_DOUBLE_EQ(torch_autocast_cache_bytes(m, s), 2 * lp);
+      s.recompute = Recompute::NONE;  // without checkpointing the casts are saved with the layer
+      EXPECT_DOUBLE_EQ(torch_autocast_cache_bytes(m, s), 0.0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::wl
