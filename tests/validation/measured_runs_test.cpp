@@ -149,7 +149,10 @@ TEST(MeasuredRunsSummary, FaultingPagesPredictTheRowWhoseCopiesFault) {
       error_pct[r.at("name")] = 100 * (r.at("predicted_with_pages_faulting").get<double>() / r.at("measured").get<double>() - 1);
     }
   }
-  ASSERT_EQ(error_pct.size(), 4u);  // the four committed FSDP2 offload rows
+  // The four offload rows of the 0.36 B and 2.65 B GPTs, and Llama 3 8B's (validation call 42), whose
+  // copies below 32 MiB stayed resident on a host that ran slow: a known gap, not read here.
+  ASSERT_EQ(error_pct.size(), 5u);
+  ASSERT_EQ(error_pct.count("h200x4_fsdp2-offload_llama_L32-h4096_mb1x2"), 1u);
   EXPECT_LE(std::abs(error_pct.at("h200x2_fsdp2-offload_L24-h1024_mb4x2")), ROW_TOLERANCE_PCT);
   for (const char* resident : {"h200x4_fsdp2-offload_L24-h1024_mb4x2", "h200x4_fsdp2-offload_L32-h2560_mb1x2"}) {
     EXPECT_GT(error_pct.at(resident), ROW_TOLERANCE_PCT) << resident;
