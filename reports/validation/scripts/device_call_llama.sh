@@ -1,5 +1,5 @@
 #!/bin/bash
-# Validation calls 41, 42 and 43: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
+# Validation calls 41 to 44: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
 # Phases, in the order given:
 #   smoke   every stack of run_step.py on a tiny Llama-style decoder (model_llama.py): 1 rank, then 2
 #           (the code paths start, step and write; not rows)
@@ -9,7 +9,11 @@
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh smoke saved rows      (call 41, 2 GPUs)
 #   rowsac  the Llama rows under activation checkpointing (--recompute full), micro-batches of 2: single
 #           GPU (16 layers), then FSDP2 ZeRO-3 and 1F1B at 2 (Llama 3 8B)
+#   rows4ac under activation checkpointing at 4 GPUs: DDP (16 layers of Llama 3 8B's shape, micro-batches
+#           of 2), FSDP2 ZeRO-3 and 1F1B on 4 stages of 16 layers of Llama 3 70B's shape (hidden 8192, 64
+#           query and 8 key/value heads, FFN 28672)
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rows4           (call 42, 4 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh rows4ac               (call 44, 4 GPUs)
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rowsac          (call 43, 2 GPUs)
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' profiler traces).
 set -u
@@ -69,6 +73,17 @@ PLAN
         --plan "$d/plan1.json" --time-limit 180 --out "$d" >"$d/log1.txt" 2>&1; echo "rowsac single rc $?"
       CUDA_VISIBLE_DEVICES=0,1 timeout 400 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
         --plan "$d/plan2.json" --time-limit 180 --out "$d" >"$d/log2.txt" 2>&1; echo "rowsac 2-GPU rc $?"
+      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+    rows4ac)
+      d=$R/rows4ac; mkdir -p "$d"
+      big='"arch": "llama", "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "hidden": 8192, "vocab": 128256, "seq": 2048'
+      cat >"$d/plan4.json" <<PLAN
+[{"stack": "ddp", "layers": 16, "micro_batch": 2, "grad_accum": 2, "recompute": "full", "steps": 6, "warmup": 2, $llama, "name": "h200x4_ddp_llama_ac_L16-h4096_mb2x2"},
+ {"stack": "fsdp2-zero3", "layers": 16, "micro_batch": 1, "grad_accum": 4, "recompute": "full", "steps": 6, "warmup": 2, $big, "name": "h200x4_fsdp2-zero3_llama_ac_L16-h8192_mb1x4"},
+ {"stack": "pipe-1f1b", "layers": 16, "micro_batch": 1, "micro_batches": 8, "recompute": "full", "steps": 6, "warmup": 2, $big, "name": "h200x4_pipe-1f1b_llama_ac_L16-h8192_mb1x8"}]
+PLAN
+      timeout 500 torchrun --standalone --nproc-per-node 4 "$HERE/run_step.py" \
+        --plan "$d/plan4.json" --time-limit 180 --out "$d" >"$d/log4.txt" 2>&1; echo "rows4ac rc $?"
       grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
     rows4)
       d=$R/rows4; mkdir -p "$d"
