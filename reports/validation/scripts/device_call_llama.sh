@@ -25,6 +25,18 @@ source "$HERE/device_lib.sh"
 begin
 require_gpu
 llama='"arch": "llama", "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "hidden": 4096, "vocab": 128256, "seq": 2048'
+# run_plans DIR LIMIT: each of DIR/plan1.json, plan2.json, plan4.json that exists, on that many GPUs
+# (GPUs 0 .. n-1), into DIR/logN.txt; each configuration may take LIMIT seconds; then what stepped.
+run_plans() {
+  local d=$1 limit=$2 n
+  for n in 1 2 4; do
+    [ -f "$d/plan$n.json" ] || continue
+    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout $((100 * n + 100)) torchrun --standalone --nproc-per-node $n \
+      "$HERE/run_step.py" --plan "$d/plan$n.json" --time-limit "$limit" --out "$d" >"$d/log$n.txt" 2>&1
+    echo "$(basename "$d") $n GPU(s) rc $?"
+  done
+  grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt
+}
 for ph in "$@"; do
   stamp "$ph"
   case $ph in
@@ -40,11 +52,9 @@ for ph in "$@"; do
  {"stack": "pipe-gpipe", "micro_batches": 4, $tiny, "name": "smoke_llama_pipe-gpipe"},
  {"stack": "pipe-1f1b", "micro_batches": 4, $tiny, "name": "smoke_llama_pipe-1f1b"}]
 PLAN
-      CUDA_VISIBLE_DEVICES=0 timeout 120 torchrun --standalone --nproc-per-node 1 "$HERE/run_step.py" \
-        --plan "$d/plan1.json" --out "$d" >"$d/log1.txt" 2>&1; echo "smoke single rc $?"
-      CUDA_VISIBLE_DEVICES=0,1 timeout 200 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
-        --plan "$d/plan2.json" --out "$d" >"$d/log2.txt" 2>&1; echo "smoke 2-GPU rc $?"
-      ls "$d" | grep -E "^smoke_.*(json)$" | tr '\n' ' '; echo ;;
+      run_plans "$d" 300
+      ls "$d" | grep -E "^smoke_.*(json)$" | tr '
+' ' '; echo ;;
     saved)
       d=$R/saved; mkdir -p "$d"
       CUDA_VISIBLE_DEVICES=0 timeout 120 python3 "$CAL/saved_bytes_probe.py" --out "$d/saved_bytes.json" \
@@ -57,11 +67,7 @@ PLAN
  {"stack": "fsdp2-zero3", "layers": 32, "micro_batch": 1, "grad_accum": 2, "steps": 6, "warmup": 2, $llama, "name": "h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2"},
  {"stack": "pipe-1f1b", "layers": 32, "micro_batch": 1, "micro_batches": 8, "steps": 6, "warmup": 2, $llama, "name": "h200x2_pipe-1f1b_llama_L32-h4096_mb1x8"}]
 PLAN
-      CUDA_VISIBLE_DEVICES=0 timeout 200 torchrun --standalone --nproc-per-node 1 "$HERE/run_step.py" \
-        --plan "$d/plan1.json" --time-limit 180 --out "$d" >"$d/log1.txt" 2>&1; echo "rows single rc $?"
-      CUDA_VISIBLE_DEVICES=0,1 timeout 400 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
-        --plan "$d/plan2.json" --time-limit 180 --out "$d" >"$d/log2.txt" 2>&1; echo "rows 2-GPU rc $?"
-      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+      run_plans "$d" 180 ;;
     rowsac)
       d=$R/rowsac; mkdir -p "$d"
       echo "[{\"stack\": \"single\", \"layers\": 16, \"micro_batch\": 2, \"grad_accum\": 2, \"recompute\": \"full\", \"steps\": 6, \"warmup\": 2, $llama, \"name\": \"h200x1_single_llama_ac_L16-h4096_mb2x2\"}]" >"$d/plan1.json"
@@ -69,11 +75,7 @@ PLAN
 [{"stack": "fsdp2-zero3", "layers": 32, "micro_batch": 2, "grad_accum": 2, "recompute": "full", "steps": 6, "warmup": 2, $llama, "name": "h200x2_fsdp2-zero3_llama_ac_L32-h4096_mb2x2"},
  {"stack": "pipe-1f1b", "layers": 32, "micro_batch": 2, "micro_batches": 8, "recompute": "full", "steps": 6, "warmup": 2, $llama, "name": "h200x2_pipe-1f1b_llama_ac_L32-h4096_mb2x8"}]
 PLAN
-      CUDA_VISIBLE_DEVICES=0 timeout 200 torchrun --standalone --nproc-per-node 1 "$HERE/run_step.py" \
-        --plan "$d/plan1.json" --time-limit 180 --out "$d" >"$d/log1.txt" 2>&1; echo "rowsac single rc $?"
-      CUDA_VISIBLE_DEVICES=0,1 timeout 400 torchrun --standalone --nproc-per-node 2 "$HERE/run_step.py" \
-        --plan "$d/plan2.json" --time-limit 180 --out "$d" >"$d/log2.txt" 2>&1; echo "rowsac 2-GPU rc $?"
-      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+      run_plans "$d" 180 ;;
     rows4ac)
       d=$R/rows4ac; mkdir -p "$d"
       big='"arch": "llama", "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "hidden": 8192, "vocab": 128256, "seq": 2048'
@@ -82,9 +84,7 @@ PLAN
  {"stack": "fsdp2-zero3", "layers": 16, "micro_batch": 1, "grad_accum": 4, "recompute": "full", "steps": 6, "warmup": 2, $big, "name": "h200x4_fsdp2-zero3_llama_ac_L16-h8192_mb1x4"},
  {"stack": "pipe-1f1b", "layers": 16, "micro_batch": 1, "micro_batches": 8, "recompute": "full", "steps": 6, "warmup": 2, $big, "name": "h200x4_pipe-1f1b_llama_ac_L16-h8192_mb1x8"}]
 PLAN
-      timeout 500 torchrun --standalone --nproc-per-node 4 "$HERE/run_step.py" \
-        --plan "$d/plan4.json" --time-limit 180 --out "$d" >"$d/log4.txt" 2>&1; echo "rows4ac rc $?"
-      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+      run_plans "$d" 180 ;;
     rows4)
       d=$R/rows4; mkdir -p "$d"
       cat >"$d/plan4.json" <<PLAN
@@ -92,9 +92,7 @@ PLAN
  {"stack": "pipe-gpipe", "layers": 32, "micro_batch": 1, "micro_batches": 8, "steps": 6, "warmup": 2, $llama, "name": "h200x4_pipe-gpipe_llama_L32-h4096_mb1x8"},
  {"stack": "fsdp2-offload", "layers": 32, "micro_batch": 1, "grad_accum": 2, "steps": 4, "warmup": 1, "time_limit": 240, $llama, "name": "h200x4_fsdp2-offload_llama_L32-h4096_mb1x2"}]
 PLAN
-      timeout 500 torchrun --standalone --nproc-per-node 4 "$HERE/run_step.py" \
-        --plan "$d/plan4.json" --time-limit 180 --out "$d" >"$d/log4.txt" 2>&1; echo "rows4 rc $?"
-      grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt ;;
+      run_plans "$d" 180 ;;
   esac
 done
 stamp end
