@@ -1,6 +1,6 @@
 // Which configuration wins: the question a plan answers, asked of the measured runs. Runs of one model
-// (its architecture and sequence length) on the same number of the same GPUs are alternatives a user
-// chooses between; for every pair of them that differ in what they ran (strategy, stack or split), the
+// (its architecture and sequence length) on the same number of the same GPUs, costed on the same
+// profile, are alternatives a user chooses between; for every pair of them that differ in what they ran (strategy, stack or split), the
 // replay's order by training throughput (tokens a second: global batch x sequence over the step) is
 // compared with the measured order. Pairs measured within RANKING_NOISE of each other are counted
 // apart: a host's pace moves a small row's step by more than that between launches.
@@ -21,28 +21,40 @@ struct Candidate {
   double measured_tokens_per_s, predicted_tokens_per_s;
 };
 
-// The model's architecture (not its name, which differs between the files of one model) and the
-// run's sequence length, GPU count and GPU: what the alternatives of one choice share.
-std::string choice_key(const MeasuredRun& r) {
-  const nlohmann::json c = nlohmann::json::parse(r.configuration);
-  return nlohmann::json{{"architecture", c.at("model").at("architecture")},
-                        {"seq", r.strategy.seq ? *r.strategy.seq : 0},
-                        {"gpus", r.gpus},
-                        {"gpu", r.gpu}}
+// The model's architecture (not its name, which differs between the files of one model), the run's
+// sequence length, GPU count and GPU, and the profile it is costed on (the calibration of the host
+// it ran on, where it has one): what the alternatives of one choice share. Runs from hosts
+// calibrated apart are not compared: a host's pace moves a small row by up to 20% (the report's
+// section on several hosts). Empty when the run's model file has no architecture object.
+std::string choice_key(const RunValidation& v) {
+  const nlohmann::json c = nlohmann::json::parse(v.run.configuration, nullptr, false);
+  if (c.is_discarded() || !c.contains("model") || !c["model"].is_object() || !c["model"].contains("architecture")) return {};
+  return nlohmann::json{{"architecture", c["model"]["architecture"]},
+                        {"seq", v.run.strategy.seq ? *v.run.strategy.seq : 0},
+                        {"gpus", v.run.gpus},
+                        {"gpu", v.run.gpu},
+                        {"profile", v.profile}}
       .dump();
 }
 
-// A configuration without the host it ran on: runs of one configuration on two hosts are not a choice.
-std::string what_ran(const MeasuredRun& r) { return r.configuration; }
+// What ran, without the names a rerun may give it (the run's and its model file's): two runs of one
+// configuration are not a choice.
+std::string what_ran(const MeasuredRun& r) {
+  nlohmann::json c = nlohmann::json::parse(r.configuration, nullptr, false);
+  if (c.is_discarded() || !c.contains("model") || !c["model"].is_object()) return r.configuration;
+  c["model"].erase("name");
+  c["model"].erase("description");
+  return c.dump();
+}
 
 // "24 layers, hidden 1024, sequence 2048, on 4 x NVIDIA H200".
-std::string choice_title(const MeasuredRun& r) {
-  const nlohmann::json c = nlohmann::json::parse(r.configuration);
-  const auto& a = c.at("model").at("architecture");
-  return fmt::format("{} layers, hidden {}, {} heads{}, sequence {}, on {} x {}", a.at("layers").get<long long>(),
-                     a.at("hidden").get<long long>(), a.at("heads").get<long long>(),
-                     a.contains("kv_heads") ? fmt::format(" ({} key/value)", a.at("kv_heads").get<long long>()) : std::string(),
-                     r.strategy.seq ? *r.strategy.seq : 0, r.gpus, r.gpu);
+std::string choice_title(const RunValidation& v) {
+  const nlohmann::json c = nlohmann::json::parse(v.run.configuration);  // choice_key read it already
+  const auto& a = c["model"]["architecture"];
+  auto number = [&](const char* k) { return a.contains(k) && a[k].is_number() ? fmt::format("{}", a[k].get<double>()) : std::string("?"); };
+  return fmt::format("{} layers, hidden {}, {} heads{}, sequence {}, on {} x {}, costed on {}", number("layers"), number("hidden"),
+                     number("heads"), a.contains("kv_heads") ? fmt::format(" ({} key/value)", number("kv_heads")) : std::string(),
+                     v.run.strategy.seq ? *v.run.strategy.seq : 0, v.run.gpus, v.run.gpu, v.profile);
 }
 
 std::vector<std::vector<Candidate>> choices(const std::vector<RunValidation>& runs) {
@@ -51,7 +63,8 @@ std::vector<std::vector<Candidate>> choices(const std::vector<RunValidation>& ru
     const ValidationRow* step = find_row(v, "step_time");
     if (step == nullptr || v.run.configuration.empty() || !v.run.strategy.global_batch || !v.run.strategy.seq) continue;
     const double tokens = static_cast<double>(*v.run.strategy.global_batch) * static_cast<double>(*v.run.strategy.seq);
-    by_key[choice_key(v.run)].push_back({&v, tokens / step->measured, tokens / step->predicted});
+    const std::string key = choice_key(v);
+    if (!key.empty()) by_key[key].push_back({&v, tokens / step->measured, tokens / step->predicted});
   }
   std::vector<std::vector<Candidate>> out;
   for (auto& [key, group] : by_key) {
@@ -107,16 +120,17 @@ nlohmann::ordered_json ranking_json(const RankingStats& s) {
 
 std::string rankings_markdown(const std::vector<RunValidation>& runs) {
   const auto groups = choices(runs);
-  if (groups.empty()) return {};
   const RankingStats s = ranking_stats(runs);
+  if (s.pairs == 0) return {};
   std::string md = "## Which configuration wins\n\n";
   md += fmt::format(
-      "Runs of one model on the same number of the same GPUs are the alternatives a plan chooses between. Ordered by "
+      "Runs of one model on the same number of the same GPUs, costed on the same profile (runs from hosts calibrated apart "
+      "are not compared), are the alternatives a plan chooses between. Ordered by "
       "training throughput (global batch x sequence over the step), the replay orders **{} of {} pairs** of different "
       "configurations as measured, and **{} of {}** of the pairs measured more than {:.0f}% apart.\n\n",
       s.agree, s.pairs, s.apart_agree, s.apart_pairs, 100 * RANKING_NOISE);
   for (const auto& group : groups) {
-    md += fmt::format("{}, fastest measured first:\n\n", choice_title(group.front().v->run));
+    md += fmt::format("{}, fastest measured first:\n\n", choice_title(*group.front().v));
     md += "| run | measured tokens/s | predicted tokens/s | predicted rank |\n|---|---|---|---|\n";
     for (const Candidate& c : group) {
       const auto rank = 1 + std::count_if(group.begin(), group.end(), [&](const Candidate& o) {

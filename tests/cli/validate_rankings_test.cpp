@@ -59,9 +59,19 @@ TEST(ValidateRankings, TheReplayOrdersTheMeasuredAlternativesOrSaysWhichItDoesNo
   EXPECT_EQ(disagree.at("disagreements").at(0).at("measured_faster"), GPIPE);
   EXPECT_NE(report.find("- `" + GPIPE + "` over `" + ZERO2 + "`"), std::string::npos) << report;
 
-  // One configuration alone is no choice: no section, no rankings.
+  // One configuration alone is no choice: no section, no rankings; nor is one configuration run twice
+  // under other names (the run's and its model file's), which is a rerun, not an alternative.
   ScratchDir alone, out3;
   copy_llama_run(alone, ZERO2, 1.0);
+  nlohmann::json rerun = nlohmann::json::parse(read_file(alone.path() / (ZERO2 + ".json")));
+  nlohmann::json rerun_model = nlohmann::json::parse(read_file(alone.path() / (ZERO2 + ".model.json")));
+  rerun["name"] = ZERO2 + "_again";
+  rerun["model"] = "again.model.json";
+  rerun["measured"]["step_time_s"] = rerun["measured"]["step_time_s"].get<double>() * 1.5;
+  rerun_model["name"] = "another-name";
+  rerun_model["description"] = "the same model, described otherwise";
+  alone.write("again.model.json", rerun_model.dump(1));
+  alone.write("again.json", rerun.dump(1));
   EXPECT_TRUE(rankings_of(alone, out3, report).is_null());
   EXPECT_EQ(report.find("## Which configuration wins"), std::string::npos);
 }

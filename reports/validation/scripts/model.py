@@ -74,7 +74,7 @@ def init_weights(module, layers):
             elif isinstance(m, nn.LayerNorm):
                 m.weight.fill_(1.0)
                 m.bias.zero_()
-            elif isinstance(m, nn.RMSNorm):
+            elif isinstance(m, getattr(nn, "RMSNorm", ())):  # torch >= 2.4
                 m.weight.fill_(1.0)
             elif isinstance(m, Rotary):  # model_llama.py's cos and sin tables
                 m.reset()

@@ -52,6 +52,8 @@ class Rotary(nn.Module):
 class LlamaBlock(nn.Module):
     def __init__(self, hidden, heads, kv_heads, ffn_hidden, seq):
         super().__init__()
+        if hidden % heads or heads % kv_heads:
+            raise ValueError(f"heads ({heads}) must divide hidden ({hidden}) and kv_heads ({kv_heads}) divide heads")
         self.heads, self.kv_heads, self.d, self.ffn = heads, kv_heads, hidden // heads, ffn_hidden
         kv = kv_heads * self.d
         self.norm1 = nn.RMSNorm(hidden, eps=1e-5)
