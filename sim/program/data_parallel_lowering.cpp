@@ -61,7 +61,15 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         break;
       }
       case Instr::GATHER_PARAMS: {
-        const double bytes = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
+        double bytes = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
+        // FSDP2's root gathers all of its units at once for the backward, when the head's starts;
+        // the other root units' backward gathers then have nothing left to gather.
+        if (root_unit_[static_cast<std::size_t>(in.unit)] != 0 && in.pass == Pass::BACKWARD) {
+          bytes = 0;
+          if (units_[static_cast<std::size_t>(in.unit)].holds_head) {
+            for (std::size_t u = 0; u < units_.size(); ++u) bytes += root_unit_[u] != 0 ? units_[u].params * gather_bytes_ : 0.0;
+          }
+        }
         // The fetched shard (if any) becomes part of the gathered unit.
         double staged = 0;
         for (int a : in.after) {
@@ -94,11 +102,26 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
           const Instr k = plan[static_cast<std::size_t>(a)].kind;
           const auto ai = static_cast<std::size_t>(a);
           if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && held[ai] != 0 && last_user[ai] == i) {
-            if (keep_gathered_ && in.kind == Instr::FORWARD) {
+            const bool root = root_unit_[static_cast<std::size_t>(in.unit)] != 0;
+            const bool head = units_[static_cast<std::size_t>(in.unit)].holds_head;
+            if (root && !head && in.kind == Instr::FORWARD) {
+              // The root's forward spans the model's: its units stay gathered until the head's forward ends.
+              root_forward_kept_[in.micro_batch].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
+            } else if (root && head && in.kind == Instr::BACKWARD) {
+              // Gathered by the root's pre-backward, freed by its post-backward after the whole backward.
+              kept_[{root_first_unit(), in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
+            } else if (keep_gathered_ && in.kind == Instr::FORWARD) {
               kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             } else {
               release.push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             }
+          }
+        }
+        if (in.kind == Instr::FORWARD && units_[static_cast<std::size_t>(in.unit)].holds_head) {
+          const auto it = root_forward_kept_.find(in.micro_batch);
+          if (it != root_forward_kept_.end()) {
+            release.insert(release.end(), it->second.begin(), it->second.end());
+            root_forward_kept_.erase(it);
           }
         }
         if (in.kind == Instr::BACKWARD) {

@@ -52,6 +52,12 @@ class Emitter {
   explicit Emitter(DataParallelPlan plan) : plan_(std::move(plan)) {
     const int units = static_cast<int>(plan_.unit_layer.size());
     if (plan_.bucket_of_unit.empty()) plan_.bucket_of_unit.assign(static_cast<std::size_t>(units), 0);
+    // A bucket closes when its lowest unit's backward is done (the backward runs units in reverse).
+    for (int u = 0; u < units; ++u) {
+      const auto b = static_cast<std::size_t>(plan_.bucket_of_unit[static_cast<std::size_t>(u)]);
+      if (bucket_first_unit_.size() <= b) bucket_first_unit_.resize(b + 1, -1);
+      if (bucket_first_unit_[b] < 0) bucket_first_unit_[b] = u;
+    }
     if (units > 0) {
       first_layer_ = plan_.unit_layer.front();
       layer_count_ = plan_.unit_layer.back() - first_layer_ + 1;
@@ -219,7 +225,7 @@ class Emitter {
     const bool reduce = plan_.reduce_every_micro_batch || it.micro_batch == plan_.micro_batches - 1;
     const int u = it.unit;
     const int bucket = plan_.bucket_of_unit[static_cast<std::size_t>(u)];
-    const bool closes = u == 0 || plan_.bucket_of_unit[static_cast<std::size_t>(u - 1)] != bucket;
+    const bool closes = bucket_first_unit_[static_cast<std::size_t>(bucket)] == u;
     if (reduce && closes) {
       const int r = emit({Instr::REDUCE_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {id}});
       finals_.push_back(r);
@@ -229,6 +235,7 @@ class Emitter {
   }
 
   DataParallelPlan plan_;
+  std::vector<int> bucket_first_unit_;  // bucket -> its lowest unit
   std::vector<Item> items_;
   std::vector<ScheduleItem> out_;
   std::vector<int> computes_;

@@ -67,7 +67,7 @@ struct DataParallelPlan {
   bool offload_grads = false;
   bool offload_grads_once = false;   // only the last micro-batch's (the trainsim reference accumulates on the GPU, then copies its shard)
   bool update_params = false;
-  std::vector<int> bucket_of_unit;   // gradient bucket of each unit; buckets close in backward order
+  std::vector<int> bucket_of_unit;   // gradient bucket of each unit; a bucket closes at its lowest unit's backward
 };
 
 std::vector<ScheduleItem> data_parallel_schedule(const DataParallelPlan& plan);

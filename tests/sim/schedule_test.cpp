@@ -188,6 +188,29 @@ TEST(DataParallelSchedule, SelectiveRecomputeNeedsNoParameters) {
   }
 }
 
+// FSDP2's root module (the embedding and the head, units outside the blocks) reduce-scatters once,
+// after the whole backward (workloads/training_stacks.md, "FSDP2"): its units share a bucket that is
+// not contiguous in unit order, and it closes at its lowest unit, the embedding, whose backward is last.
+TEST(DataParallelSchedule, ABucketClosesAtItsLowestUnitsBackward) {
+  DataParallelPlan p = plan_of(3, 2);  // units: embedding, 3 layers, head
+  p.gather_params = true;
+  p.reduce_every_micro_batch = true;
+  p.bucket_of_unit = {0, 1, 2, 3, 0};
+  const auto s = data_parallel_schedule(p);
+  expect_dependencies_point_backwards(s);
+  // Buckets 1-3 and bucket 0 once per micro-batch; bucket 0 after the embedding's backward.
+  EXPECT_EQ(count(s, Instr::REDUCE_GRADS), 2 * 4);
+  int bucket0 = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i].kind != Instr::REDUCE_GRADS || s[i].bucket != 0) continue;
+    ++bucket0;
+    const ScheduleItem& after = s[static_cast<std::size_t>(s[i].after[0])];
+    EXPECT_EQ(after.kind, Instr::BACKWARD);
+    EXPECT_EQ(after.unit, 0);
+  }
+  EXPECT_EQ(bucket0, 2);
+}
+
 TEST(Buckets, CloseInBackwardOrderOnceFull) {
   EXPECT_EQ(assign_buckets({1, 1, 1, 1}, 2), (std::vector<int>{1, 1, 0, 0}));
   EXPECT_EQ(assign_buckets({5, 1, 1}, 2), (std::vector<int>{1, 0, 0}));
