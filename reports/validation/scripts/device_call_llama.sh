@@ -1,5 +1,5 @@
 #!/bin/bash
-# Validation calls 41 to 44: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
+# Validation calls 41 to 45: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
 # Phases, in the order given:
 #   smoke   every stack of run_step.py on a tiny Llama-style decoder (model_llama.py): 1 rank, then 2
 #           (the code paths start, step and write; not rows)
@@ -12,7 +12,9 @@
 #   rows4ac under activation checkpointing at 4 GPUs: DDP (16 layers of Llama 3 8B's shape, micro-batches
 #           of 2), FSDP2 ZeRO-3 and 1F1B on 4 stages of 16 layers of Llama 3 70B's shape (hidden 8192, 64
 #           query and 8 key/value heads, FFN 28672)
+#   off4x3  the Llama 3 8B CPU-offload row of call 42 again, three launches (fresh process groups), no trace
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rows4           (call 42, 4 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh off4x3                (call 45, 4 GPUs)
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh rows4ac               (call 44, 4 GPUs)
 #   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rowsac          (call 43, 2 GPUs)
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' profiler traces).
@@ -76,6 +78,13 @@ PLAN
  {"stack": "pipe-1f1b", "layers": 32, "micro_batch": 2, "micro_batches": 8, "recompute": "full", "steps": 6, "warmup": 2, $llama, "name": "h200x2_pipe-1f1b_llama_ac_L32-h4096_mb2x8"}]
 PLAN
       run_plans "$d" 180 ;;
+    off4x3)
+      for k in 1 2 3; do
+        d=$R/off4x3/launch$k; mkdir -p "$d"
+        echo "[{\"stack\": \"fsdp2-offload\", \"layers\": 32, \"micro_batch\": 1, \"grad_accum\": 2, \"steps\": 4, \"warmup\": 1, \"no_trace\": true, $llama, \"name\": \"h200x4_fsdp2-offload_llama_L32-h4096_mb1x2\"}]" >"$d/plan4.json"
+        run_plans "$d" 240
+        stamp "after launch $k"
+      done ;;
     rows4ac)
       d=$R/rows4ac; mkdir -p "$d"
       big='"arch": "llama", "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "hidden": 8192, "vocab": 128256, "seq": 2048'
