@@ -108,12 +108,8 @@ class DataParallelBuilder {
   // when the head's backward starts, and its post-backward reshards and reduce-scatters it once,
   // after the whole backward (training_stacks.md, "FSDP2"): per unit, whether it is the root's.
   std::vector<char> root_unit_;
-  int root_first_unit() const {
-    for (std::size_t u = 0; u < root_unit_.size(); ++u) {
-      if (root_unit_[u] != 0) return static_cast<int>(u);
-    }
-    return -1;
-  }
+  int root_first_unit_ = -1;       // the root's first unit (the embedding), whose backward is the last
+  double root_gather_bytes_ = 0;   // all of the root gathered at once, in param_dtype
   double reduce_input_alive_ = 0;  // FSDP2's reduce-scatter input, freed by the next one
   double gather_bytes_ = 0, grads_per_step_bytes_ = 0;
   std::map<std::pair<int, int>, std::vector<MemEffect>> kept_;  // (unit, micro-batch) -> its gathered unit's free

@@ -65,10 +65,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // FSDP2's root gathers all of its units at once for the backward, when the head's starts;
         // the other root units' backward gathers then have nothing left to gather.
         if (root_unit_[static_cast<std::size_t>(in.unit)] != 0 && in.pass == Pass::BACKWARD) {
-          bytes = 0;
-          if (units_[static_cast<std::size_t>(in.unit)].holds_head) {
-            for (std::size_t u = 0; u < units_.size(); ++u) bytes += root_unit_[u] != 0 ? units_[u].params * gather_bytes_ : 0.0;
-          }
+          bytes = units_[static_cast<std::size_t>(in.unit)].holds_head ? root_gather_bytes_ : 0.0;
         }
         // The fetched shard (if any) becomes part of the gathered unit.
         double staged = 0;
@@ -109,7 +106,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
               root_forward_kept_[in.micro_batch].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             } else if (root && head && in.kind == Instr::BACKWARD) {
               // Gathered by the root's pre-backward, freed by its post-backward after the whole backward.
-              kept_[{root_first_unit(), in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
+              kept_[{root_first_unit_, in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             } else if (keep_gathered_ && in.kind == Instr::FORWARD) {
               kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             } else {
