@@ -74,6 +74,13 @@ std::vector<std::pair<std::size_t, EntryMetrics>> PlanAnswer::overall() const {
   return out;
 }
 
+const RankedEntry* recommended(const PlanAnswer& a) {
+  const auto overall = a.overall();
+  if (!overall.empty()) return &a.groups[overall.front().first].ranked.front();
+  if (a.min_nodes && a.min_nodes->found) return &a.min_nodes->group->ranked.front();
+  return nullptr;
+}
+
 SweepInputs sweep_inputs_for(const PlanQuestion& q, const SweepInputs& base) {
   SweepInputs in = base;
   in.model = &q.model;

@@ -57,6 +57,10 @@ nlohmann::ordered_json strategy_json(const wl::Strategy& s);
 // settings that differ ("1.34 s (0.1%) less exposed offload I/O per step; tp 4 instead of 2").
 std::string beats_next(const RankedEntry& a, const RankedEntry& b);
 
+// The configuration the answer recommends: the best by the objective over the node counts asked,
+// else the smallest node count that fits; none when nothing fits.
+const RankedEntry* recommended(const PlanAnswer& a);
+
 nlohmann::ordered_json plan_json(const PlanAnswer& a);
 std::string plan_csv(const PlanAnswer& a);
 std::string plan_table(const PlanAnswer& a);  // plan_table.cpp

@@ -1,6 +1,7 @@
 // `trainsim plan` as JSON (public API) and CSV.
 #include <fmt/format.h>
 
+#include "accuracy.hpp"
 #include "plan_answer.hpp"
 
 namespace trainsim::planner {
@@ -89,6 +90,8 @@ nlohmann::ordered_json plan_json(const PlanAnswer& a) {
   } else {
     j["min_nodes_to_fit"] = nullptr;
   }
+  const RankedEntry* best = recommended(a);
+  j["accuracy"] = best ? accuracy_json(accuracy_card(best->candidate.strategy, q.profile)) : nlohmann::ordered_json();
   return j;
 }
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "model_params.hpp"
+#include "accuracy.hpp"
 #include "plan_answer.hpp"
 #include "request.hpp"
 #include "result_json.hpp"
@@ -90,6 +91,14 @@ std::string min_nodes_text(const PlanAnswer& a) {
          metrics_lines(e, a.question, false);
 }
 
+// How far to trust the recommended configuration (planner/accuracy.hpp); empty when nothing fits.
+std::string accuracy_of(const PlanAnswer& a) {
+  const RankedEntry* best = recommended(a);
+  if (best == nullptr) return {};
+  const bool first = !a.question.range() && !a.groups.front().ranked.empty();
+  return "\n" + accuracy_text(accuracy_card(best->candidate.strategy, a.question.profile), first ? "#1" : "the recommended configuration");
+}
+
 }  // namespace
 
 std::string plan_table(const PlanAnswer& a) {
@@ -104,7 +113,7 @@ std::string plan_table(const PlanAnswer& a) {
       if (i + 1 < g.ranked.size()) out += "     beats #" + std::to_string(i + 2) + ": " + beats_next(g.ranked[i], g.ranked[i + 1]) + "\n";
     }
     if (g.ranked.empty()) out += "No configuration fits.\n";
-    out += "\n" + dropped(g, q.explain) + min_nodes_text(a) + footer(q);
+    out += "\n" + dropped(g, q.explain) + min_nodes_text(a) + footer(q) + accuracy_of(a);
     return out;
   }
   out += fmt::format("\n {:>5}  {:<84} {:>10} {:>8} {:>10} {:>11} {:>11} {:>11}\n", "nodes", "best configuration", "step s", "TFLOP/s",
@@ -156,7 +165,7 @@ std::string plan_table(const PlanAnswer& a) {
   for (const GroupResult& g : a.groups) enumerated += g.enumerated, replayed += g.replayed, pruned += static_cast<long>(g.pruned.size());
   out += fmt::format("\nSearched {} strategies over {} node counts: {} replayed, {} pruned by the step-time bound\n", enumerated,
                      a.groups.size(), replayed, pruned);
-  out += min_nodes_text(a) + footer(q);
+  out += min_nodes_text(a) + footer(q) + accuracy_of(a);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "accuracy.hpp"
 #include "config_error.hpp"
 #include "byte_counts.hpp"
 #include "enum_names.hpp"
@@ -101,6 +102,7 @@ nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
     if (key == "fits") j["memory_model_gpu_bytes"] = json_bytes(est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes());
     j[key] = std::move(value);
   }
+  j["accuracy"] = accuracy_json(accuracy_card(a.memory.request.inputs.strategy, a.memory.request.profile));
   return j;
 }
 
@@ -173,7 +175,7 @@ std::string simulate_table(const SimulateAnswer& a) {
   for (const auto& note : r.folding) out += "Folded: " + note + "\n";
   for (const auto& note : r.notes) out += "Note: " + note + "\n";
   for (const auto& note : r.assumptions) out += "Basis: " + note + "\n";
-  return out;
+  return out + "\n" + accuracy_text(accuracy_card(s, q.profile), "this configuration");
 }
 
 }  // namespace trainsim::planner

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "accuracy.hpp"
 #include "config_error.hpp"
 #include "cost_model.hpp"
 #include "host_dispatch.hpp"
@@ -212,6 +213,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   const Request& request = memory.request;
   v.profile = request.profile.name;
   v.profile_description = request.profile.description;
+  v.features = strategy_features(request.inputs.strategy);
   if (request.infeasible_reason) {
     v.error = "not simulated: " + *request.infeasible_reason;
     return v;

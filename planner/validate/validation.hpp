@@ -46,6 +46,7 @@ struct RunValidation {
   MeasuredRun run;
   std::string profile;                   // the profile simulated on
   std::string profile_description;       // its description (who calibrated it, where, when)
+  std::vector<std::string> features;     // what its configuration exercises (accuracy.hpp, strategy_features)
   std::vector<double> predicted_peaks;   // per simulated GPU (pipeline stage)
   std::optional<TraceSummary> trace;
   std::vector<ValidationRow> rows;

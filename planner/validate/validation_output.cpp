@@ -180,6 +180,13 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
     }
   }
   j["rows"] = rows;
+  // What each run exercised, for the accuracy every answer states (planner/accuracy.hpp).
+  nlohmann::ordered_json what_ran = nlohmann::ordered_json::array();
+  for (const auto& v : runs) {
+    what_ran.push_back({{"name", v.run.name}, {"gpu", v.run.gpu}, {"gpus", v.run.gpus}, {"stack", v.run.stack},
+                        {"profile", v.profile}, {"features", v.features}});
+  }
+  j["runs"] = what_ran;
   nlohmann::ordered_json stats;
   for (const char* m : METRICS) {
     stats[m] = {{"all_rows", stats_json(metric_stats(runs, m, false))}, {"without_known_gaps", stats_json(metric_stats(runs, m, true))}};

@@ -50,6 +50,10 @@ TEST(MegatronTable1, EveryPipelinedRowWithin10Percent) {
       "`tests/validation/megatron_table1_test.cpp` (`TRAINSIM_UPDATE_REPORTS=1` rewrites this file).\n\n"
       "| parameters | TP x PP x DP | GPUs | batch | micro-batch | chunks | published TFLOP/s | simulated | error | step s | bubble |\n"
       "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  // The same rows as a published comparison (planner/accuracy.hpp), which the binary compiles in
+  // for the accuracy every answer states: the replayed step against the step the published
+  // TFLOP/s imply for the same work (step x simulated / published TFLOP/s).
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array(), rows = nlohmann::ordered_json::array();
   double worst = 0, sum = 0;
   for (const Row& r : ROWS) {
     const auto out = test::run_trainsim(fmt::format("simulate --hw dgx-a100 --gpus {} --megatron-args \"{}\" --format json",
@@ -64,6 +68,12 @@ TEST(MegatronTable1, EveryPipelinedRowWithin10Percent) {
     worst = std::max(worst, std::fabs(error));
     sum += std::fabs(error);
     const int dp = r.gpus / (8 * r.pp);
+    const std::string name = fmt::format("megatron-table1-{}B", r.params_billion);
+    const double step = j["step_time_s"].get<double>(), published_step = step * simulated / r.published_tflops;
+    runs.push_back({{"name", name}, {"gpu", "NVIDIA A100 (published)"}, {"gpus", r.gpus}, {"stack", "megatron-lm (published)"},
+                    {"features", j["accuracy"]["features"]}});
+    rows.push_back({{"name", name}, {"metric", "step_time"}, {"predicted", step}, {"measured", published_step},
+                    {"error_pct", 100 * (step - published_step) / published_step}});
     report += fmt::format("| {}B | 8 x {} x {} | {} | {} | {} | {} | {} | {:.1f} | {:+.1f}% | {:.1f} | {:.3f} |\n",
                           r.params_billion, r.pp, dp, r.gpus, r.batch, r.micro_batch,
                           r.layers_per_virtual_stage > 0 ? std::to_string(r.layers / r.pp / r.layers_per_virtual_stage) : "1",
@@ -73,10 +83,24 @@ TEST(MegatronTable1, EveryPipelinedRowWithin10Percent) {
   report += fmt::format("\nMean absolute error {:.1f}%, worst {:.1f}%. The profile's GEMMs run at an assumed 70% of peak\n"
                         "(dgx-a100 is not calibrated); no constant was fitted to these rows.\n",
                         100 * sum / std::size(ROWS), 100 * worst);
+  nlohmann::ordered_json doc = {{"schema_version", 1},
+                                 {"kind", "trainsim.published_comparison"},
+                                 {"provenance",
+                                  {{"tool", "tests/validation/megatron_table1_test.cpp"},
+                                   {"source", "Megatron-LM's Table 1 (Narayanan et al., SC'21), pipelined rows"},
+                                   {"profile", "dgx-a100"},
+                                   {"inputs", {"reports/validation/megatron_table1.md"}}}},
+                                 {"runs", runs},
+                                 {"rows", rows}};
+  const std::string summary = doc.dump(2) + "\n";
   const std::string path = test::source_path("reports/validation/megatron_table1.md");
+  const std::string summary_path = test::source_path("reports/validation/megatron_table1.json");
   if (const char* update = std::getenv("TRAINSIM_UPDATE_REPORTS"); update != nullptr && std::string(update) == "1") {
     std::ofstream(path) << report;
+    std::ofstream(summary_path) << summary;
   }
+  EXPECT_EQ(test::read_file(summary_path), summary)
+      << "reports/validation/megatron_table1.json is stale: rerun with TRAINSIM_UPDATE_REPORTS=1 (then rebuild: the binary compiles it in)";
   std::ifstream in(path);
   const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(committed, report) << "reports/validation/megatron_table1.md is stale: rerun with TRAINSIM_UPDATE_REPORTS=1";

@@ -64,5 +64,17 @@ TEST(ReferenceRows, CommittedComparisonIsCurrentAndWithinItsTargets) {
   EXPECT_EQ(step_rows, 25);
 }
 
+// The same comparison as JSON (summary.json: rows, stats and what each run exercised), which the
+// binary compiles in for the accuracy every answer states (planner/accuracy.hpp).
+TEST(ReferenceRows, CommittedSummaryIsCurrent) {
+  const CommandResult r = run_command("cd '" + std::string(TRAINSIM_SOURCE_DIR) + "' && '" + std::string(TRAINSIM_BINARY) +
+                                      "' validate --measured reports/validation/reference --no-trace --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(read_file(source_path("reports/validation/reference/summary.json")) == r.out)
+      << "reports/validation/reference/summary.json is stale: regenerate it with build/trainsim validate --measured "
+         "reports/validation/reference --no-trace --format json -o reports/validation/reference/summary.json (then rebuild: "
+         "the binary compiles it in)";
+}
+
 }  // namespace
 }  // namespace trainsim::test
