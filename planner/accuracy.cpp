@@ -226,6 +226,21 @@ std::string accuracy_text(const AccuracyCard& card, const std::string& subject) 
   return out;
 }
 
+std::string accuracy_brief(const AccuracyCard& card) {
+  std::vector<std::string> parts;
+  for (const std::string& f : card.features) {
+    std::vector<std::string> seen;
+    for (const AccuracySet& set : card.sets) {
+      for (const AccuracyLine& l : set.features) {
+        if (l.what != f || l.runs == 0) continue;
+        seen.push_back(fmt::format("{:.1f}% ({}{})", l.step_mean_pct, set.published ? "published " : "", runs_text(l.runs)));
+      }
+    }
+    parts.push_back(f + " " + (seen.empty() ? std::string("none yet") : joined(seen)));
+  }
+  return joined(parts);
+}
+
 nlohmann::ordered_json accuracy_json(const AccuracyCard& card) {
   auto line = [](const AccuracyLine& l) {
     return nlohmann::ordered_json{{"what", l.what},

@@ -1,5 +1,7 @@
 #include "compare_answer.hpp"
 
+#include "accuracy.hpp"
+
 #include <fmt/format.h>
 
 #include <deque>
@@ -126,6 +128,7 @@ nlohmann::ordered_json compare_json(const CompareAnswer& a) {
     row["why_not"] = r.entry ? nlohmann::ordered_json() : nlohmann::ordered_json(r.why_not);
     row["infeasible"] = infeasible_json(r.infeasible);
     row["search"] = {{"enumerated", r.enumerated}, {"fit_memory_model", r.candidates}, {"replayed", r.replayed}, {"pruned_by_bound", r.pruned}};
+    row["accuracy"] = r.entry ? accuracy_json(accuracy_card(r.entry->candidate.strategy, a.question.profile)) : nlohmann::ordered_json();
     j["rows"].push_back(std::move(row));
   }
   return j;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "accuracy.hpp"
 #include "compare_answer.hpp"
 #include "model_params.hpp"
 #include "plan_answer.hpp"
@@ -55,6 +56,16 @@ std::string compare_table(const CompareAnswer& a) {
     out += fmt::format("{:<20} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n",
                        r.label.size() > 20 ? "..." + r.label.substr(r.label.size() - 17) : r.label, b.compute_s,
                        b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s);
+  }
+  // How far to trust each (planner/accuracy.hpp): the runs measured, or published, that share its features.
+  out += "\nMeasured accuracy (mean |step-time error| of the runs sharing each feature; trainsim simulate or plan gives the whole card)\n";
+  for (const CompareRow& r : a.rows) {
+    if (!r.entry) continue;
+    out += fmt::format("{:<20} {}\n", r.label.size() > 20 ? "..." + r.label.substr(r.label.size() - 17) : r.label,
+                       accuracy_brief(accuracy_card(r.entry->candidate.strategy, q.profile)));
+  }
+  if (!q.profile.provenance.is_object() || q.profile.provenance.value("kind", "") != "measured") {
+    out += fmt::format("{} is not a calibrated profile: its answers carry its published figures' error besides these.\n", q.profile.name);
   }
   return out;
 }
