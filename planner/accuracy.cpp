@@ -81,7 +81,7 @@ std::string errors_text(const AccuracyLine& l) {
     if (n == 0) return std::string("not measured");
     return n == 1 ? fmt::format("{:+.1f}%", worst) : fmt::format("{:.1f}% (worst {:+.1f}%)", mean, worst);
   };
-  return fmt::format("step time {}, peak memory {}", one(l.runs, l.step_mean_pct, l.step_worst_pct),
+  return fmt::format("step time {}, peak memory (allocated) {}", one(l.runs, l.step_mean_pct, l.step_worst_pct),
                      one(l.memory_runs, l.memory_mean_pct, l.memory_worst_pct));
 }
 
@@ -207,7 +207,7 @@ std::string accuracy_text(const AccuracyCard& card, const std::string& subject) 
       out += fmt::format("Against published runs (mean |error|, worst): {}, {} on {} x {}, replayed on {}\n  ({})\n", set.title,
                          runs_text(set.all.runs), count, joined(set.gpus), joined(set.profiles), joined(set.sources));
     } else {
-      out += fmt::format("Measured accuracy (mean |error|, worst): {} on {} x {}, each predicted on its machine's calibrated profile\n"
+      out += fmt::format("Measured accuracy (mean |error|, worst): {} on {} x {}, each costed on a profile calibrated on machines of its kind\n"
                          "  (stacks {}; trainsim validate on {})\n",
                          runs_text(set.all.runs), count, joined(set.gpus), joined(set.stacks), joined(set.sources));
     }
