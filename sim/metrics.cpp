@@ -73,7 +73,17 @@ std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay
     auto credit = [&](int g) {
       raw[static_cast<std::size_t>(g)][cat].push_back(span);
       if (op.kind == OpKind::COMPUTE && op.step >= first_step && op.step <= last_step) {
-        out[static_cast<std::size_t>(g)].hardware_flops += op.flops;
+        GpuBusy& b = out[static_cast<std::size_t>(g)];
+        b.hardware_flops += op.flops;
+        const double took = span.second - span.first;
+        if (op.category == Category::OPTIMIZER) {
+          b.optimizer_kernel_s += took;
+        } else if (op.category == Category::COMPUTE) {
+          const double scale = op.seconds > 0 ? took / op.seconds : 0;
+          b.gemm_kernel_s += op.gemm_seconds * scale;
+          b.attention_kernel_s += op.attention_seconds * scale;
+          b.other_kernel_s += took - (op.gemm_seconds + op.attention_seconds) * scale;
+        }
       }
     };
     if (!op.participants.empty()) {

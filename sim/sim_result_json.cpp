@@ -39,6 +39,11 @@ nlohmann::ordered_json to_json(const SimResult& r) {
                               {"idle", g.idle_s},
                               {"call_span_compute", g.call_span_compute_s},
                               {"call_span_optimizer", g.call_span_optimizer_s}}},
+                            {"kernel_s",
+                             {{"gemm", g.gemm_kernel_s},
+                              {"attention", g.attention_kernel_s},
+                              {"other", g.other_kernel_s},
+                              {"optimizer", g.optimizer_kernel_s}}},
                             {"hardware_flops", g.hardware_flops}});
   }
   j["simulated_gpus"] = r.simulated_gpus;
@@ -82,6 +87,11 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
     gr.idle_s = b.at("idle").get<double>();
     gr.call_span_compute_s = b.at("call_span_compute").get<double>();
     gr.call_span_optimizer_s = b.at("call_span_optimizer").get<double>();
+    const auto& k = g.at("kernel_s");
+    gr.gemm_kernel_s = k.at("gemm").get<double>();
+    gr.attention_kernel_s = k.at("attention").get<double>();
+    gr.other_kernel_s = k.at("other").get<double>();
+    gr.optimizer_kernel_s = k.at("optimizer").get<double>();
     gr.hardware_flops = g.at("hardware_flops").get<double>();
     r.per_gpu.push_back(gr);
   }

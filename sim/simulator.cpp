@@ -45,7 +45,8 @@ std::vector<double> flatten(const Outcome& o) {
   std::vector<double> v{o.step_time_s};
   for (const auto& b : o.busy) {
     v.insert(v.end(), {b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s, b.hardware_flops,
-                       b.call_span_compute_s, b.call_span_optimizer_s});
+                       b.call_span_compute_s, b.call_span_optimizer_s, b.gemm_kernel_s, b.attention_kernel_s, b.other_kernel_s,
+                       b.optimizer_kernel_s});
   }
   v.insert(v.end(), o.gpu_peak.begin(), o.gpu_peak.end());
   for (const auto& a : o.gpu_at_peak) v.insert(v.end(), a.begin(), a.end());
@@ -67,6 +68,10 @@ Outcome unflatten(const std::vector<double>& v, const Outcome& shape) {
     b.hardware_flops = v[i++];
     b.call_span_compute_s = v[i++];
     b.call_span_optimizer_s = v[i++];
+    b.gemm_kernel_s = v[i++];
+    b.attention_kernel_s = v[i++];
+    b.other_kernel_s = v[i++];
+    b.optimizer_kernel_s = v[i++];
   }
   for (auto& p : o.gpu_peak) p = v[i++];
   for (auto& a : o.gpu_at_peak) {
@@ -150,6 +155,10 @@ class Replays {
       b.hardware_flops /= steps;
       b.call_span_compute_s /= steps;
       b.call_span_optimizer_s /= steps;
+      b.gemm_kernel_s /= steps;
+      b.attention_kernel_s /= steps;
+      b.other_kernel_s /= steps;
+      b.optimizer_kernel_s /= steps;
     }
     for (const auto& g : timeline.gpus) {
       o.gpu_peak.push_back(g.peak_bytes);
@@ -313,6 +322,10 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
     gr.hardware_flops = b.hardware_flops;
     gr.call_span_compute_s = b.call_span_compute_s;
     gr.call_span_optimizer_s = b.call_span_optimizer_s;
+    gr.gemm_kernel_s = b.gemm_kernel_s;
+    gr.attention_kernel_s = b.attention_kernel_s;
+    gr.other_kernel_s = b.other_kernel_s;
+    gr.optimizer_kernel_s = b.optimizer_kernel_s;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, gr.peak_memory_bytes);
     // Averages over all ranks: each simulated GPU counts for the ranks it stands for.
     idle += gr.idle_s * gr.copies;

@@ -37,6 +37,8 @@ struct GpuResult {
   // what `trainsim validate` compares with a measured run whose busy.definition is "call_spans".
   // Carried from the simulating child; not in planner results (planner/result_json.cpp).
   double call_span_compute_s = 0, call_span_optimizer_s = 0;
+  // GPU kernel time by class (metrics.hpp, GpuBusy::*_kernel_s), for validate's comparison with a trace.
+  double gemm_kernel_s = 0, attention_kernel_s = 0, other_kernel_s = 0, optimizer_kernel_s = 0;
 };
 
 struct SimResult {

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -63,7 +64,30 @@ bool is_nccl(std::string_view name) {
   return name.find("nccl") != std::string_view::npos || name.find("NCCL") != std::string_view::npos;
 }
 
+bool contains_lower(std::string_view name, std::string_view lower) {
+  if (lower.size() > name.size()) return false;
+  for (std::size_t i = 0; i + lower.size() <= name.size(); ++i) {
+    std::size_t k = 0;
+    while (k < lower.size() && static_cast<char>(std::tolower(static_cast<unsigned char>(name[i + k]))) == lower[k]) ++k;
+    if (k == lower.size()) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+const char* kernel_class(std::string_view name) {
+  if (contains_lower(name, "nccl")) return "nccl";
+  for (const char* a : {"flash", "fmha", "attention", "sdpa"}) {
+    if (contains_lower(name, a)) return "attention";
+  }
+  if (contains_lower(name, "adam")) return "optimizer";
+  if (name.rfind("nvjet", 0) == 0) return "gemm";
+  for (const char* g : {"gemm", "cutlass", "xmma", "cublas"}) {
+    if (contains_lower(name, g)) return "gemm";
+  }
+  return "other";
+}
 
 TraceSummary read_profiler_trace(const std::string& path) {
   const std::string text = read_maybe_gzipped(path);
@@ -99,7 +123,17 @@ TraceSummary read_profiler_trace(const std::string& path) {
     last = std::max(last, b);
     all.emplace_back(a, b);
     (cat == "kernel" && is_nccl(name) ? nccl : compute).emplace_back(a, b);
-    if (cat == "kernel") ++t.kernels;
+    if (cat != "kernel") {
+      t.copy_s += b - a;
+      continue;
+    }
+    ++t.kernels;
+    const std::string_view k = kernel_class(name);
+    (k == "nccl"        ? t.nccl_kernel_s
+     : k == "attention" ? t.attention_kernel_s
+     : k == "optimizer" ? t.optimizer_kernel_s
+     : k == "gemm"      ? t.gemm_kernel_s
+                        : t.other_kernel_s) += b - a;
   }
   if (all.empty()) {
     throw ConfigError(path, "traceEvents", "GPU activity (kernel, gpu_memcpy or gpu_memset events: a trace with CUDA activities)",

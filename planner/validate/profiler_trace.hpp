@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace trainsim::planner {
 
@@ -23,10 +24,20 @@ struct TraceSummary {
   // receive kernel, so this, not idle_fraction, is the stage's bubble as the trace shows it.
   double no_compute_fraction = 0;
   std::size_t kernels = 0;
+  // Kernel time by class, each kernel's duration summed (kernel_class): what the replay costs as
+  // GEMMs, attention, the other (memory-bound) kernels and the optimizer's, and NCCL's; copies and
+  // memsets apart.
+  double gemm_kernel_s = 0, attention_kernel_s = 0, other_kernel_s = 0, optimizer_kernel_s = 0, nccl_kernel_s = 0, copy_s = 0;
   std::optional<double> peak_allocated_bytes;  // from [memory] events (profile_memory=True)
   std::string gpu;     // deviceProperties[0].name, when the trace has it
   int world_size = 0;  // distributedInfo.world_size (0: not a distributed trace)
 };
+
+// The class of a CUDA kernel by its name, as PyTorch's kernels and its libraries' are named: "nccl"
+// (NCCL's), "attention" (flash attention, fused multi-head or SDPA kernels), "optimizer" (Adam's
+// fused kernels), "gemm" (cuBLAS's nvjet, gemm, CUTLASS and xmma kernels), else "other"
+// (elementwise, norms, reductions, copies done by kernels, FSDP2's foreach copies).
+const char* kernel_class(std::string_view name);
 
 // Throws ConfigError naming the file for a trace that cannot be read or is not a Chrome trace
 // with GPU activity.

@@ -290,6 +290,15 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
                          "predicted: the allocated peak (a lower bound; segments and fragmentation not modeled)"));
   }
   const sim::GpuResult* first = r.per_gpu.empty() ? nullptr : &r.per_gpu.front();
+  // Where the GPU time goes, kernel class by kernel class: rank 0's profiled step against the
+  // first simulated GPU (rank 0's stage) of the replay (validation_kernels.cpp reports them).
+  if (first != nullptr && v.trace) {
+    const TraceSummary& t = *v.trace;
+    v.kernel_classes = {{"GEMM", first->gemm_kernel_s, t.gemm_kernel_s},
+                        {"attention", first->attention_kernel_s, t.attention_kernel_s},
+                        {"other kernels", first->other_kernel_s, t.other_kernel_s},
+                        {"optimizer", first->optimizer_kernel_s, t.optimizer_kernel_s}};
+  }
   const double exposed_measured = run.exposed_communication_s.value_or(v.trace ? v.trace->exposed_communication_s : -1.0);
   // Not for pipelines: there a stage waiting for its neighbour sits in an NCCL receive kernel,
   // which the trace counts as communication and the replay as idle; their bubble row covers it.

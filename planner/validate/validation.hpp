@@ -63,6 +63,14 @@ struct RunValidation {
   // faults in instead (reports/validation/offload_phase_probe/). The predicted step of a second
   // replay costed so (with_fresh_pageable_pages), for runs that make such copies.
   std::optional<double> fresh_pages_step_s;
+  // GPU kernel time of one step by class (GEMM, attention, other kernels, optimizer): the replay's
+  // first simulated GPU against rank 0's profiler trace, each kernel's duration summed; empty
+  // without a trace of a measured run.
+  struct KernelClass {
+    std::string name;
+    double predicted_s = 0, measured_s = 0;
+  };
+  std::vector<KernelClass> kernel_classes;
 };
 
 // The run's row of `metric` ("step_time", "bubble_fraction", ...), or none.
@@ -143,6 +151,11 @@ std::string rankings_markdown(const std::vector<RunValidation>& runs);
 // The report's section on FSDP2's accumulating copies' pages (validation_fresh_pages.cpp); empty
 // when no run makes such copies.
 std::string fresh_pages_markdown(const std::vector<RunValidation>& runs);
+// GPU kernel time by class (validation_kernels.cpp): the report's section, a run's line in the
+// table and its entry in summary.json's runs; empty where the run has no kernel classes.
+std::string kernels_markdown(const std::vector<RunValidation>& runs);
+std::string kernel_classes_line(const RunValidation& v);
+nlohmann::ordered_json kernel_classes_json(const RunValidation& v);
 std::string validation_markdown(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
                                 const std::string& known_gaps_path);
 // The report's charts, in the order validation_charts returns them.

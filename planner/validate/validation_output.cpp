@@ -184,7 +184,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
   nlohmann::ordered_json what_ran = nlohmann::ordered_json::array();
   for (const auto& v : runs) {
     what_ran.push_back({{"name", v.run.name}, {"gpu", v.run.gpu}, {"gpus", v.run.gpus}, {"stack", v.run.stack},
-                        {"profile", v.profile}, {"features", v.features}});
+                        {"profile", v.profile}, {"features", v.features}, {"kernel_classes", kernel_classes_json(v)}});
   }
   j["runs"] = what_ran;
   nlohmann::ordered_json stats;
@@ -223,6 +223,7 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
       out += fmt::format("{:<42} with FSDP2's accumulating copies' pages faulting in (not replayed): {:.4g} s, {:+.1f}%\n", v.run.name,
                          *v.fresh_pages_step_s, 100 * (*v.fresh_pages_step_s / v.run.step_time_s - 1));
     }
+    out += kernel_classes_line(v);
     if (v.host_sensitivity) {
       out += fmt::format("{:<42} host sensitivity {:.2f}: the predicted step grows {:.1f}% when its stack's host dispatch figures grow {:.0f}%\n",
                          v.run.name, *v.host_sensitivity, 100 * HOST_SENSITIVITY_PROBE * *v.host_sensitivity, 100 * HOST_SENSITIVITY_PROBE);
@@ -305,6 +306,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
   md += hosts_markdown(runs);
   md += rankings_markdown(runs);
   md += fresh_pages_markdown(runs);
+  md += kernels_markdown(runs);
   md += "## Rows that miss their target\n\n";
   std::map<std::string, std::vector<std::string>> by_reason;
   std::vector<std::string> unexplained;

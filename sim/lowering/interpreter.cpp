@@ -173,6 +173,8 @@ class Interpreter {
         Op op = base(in, OpKind::COMPUTE, g);
         op.seconds = in.seconds;
         op.flops = in.flops;
+        op.gemm_seconds = in.gemm_seconds;
+        op.attention_seconds = in.attention_seconds;
         op.action = action_of(in, g);
         std::vector<OpId> all = deps;
         if (in.host_seconds > 0) all.push_back(issue_on_host(in, g, deps, op.action));

@@ -64,6 +64,8 @@ struct Instruction {
   // Payload (the fields of this kind; others stay at their defaults).
   double seconds = 0;               // COMPUTE
   double flops = 0;                 // COMPUTE
+  double gemm_seconds = 0;          // COMPUTE: of `seconds`, the GEMMs' (unit_costs.hpp, Segment)
+  double attention_seconds = 0;     // COMPUTE: of `seconds`, attention's
   double host_seconds = 0;          // COMPUTE: host time issuing it (host_dispatch.hpp); 0: issued at once
   double params = 0;                // HOST_COMPUTE (or `seconds` of a framework's own CPU optimizer, when set)
   double bytes = 0;                 // COLLECTIVE, SEND, RECV, COPY

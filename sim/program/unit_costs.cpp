@@ -39,7 +39,15 @@ Shares shares_of(std::string_view name) {
 struct PartTimes {
   double seconds[PARTS] = {0, 0, 0, 0};
   double flops[PARTS] = {0, 0, 0, 0};
+  double gemm[PARTS] = {0, 0, 0, 0};       // of seconds, the GEMMs' (not attention's)
+  double attention[PARTS] = {0, 0, 0, 0};  // of seconds, attention's
 };
+
+// A whole pass as one segment, with its kernel classes.
+Segment whole_pass(const CostModel& c, const wl::PassCost& pass, double flops) {
+  const CostModel::PassClasses k = c.pass_classes(pass);
+  return {c.pass_seconds(pass), flops, false, k.gemm, k.attention};
+}
 
 PartTimes split(const CostModel& c, const wl::PassCost& pass) {
   PartTimes t;
@@ -47,14 +55,21 @@ PartTimes split(const CostModel& c, const wl::PassCost& pass) {
     const Shares s = shares_of(g.name);
     const bool flash = c.times_flash(pass) && CostModel::attention_gemm(g);
     for (int p = 0; p < PARTS; ++p) {
-      if (!flash) t.seconds[p] += s.part[p] * c.gemm_seconds(g);
+      if (!flash) {
+        t.seconds[p] += s.part[p] * c.gemm_seconds(g);
+        (CostModel::attention_gemm(g) ? t.attention : t.gemm)[p] += s.part[p] * c.gemm_seconds(g);
+      }
       t.flops[p] += s.part[p] * g.flops();
     }
   }
   t.seconds[ATTENTION_IN] += c.flash_seconds(pass);
+  t.attention[ATTENTION_IN] += c.flash_seconds(pass);
   for (const auto& k : pass.kernels) {
     const Shares s = shares_of(k.name);
-    for (int p = 0; p < PARTS; ++p) t.seconds[p] += s.part[p] * c.kernel_seconds(k);
+    for (int p = 0; p < PARTS; ++p) {
+      t.seconds[p] += s.part[p] * c.kernel_seconds(k);
+      if (CostModel::attention_kernel(k)) t.attention[p] += s.part[p] * c.kernel_seconds(k);
+    }
   }
   return t;
 }
@@ -80,6 +95,7 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
     const std::string_view n = k.name;
     if (n == "softmax" || n == "attention_dropout") core.seconds += c.kernel_seconds(k);
   }
+  core.attention_seconds = core.seconds;  // the attention core, all of it
   const bool selective = s.recompute == wl::Recompute::SELECTIVE;
   const int L = static_cast<int>(m.layers);
   std::vector<UnitCost> units;
@@ -94,17 +110,17 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
       u.params = g.params;
       const std::string_view n = g.name;
       if (n == "embedding") {
-        u.forward = {{c.pass_seconds(emb.forward), 0, false}};
-        u.backward = {{c.pass_seconds(emb.backward), 0, false}};
+        u.forward = {whole_pass(c, emb.forward, 0)};
+        u.backward = {whole_pass(c, emb.backward, 0)};
         u.holds_embedding = true;
       } else if (n == "head") {
-        u.forward = {{c.pass_seconds(out.forward), out.forward.flops(), false}};
-        u.backward = {{c.pass_seconds(out.backward), out.backward.flops(), false}};
+        u.forward = {whole_pass(c, out.forward, out.forward.flops())};
+        u.backward = {whole_pass(c, out.backward, out.backward.flops())};
         u.holds_head = true;
       } else {
         const Part p = n == "attention_in" ? ATTENTION_IN : n == "attention_out" ? ATTENTION_OUT : n == "mlp_in" ? MLP_IN : MLP_OUT;
-        u.forward = {{fwd.seconds[p], fwd.flops[p], tp && (p == ATTENTION_OUT || p == MLP_OUT)}};
-        u.backward = {{bwd.seconds[p], bwd.flops[p], tp && (p == ATTENTION_IN || p == MLP_IN)}};
+        u.forward = {{fwd.seconds[p], fwd.flops[p], tp && (p == ATTENTION_OUT || p == MLP_OUT), fwd.gemm[p], fwd.attention[p]}};
+        u.backward = {{bwd.seconds[p], bwd.flops[p], tp && (p == ATTENTION_IN || p == MLP_IN), bwd.gemm[p], bwd.attention[p]}};
         u.full_recompute = u.forward;
         if (selective && p == ATTENTION_IN) u.selective_recompute = {core};
       }
@@ -121,32 +137,36 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   embedding.layer = -1;
   embedding.name = "embedding";
   embedding.params = rp.embedding;
-  embedding.forward = {{c.pass_seconds(emb.forward), 0, false}};
-  embedding.backward = {{c.pass_seconds(emb.backward), 0, false}};
+  embedding.forward = {whole_pass(c, emb.forward, 0)};
+  embedding.backward = {whole_pass(c, emb.backward, 0)};
   embedding.holds_embedding = true;
   units.push_back(std::move(embedding));
-  const double attn_f = fwd.seconds[ATTENTION_IN] + fwd.seconds[ATTENTION_OUT];
-  const double mlp_f = fwd.seconds[MLP_IN] + fwd.seconds[MLP_OUT];
-  const double attn_b = bwd.seconds[ATTENTION_IN] + bwd.seconds[ATTENTION_OUT];
-  const double mlp_b = bwd.seconds[MLP_IN] + bwd.seconds[MLP_OUT];
+  // The attention half (its input and output units) and the MLP half of a pass, as segments.
+  auto half = [](const PartTimes& t, Part a, Part b, double flops, bool tp_after) {
+    return Segment{t.seconds[a] + t.seconds[b], flops, tp_after, t.gemm[a] + t.gemm[b], t.attention[a] + t.attention[b]};
+  };
   const double flops_f = layer.forward.flops(), flops_b = layer.backward.flops();
   // A PyTorch stack's recompute is its layer's forward without FSDP2's gather work (stack_layer.hpp).
   Segments torch_recompute;
   if (s.stack.is_pytorch() && s.recompute == wl::Recompute::FULL) {
     const wl::PassCost r = wl::torch_recompute_cost(m, s);
-    torch_recompute = {{c.pass_seconds(r), r.flops(), false}};
+    torch_recompute = {whole_pass(c, r, r.flops())};
   }
   for (int l = 0; l < L; ++l) {
     UnitCost u;
     u.layer = l;
     u.name = "layer";
     u.params = rp.per_layer;
+    const Segment attn_f = half(fwd, ATTENTION_IN, ATTENTION_OUT, 0, tp), mlp_f = half(fwd, MLP_IN, MLP_OUT, flops_f, tp);
+    const Segment attn_b = half(bwd, ATTENTION_IN, ATTENTION_OUT, flops_b, tp), mlp_b = half(bwd, MLP_IN, MLP_OUT, 0, tp);
     if (tp) {
-      u.forward = {{attn_f, 0, true}, {mlp_f, flops_f, true}};
-      u.backward = {{mlp_b, 0, true}, {attn_b, flops_b, true}};
+      u.forward = {attn_f, mlp_f};
+      u.backward = {mlp_b, attn_b};
     } else {
-      u.forward = {{attn_f + mlp_f, flops_f, false}};
-      u.backward = {{mlp_b + attn_b, flops_b, false}};
+      u.forward = {{attn_f.seconds + mlp_f.seconds, flops_f, false, attn_f.gemm_seconds + mlp_f.gemm_seconds,
+                    attn_f.attention_seconds + mlp_f.attention_seconds}};
+      u.backward = {{mlp_b.seconds + attn_b.seconds, flops_b, false, mlp_b.gemm_seconds + attn_b.gemm_seconds,
+                     mlp_b.attention_seconds + attn_b.attention_seconds}};
     }
     u.full_recompute = torch_recompute.empty() ? u.forward : torch_recompute;
     if (selective) u.selective_recompute = {core};
@@ -156,8 +176,8 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   head.layer = L;
   head.name = "head";
   head.params = rp.head;
-  head.forward = {{c.pass_seconds(out.forward), out.forward.flops(), false}};
-  head.backward = {{c.pass_seconds(out.backward), out.backward.flops(), false}};
+  head.forward = {whole_pass(c, out.forward, out.forward.flops())};
+  head.backward = {whole_pass(c, out.backward, out.backward.flops())};
   head.holds_head = true;
   units.push_back(std::move(head));
   return units;
