@@ -79,6 +79,29 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
   EXPECT_DOUBLE_EQ(copy_bytes(c3.backward) - copy_bytes(c2.backward), per_gather);
 }
 
+double kernel_bytes_named(const PassCost& pass, const std::string& name) {
+  double b = 0;
+  for (const MemoryKernel& k : pass.kernels) {
+    if (k.name == name) b += k.bytes;
+  }
+  return b;
+}
+
+// Before each all-gather FSDP2 copies the cast bf16 shard into the flat all-gather input
+// (all_gather_copy_in): 4 bytes per shard parameter per gather, one gather under ZeRO-2 and two
+// under ZeRO-3 (workloads/training_stacks.md, "FSDP2"; seen in every FSDP2 trace of validation
+// call 41 as a foreach copy launched as often as the foreach cast). DDP gathers nothing.
+TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
+  ModelSpec m;
+  const Strategy zero3 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 3);
+  const Strategy zero2 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 2);
+  const Strategy ddp = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
+  const double shard = linear_params_per_layer(m) / 2;  // two data-parallel ranks
+  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero3).forward, "torch:copy_in_bf16"), 2 * 4 * shard);
+  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero2).forward, "torch:copy_in_bf16"), 4 * shard);
+  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, ddp).forward, "torch:copy_in_bf16"), 0);
+}
+
 // The Llama-style layer as PyTorch runs it (reports/validation/scripts/model_llama.py, validated by
 // validation calls 41 and 42): an RMSNorm model's final norm is an RMSNorm, a rotary model looks up
 // its tokens only (no position embedding to add), an untied embedding is a weight with work of its
