@@ -5,7 +5,7 @@ trainsim-calibrate measures cuBLASLt, NCCL and raw CUDA launches in C++. What Py
 (its own elementwise, norm, attention and optimizer kernels; its dispatcher's host time per
 operator and per module hook; its CPU AdamW) is measured here, with PyTorch, on the same machine:
 
-  python3 calibrate/scripts/torch_microbench.py --out DIR [--parts kernels,attention,host,cpu_adam]
+  python3 calibrate/scripts/torch_microbench.py --out DIR [--parts kernels,attention,host,cpu_adam,fsdp_kernels]
 
 writes DIR/torch_microbench.json (schema_version 1; every figure is the median of repeated samples
 after warm-up, with its min and max). calibrate/scripts/merge_torch_calibration.py turns it into
@@ -130,6 +130,72 @@ def kernels(dev):
         del ps, opt
         torch.cuda.empty_cache()
     return res
+
+
+# ---------------------------------------------------------------------------------------------
+# fsdp_kernels: FSDP2's own kernels around each all-gather and reduce-scatter, over one unit's
+# tensors as FSDP2 holds them (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, 2.11):
+# the foreach cast of the fp32 shards to bf16 and the foreach copy-in of those into the flat
+# all-gather input (foreach_all_gather), the split_with_sizes_copy of the gathered buffer out into
+# the unsharded parameters (foreach_all_gather_copy_out), and the chunk_cat of the unsharded bf16
+# gradients into the fp32 reduce-scatter input (foreach_reduce). The validation traces show the
+# first two at about half the rate of a plain cast or copy of one tensor (workloads/training_stacks.md).
+
+# One layer's weights (out, in) and 1-D parameters: the measured GPT at hidden 1024 (biases and
+# LayerNorms) and Llama 3 8B's and 70B's layers (RMSNorms), as reports/validation/scripts/model*.py build them.
+FSDP_UNITS = {
+    "gpt_h1024": ([(3072, 1024), (1024, 1024), (4096, 1024), (1024, 4096)], [3072, 1024, 4096, 1024, 1024, 1024, 1024, 1024]),
+    "llama_h4096": ([(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)], [4096, 4096]),
+    "llama_h8192": ([(10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672)], [8192, 8192]),
+}
+
+
+def fsdp_kernels(dev):
+    res = []
+
+    def add(name, unit, ranks, elements, nbytes, secs, note):
+        res.append({"name": name, "unit": unit, "ranks": ranks, "elements": elements, "bytes": nbytes,
+                    "seconds": stats(secs), "GBps_median": nbytes / statistics.median(secs) / 1e9, "bytes_counted": note})
+
+    for unit, (mats, vecs) in FSDP_UNITS.items():
+        shapes = [list(m) for m in mats] + [[v] for v in vecs]
+        for N in (2, 4):
+            try:
+                fsdp_unit_kernels(dev, add, unit, shapes, N)
+            except Exception as e:  # noqa: BLE001 - keep the other units
+                res.append({"name": "error", "unit": unit, "ranks": N, "error": f"{type(e).__name__}: {e}"})
+            torch.cuda.empty_cache()
+    return res
+
+
+def fsdp_unit_kernels(dev, add, unit, shapes, N):
+    """One unit's four kernels at N ranks (its shards are dim-0 cuts, as FSDP2's Shard(0))."""
+    shard_shapes = [[-(-sh[0] // N)] + sh[1:] for sh in shapes]
+    shards32 = [torch.randn(sh, device=dev, dtype=FP32) for sh in shard_shapes]
+    n = sum(t.numel() for t in shards32)
+    cast16 = [torch.empty(sh, device=dev, dtype=BF16) for sh in shard_shapes]
+    add("foreach_cast_fp32_to_bf16", unit, N, n, 6 * n,
+        cuda_time(lambda: torch._foreach_copy_(cast16, shards32)), "read 4, write 2 per shard element")
+    flat_in = torch.empty(n, device=dev, dtype=BF16)
+    views = [v.view(sh) for v, sh in zip(torch.split(flat_in, [t.numel() for t in cast16]), shard_shapes)]
+    add("foreach_copy_bf16", unit, N, n, 4 * n,
+        cuda_time(lambda: torch._foreach_copy_(views, cast16)), "read 2, write 2 per shard element (copy-in)")
+    del shards32, cast16, flat_in, views
+    # The gathered buffer [N, n] copied out into the unit's unsharded parameters.
+    gathered = torch.empty(N, n, device=dev, dtype=BF16)
+    sizes = [int(torch.Size(sh).numel()) for sh in shard_shapes]
+    params = [torch.empty([N * sh[0]] + sh[1:], device=dev, dtype=BF16) for sh in shard_shapes]
+    outs = [p.view(N, -1) for p in params]
+    add("split_copy_bf16", unit, N, N * n, 4 * N * n,
+        cuda_time(lambda: torch.split_with_sizes_copy(gathered, sizes, dim=1, out=outs)),
+        "read 2, write 2 per unsharded element (copy-out)")
+    # The unsharded bf16 gradients into the fp32 reduce-scatter input, N chunks.
+    grads = [torch.randn([N * sh[0]] + sh[1:], device=dev, dtype=BF16) for sh in shard_shapes]
+    rs_in = torch.empty(N, n, device=dev, dtype=FP32)
+    add("chunk_cat_bf16_to_fp32", unit, N, N * n, 6 * N * n,
+        cuda_time(lambda: torch._chunk_cat(grads, dim=0, num_chunks=N, out=rs_in)),
+        "read 2, write 4 per unsharded element (reduce-scatter input)")
+    del gathered, params, outs, grads, rs_in
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +345,8 @@ def main():
     for part in args.parts.split(","):
         t0 = time.time()
         try:
-            doc[part] = {"kernels": kernels, "attention": attention, "host": host}[part](dev) if part != "cpu_adam" \
+            doc[part] = {"kernels": kernels, "attention": attention, "host": host, "fsdp_kernels": fsdp_kernels}[part](dev) \
+                if part != "cpu_adam" \
                 else cpu_adam()
         except Exception as e:  # noqa: BLE001 - keep the other parts
             doc["errors"][part] = f"{type(e).__name__}: {e}"
