@@ -107,6 +107,15 @@ double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
     if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, calibrated, 1)) {
       return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
     }
+    // FSDP2's own kernels, in a profile calibrated before they were (calibration call 46): at the
+    // plain PyTorch kernel of the same traffic, as they were costed before.
+    const std::string_view plain = modern == "torch:foreach_cast_fp32_to_bf16" ? "torch_cast_fp32_to_bf16"
+                                   : modern == "torch:split_copy_bf16"          ? "torch_copy_fp32"
+                                   : modern == "torch:chunk_cat_bf16_to_fp32"   ? "torch_cast_bf16_to_fp32"
+                                                                                : "";
+    if (const hw::BandwidthCurve* torch = plain.empty() ? nullptr : find_curve(profile_.calibration.kernels, plain, 1)) {
+      return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
+    }
   }
   // The trainsim reference's kernels ("ref:causal_softmax_fwd", workloads/reference_stack.hpp) at
   // the rate the very same kernel reached in calibration.reference_kernels, by size.

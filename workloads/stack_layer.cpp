@@ -80,20 +80,24 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
 void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost& fwd, PassCost& bwd) {
   if (fsdp(s)) {
     const double gathers = s.zero_stage >= 3 ? 2.0 : 1.0;
-    fwd.kernels.push_back({"torch:cast_fp32_to_bf16", gathers * 6 * params / d.N});
+    // FSDP2's own kernels (foreach over the unit's tensors, chunk_cat, split_with_sizes_copy) at
+    // the rates calibrate/scripts/torch_microbench.py --parts fsdp_kernels measured for them, where a
+    // profile has them (CostModel::kernel_seconds falls back to the plain kernel of the same traffic).
+    fwd.kernels.push_back({"torch:foreach_cast_fp32_to_bf16", gathers * 6 * params / d.N});
     // Each all-gather's copy-in (foreach_all_gather's all_gather_copy_in, a foreach copy): the
     // cast bf16 shard read and written into the flat all-gather input, 4 bytes per parameter of
     // the shard per gather. The profiled ZeRO-3 Llama step holds as many of these launches as of
     // the casts (872 each in h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2's trace, 31 and 42 ms: 4 and
     // 6 bytes per shard parameter at one rate, call 41).
-    fwd.kernels.push_back({"torch:copy_in_bf16", gathers * 4 * params / d.N});
+    fwd.kernels.push_back({"torch:foreach_copy_bf16", gathers * 4 * params / d.N});
     // Each all-gather's copy-out on the compute stream (foreach_all_gather_copy_out's
     // split_with_sizes_copy): the gathered buffer read and the unit's unsharded parameters written,
     // in param_dtype, once per gather: the forward's, and under ZeRO-3 the backward's again.
     const double copy_out = 2 * dtype_bytes(s.stack.param_dtype) * params;
-    fwd.kernels.push_back({"torch:copy_fp32", copy_out});
-    if (s.zero_stage >= 3) bwd.kernels.push_back({"torch:copy_fp32", copy_out});
-    if (s.stack.reduce_dtype == TensorDtype::FP32) bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * params});
+    fwd.kernels.push_back({"torch:split_copy_bf16", copy_out});
+    if (s.zero_stage >= 3) bwd.kernels.push_back({"torch:split_copy_bf16", copy_out});
+    // The unsharded bf16 gradients into the fp32 reduce-scatter input (foreach_reduce's chunk_cat).
+    if (s.stack.reduce_dtype == TensorDtype::FP32) bwd.kernels.push_back({"torch:chunk_cat_bf16_to_fp32", 6 * params});
     bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params / d.N});
     return;
   }

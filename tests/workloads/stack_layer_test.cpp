@@ -56,7 +56,7 @@ TEST(TorchLayerSaved, AutocastLayerKeeps36ThTheWeightCopiesAndTheLogSumExp) {
 double copy_bytes(const PassCost& pass) {
   double b = 0;
   for (const MemoryKernel& k : pass.kernels) {
-    if (k.name == std::string("torch:copy_fp32")) b += k.bytes;
+    if (k.name == std::string("torch:copy_fp32") || k.name == std::string("torch:split_copy_bf16")) b += k.bytes;
   }
   return b;
 }
@@ -97,9 +97,9 @@ TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
   const Strategy zero2 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 2);
   const Strategy ddp = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
   const double shard = linear_params_per_layer(m) / 2;  // two data-parallel ranks
-  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero3).forward, "torch:copy_in_bf16"), 2 * 4 * shard);
-  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero2).forward, "torch:copy_in_bf16"), 4 * shard);
-  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, ddp).forward, "torch:copy_in_bf16"), 0);
+  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero3).forward, "torch:foreach_copy_bf16"), 2 * 4 * shard);
+  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero2).forward, "torch:foreach_copy_bf16"), 4 * shard);
+  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, ddp).forward, "torch:foreach_copy_bf16"), 0);
 }
 
 // The Llama-style layer as PyTorch runs it (reports/validation/scripts/model_llama.py, validated by
@@ -196,8 +196,12 @@ TEST(TorchCheckpointing, RecomputeIsTheForwardWithoutTheGatherWork) {
     EXPECT_DOUBLE_EQ(recompute.flops(), layer.forward.flops());
     const double lp = linear_params_per_layer(m);
     if (kind == StackKind::PYTORCH_FSDP) {
-      // The forward casts the shard and copies the gathered unit out; the recompute does neither.
-      EXPECT_GT(kernel_bytes(layer.forward, "torch:copy_fp32"), kernel_bytes(recompute, "torch:copy_fp32"));
+      // The forward casts the shard, copies it in and copies the gathered unit out; the recompute
+      // does none of that.
+      for (const char* gather_work : {"torch:foreach_cast_fp32_to_bf16", "torch:foreach_copy_bf16", "torch:split_copy_bf16"}) {
+        EXPECT_TRUE(has_kernel(layer.forward, gather_work)) << gather_work;
+        EXPECT_FALSE(has_kernel(recompute, gather_work)) << gather_work;
+      }
       EXPECT_FALSE(has_kernel(recompute, "torch:cast_fp32_to_bf16"));
       EXPECT_DOUBLE_EQ(torch_autocast_cache_bytes(m, s), 0.0);
     } else {

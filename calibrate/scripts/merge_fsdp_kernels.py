@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Adds FSDP2's own kernels (torch_microbench.py --parts fsdp_kernels) to profiles' calibration.kernels.
+
+    python3 calibrate/scripts/merge_fsdp_kernels.py --micro reports/calibration/fsdp-kernels-call46/torch_microbench.json \
+        --note "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
+
+One curve per kernel, "torch_<name>" (bytes -> GB/s): its points are the measured units' byte
+counts, ascending; where two measurements share a byte count (the copy-out and chunk_cat move the
+unsharded unit, the same bytes at 2 and 4 ranks) their mean. Rounded to 4 significant digits.
+A curve of the same name is replaced. The profiles are edited as text (the curves appended to the
+first "kernels" array of "calibration", the note to provenance's "notes"), so the rest of each file
+stays byte for byte as it was; each is parsed again afterwards to check it.
+"""
+import argparse
+import json
+import statistics
+
+
+def sig4(x):
+    return float(f"{x:.4g}")
+
+
+def curves(micro):
+    by_name = {}
+    for r in micro["fsdp_kernels"]:
+        if r.get("name") == "error":
+            raise SystemExit(f"{r['unit']} at {r['ranks']} ranks failed: {r['error']}")
+        by_name.setdefault(r["name"], {}).setdefault(float(r["bytes"]), []).append(r["GBps_median"])
+    out = []
+    for name, points in by_name.items():
+        out.append({"what": "torch_" + name,
+                    "points": [{"bytes": b, "GBps": sig4(statistics.mean(v))} for b, v in sorted(points.items())]})
+    return out
+
+
+def entry_text(curve, indent):
+    pad = " " * indent
+    lines = [pad + "{", pad + f'  "what": {json.dumps(curve["what"])},', pad + '  "points": [']
+    for i, p in enumerate(curve["points"]):
+        comma = "," if i + 1 < len(curve["points"]) else ""
+        lines += [pad + "    {", pad + f'      "bytes": {json.dumps(p["bytes"])},', pad + f'      "GBps": {json.dumps(p["GBps"])}',
+                  pad + "    }" + comma]
+    lines += [pad + "  ]", pad + "}"]
+    return "\n".join(lines)
+
+
+def closing_of(text, start):
+    """Index of the bracket closing the array whose '[' is at start."""
+    depth, i, in_str = 0, start, False
+    while i < len(text):
+        c = text[i]
+        if in_str:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise SystemExit("unbalanced JSON")
+
+
+def merge(path, new, note):
+    text = open(path).read()
+    doc = json.loads(text)
+    names = {c["what"] for c in new}
+    kept = [k for k in doc["calibration"]["kernels"] if k["what"] not in names]
+    if len(kept) != len(doc["calibration"]["kernels"]):
+        raise SystemExit(f"{path}: already has some of {sorted(names)}; remove them first")
+    cal = text.index('"calibration": {')
+    open_at = text.index('"kernels": [', cal) + len('"kernels": ')
+    close_at = closing_of(text, open_at)
+    line_start = text.rfind("\n", 0, close_at) + 1
+    indent = close_at - line_start + 2
+    body = text[:close_at].rstrip()
+    text = body + ",\n" + ",\n".join(entry_text(c, indent) for c in new) + "\n" + text[line_start:]
+    prov = text.index('"provenance": {')
+    notes_open = text.index('"notes": [', prov) + len('"notes": ')
+    notes_close = closing_of(text, notes_open)
+    nl = text.rfind("\n", 0, notes_close) + 1
+    item_indent = notes_close - nl + 2
+    text = text[:notes_close].rstrip() + ",\n" + " " * item_indent + json.dumps(note) + "\n" + text[nl:]
+    check = json.loads(text)
+    assert [k["what"] for k in check["calibration"]["kernels"]][-len(new):] == [c["what"] for c in new]
+    open(path, "w").write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--micro", required=True)
+    ap.add_argument("--note", required=True)
+    ap.add_argument("profiles", nargs="+")
+    args = ap.parse_args()
+    new = curves(json.load(open(args.micro)))
+    for p in args.profiles:
+        merge(p, new, args.note)
+        print(f"{p}: + {', '.join(c['what'] for c in new)}")
+
+
+if __name__ == "__main__":
+    main()
