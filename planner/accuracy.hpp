@@ -2,8 +2,10 @@
 // How far to trust an answer: the measured error of the replay on the committed validation runs
 // (reports/validation/summary.json and reports/validation/reference/summary.json) and against a
 // published table (reports/validation/megatron_table1.json), compiled into the binary, for each
-// whole set and for each feature the answer's configuration shares with its runs. A feature no measured run has says so; a profile that was not calibrated on its
-// machine says that its answers carry the published figures' own error besides these.
+// whole set and for each feature the answer's configuration shares with its runs (the features
+// strategy_features names: its stack, layout, ZeRO stage, schedule, offload and recompute). A
+// feature no run has is listed as such; a profile that was not calibrated on its machine says that
+// its answers carry the published figures' own error besides these.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,7 +37,7 @@ struct AccuracyLine {
 struct AccuracySet {
   bool published = false;
   std::string title;                 // published sets: whose runs ("Megatron-LM's Table 1 (...)")
-  std::vector<std::string> sources;  // the directory of each summary's runs (reports/validation/measured)
+  std::vector<std::string> sources;  // where each summary's runs lie (reports/validation/measured)
   std::vector<std::string> gpus;     // the GPU models the runs ran on
   std::vector<std::string> stacks;   // the training stacks they ran (measured runs' stack.name)
   std::vector<std::string> profiles; // published sets: the profiles they were replayed on
@@ -50,6 +52,7 @@ struct AccuracyCard {
   std::vector<std::string> not_measured;  // the configuration's features no set has a run of
   std::string profile;
   bool profile_calibrated = false;  // provenance.kind "measured": calibrated on its machine
+  std::string unavailable;          // why there is no card (the compiled-in summaries unreadable)
 };
 
 // The card from validation summaries (trainsim.validation_summary documents, pooled into one set)

@@ -123,7 +123,7 @@ std::string simulate_table(const SimulateAnswer& a) {
                      wl::to_string(q.inputs.model.numerics));
   if (!r.simulated) {
     out += "Not simulated: " + r.infeasible_reason.value_or("unknown") + "\n";
-    return out;
+    return out + "\n" + accuracy_text(accuracy_card(s, q.profile), "this configuration");
   }
   out += fmt::format("  {:<34}{:>12.4f} s\n", "step time", r.step_time_s);
   out += fmt::format("  {:<34}{:>12.1f} TFLOP/s ({:.1f} with recompute)\n", "per GPU (model FLOPs)", r.tflops_per_gpu,

@@ -174,18 +174,9 @@ CostModel::PassClasses CostModel::pass_classes(const wl::PassCost& pass) const {
   PassClasses c;
   c.attention = flash_seconds(pass);
   for (const auto& g : pass.gemms) {
-    if (times_flash(pass) && attention_gemm(g)) continue;
-    (attention_gemm(g) ? c.attention : c.gemm) += gemm_seconds(g);
-  }
-  for (const auto& k : pass.kernels) {
-    if (attention_kernel(k)) c.attention += kernel_seconds(k);
+    if (!(times_flash(pass) && attention_gemm(g))) c.gemm += gemm_seconds(g);
   }
   return c;
-}
-
-bool CostModel::attention_kernel(const wl::MemoryKernel& k) {
-  const std::string_view n = k.name;
-  return n == "softmax" || n == "attention_dropout";
 }
 
 double CostModel::gpu_adam_seconds(double params, wl::Numerics numerics) const {

@@ -38,14 +38,14 @@ class CostModel {
   double gemm_seconds(const wl::Gemm& g) const;
   double kernel_seconds(const wl::MemoryKernel& k) const;
   double pass_seconds(const wl::PassCost& pass) const;
-  // pass_seconds split by kernel class, as a profiler trace names kernels (validate compares them):
-  // the GEMMs but attention's; attention (flash attention's kernels, or the attention GEMMs with
-  // the softmax and its dropout); the rest, memory-bound kernels. The three add up to pass_seconds.
+  // pass_seconds split by kernel class, as a profiler trace names kernels (validate compares them,
+  // planner/validate/profiler_trace.hpp): the GEMMs (materialized attention's batched products
+  // among them, cuBLAS kernels in a trace); flash attention's kernels; the rest, memory-bound
+  // kernels (the softmax of materialized attention among them). The three add up to pass_seconds.
   struct PassClasses {
     double gemm = 0, attention = 0;
   };
   PassClasses pass_classes(const wl::PassCost& pass) const;
-  static bool attention_kernel(const wl::MemoryKernel& k);
   // Flash attention from the profile's calibrated kernels (nearest shape), when it has them and
   // the pass runs flash attention; the attention GEMMs are then not timed (attention_gemm).
   bool times_flash(const wl::PassCost& pass) const;

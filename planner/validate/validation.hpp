@@ -151,6 +151,10 @@ std::string rankings_markdown(const std::vector<RunValidation>& runs);
 // The report's section on FSDP2's accumulating copies' pages (validation_fresh_pages.cpp); empty
 // when no run makes such copies.
 std::string fresh_pages_markdown(const std::vector<RunValidation>& runs);
+// Runs measured in several launches (validation_launches.cpp): the report's section, and whether a
+// run's launches recorded their host's steal.
+std::string launches_markdown(const std::vector<RunValidation>& runs);
+bool launch_steal_recorded(const MeasuredRun& r);
 // GPU kernel time by class (validation_kernels.cpp): the report's section, a run's line in the
 // table and its entry in summary.json's runs; empty where the run has no kernel classes.
 std::string kernels_markdown(const std::vector<RunValidation>& runs);

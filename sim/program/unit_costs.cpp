@@ -57,7 +57,7 @@ PartTimes split(const CostModel& c, const wl::PassCost& pass) {
     for (int p = 0; p < PARTS; ++p) {
       if (!flash) {
         t.seconds[p] += s.part[p] * c.gemm_seconds(g);
-        (CostModel::attention_gemm(g) ? t.attention : t.gemm)[p] += s.part[p] * c.gemm_seconds(g);
+        t.gemm[p] += s.part[p] * c.gemm_seconds(g);
       }
       t.flops[p] += s.part[p] * g.flops();
     }
@@ -66,10 +66,7 @@ PartTimes split(const CostModel& c, const wl::PassCost& pass) {
   t.attention[ATTENTION_IN] += c.flash_seconds(pass);
   for (const auto& k : pass.kernels) {
     const Shares s = shares_of(k.name);
-    for (int p = 0; p < PARTS; ++p) {
-      t.seconds[p] += s.part[p] * c.kernel_seconds(k);
-      if (CostModel::attention_kernel(k)) t.attention[p] += s.part[p] * c.kernel_seconds(k);
-    }
+    for (int p = 0; p < PARTS; ++p) t.seconds[p] += s.part[p] * c.kernel_seconds(k);
   }
   return t;
 }
@@ -82,20 +79,26 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   const wl::LayerCost emb = wl::embedding_cost(m, s);
   const PartTimes fwd = split(c, layer.forward), bwd = split(c, layer.backward);
   const bool tp = s.tp > 1;
-  // Selective recompute re-runs the attention core: scores, softmax, its dropout and context.
+  // Selective recompute re-runs the attention core: scores, softmax, its dropout and context, or,
+  // where the profile times flash attention, flash attention's forward (Korthikanti et al. 2022).
   Segment core;
   for (const auto& g : layer.forward.gemms) {
     const std::string_view n = g.name;
     if (n == "attention_scores" || n == "attention_context") {
-      core.seconds += c.gemm_seconds(g);
       core.flops += g.flops();
+      if (c.times_flash(layer.forward)) continue;
+      core.seconds += c.gemm_seconds(g);
+      core.gemm_seconds += c.gemm_seconds(g);
     }
   }
-  for (const auto& k : layer.forward.kernels) {
-    const std::string_view n = k.name;
-    if (n == "softmax" || n == "attention_dropout") core.seconds += c.kernel_seconds(k);
+  if (c.times_flash(layer.forward)) {
+    core.seconds = core.attention_seconds = c.flash_seconds(layer.forward);
+  } else {
+    for (const auto& k : layer.forward.kernels) {
+      const std::string_view n = k.name;
+      if (n == "softmax" || n == "attention_dropout") core.seconds += c.kernel_seconds(k);
+    }
   }
-  core.attention_seconds = core.seconds;  // the attention core, all of it
   const bool selective = s.recompute == wl::Recompute::SELECTIVE;
   const int L = static_cast<int>(m.layers);
   std::vector<UnitCost> units;

@@ -25,20 +25,27 @@ wl::Strategy strategy(int dp, int tp, int pp, int zero) {
 using Features = std::vector<std::string>;
 
 TEST(StrategyFeatures, NameWhatAConfigurationExercises) {
-  EXPECT_EQ(strategy_features(strategy(1, 1, 1, 0)), Features({"single GPU"}));
-  EXPECT_EQ(strategy_features(strategy(4, 1, 1, 0)), Features({"data parallel"}));
+  EXPECT_EQ(strategy_features(strategy(1, 1, 1, 0)), Features({"stack idealized", "single GPU"}));
+  // ZeRO partitions over data-parallel ranks: on one GPU there is nothing for it to do.
+  EXPECT_EQ(strategy_features(strategy(1, 1, 1, 3)), Features({"stack idealized", "single GPU"}));
+  EXPECT_EQ(strategy_features(strategy(4, 1, 1, 0)), Features({"stack idealized", "data parallel"}));
   wl::Strategy infinity = strategy(4, 4, 1, 3);
   infinity.nodes = 2;
   infinity.offload_params = wl::OffloadTarget::NVME;
   infinity.offload_optimizer = wl::OffloadTarget::NVME;  // named once
   infinity.recompute = wl::Recompute::FULL;
-  EXPECT_EQ(strategy_features(infinity), Features({"several nodes", "ZeRO-3", "tensor parallel", "NVMe offload", "activation recompute"}));
+  EXPECT_EQ(strategy_features(infinity), Features({"stack idealized", "several nodes", "ZeRO-3", "tensor parallel", "NVMe offload", "activation recompute"}));
   wl::Strategy pipe = strategy(1, 1, 4, 0);
   pipe.schedule = wl::Schedule::GPIPE;
-  EXPECT_EQ(strategy_features(pipe), Features({"pipeline (gpipe)"}));
+  EXPECT_EQ(strategy_features(pipe), Features({"stack idealized", "pipeline (gpipe)"}));
+  wl::Strategy hydra = strategy(1, 1, 1, 0);
+  hydra.gpus = 4;
+  hydra.schedule = wl::Schedule::HYDRA;
+  hydra.stack.kind = wl::StackKind::PYTORCH;
+  EXPECT_EQ(strategy_features(hydra), Features({"stack pytorch", "Hydra"}));
   wl::Strategy offload = strategy(2, 1, 1, 3);
   offload.offload_optimizer = wl::OffloadTarget::CPU;
-  EXPECT_EQ(strategy_features(offload), Features({"ZeRO-3", "CPU offload"}));
+  EXPECT_EQ(strategy_features(offload), Features({"stack idealized", "ZeRO-3", "CPU offload"}));
 }
 
 nlohmann::json summary() {
@@ -85,7 +92,7 @@ TEST(AccuracyCard, GroupsTheRunsByTheConfigurationsFeatures) {
   EXPECT_EQ(set.features[1].runs, 1);
   EXPECT_DOUBLE_EQ(set.features[1].step_worst_pct, 10.0);
   // "tensor parallel": the only run with it was not simulated, so nothing measured it.
-  EXPECT_EQ(card.not_measured, Features({"tensor parallel"}));
+  EXPECT_EQ(card.not_measured, Features({"stack idealized", "tensor parallel"}));
   EXPECT_EQ(set.gpus, Features({"G", "H"}));
   EXPECT_EQ(set.stacks, Features({"s1", "s2"}));
   EXPECT_EQ(set.sources, Features({"somewhere/measured"}));
@@ -94,7 +101,7 @@ TEST(AccuracyCard, GroupsTheRunsByTheConfigurationsFeatures) {
   EXPECT_FALSE(card.profile_calibrated);  // dgx2's figures are published ones
   const std::string text = accuracy_text(card, "#1");
   EXPECT_NE(text.find("3 runs on 1 to 4 x G, H"), std::string::npos) << text;
-  EXPECT_NE(text.find("no measured or published run yet: tensor parallel"), std::string::npos) << text;
+  EXPECT_NE(text.find("no measured or published run yet: stack idealized, tensor parallel"), std::string::npos) << text;
   EXPECT_NE(text.find("dgx2 is not a calibrated profile"), std::string::npos) << text;
 }
 
@@ -122,7 +129,7 @@ TEST(AccuracyCard, PublishedRunsAreASetOfTheirOwn) {
   EXPECT_EQ(paper.all.memory_runs, 0);
   ASSERT_EQ(paper.features.size(), 2u);
   EXPECT_EQ(paper.features[0].what, "several nodes");
-  EXPECT_TRUE(card.not_measured.empty());
+  EXPECT_EQ(card.not_measured, Features({"stack idealized"}));
   EXPECT_NE(accuracy_text(card, "#1").find("Against published runs (mean |error|, worst): A paper's table, 2 runs on 512 to 1024 x A100"),
             std::string::npos)
       << accuracy_text(card, "#1");
