@@ -15,6 +15,8 @@ import argparse
 import json
 import statistics
 
+from merge_offload_calibration import close_of  # the bracket closing an array or object, strings skipped
+
 
 def sig4(x):
     return float(f"{x:.4g}")
@@ -44,28 +46,6 @@ def entry_text(curve, indent):
     return "\n".join(lines)
 
 
-def closing_of(text, start):
-    """Index of the bracket closing the array whose '[' is at start."""
-    depth, i, in_str = 0, start, False
-    while i < len(text):
-        c = text[i]
-        if in_str:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise SystemExit("unbalanced JSON")
-
-
 def merge(path, new, note):
     text = open(path).read()
     doc = json.loads(text)
@@ -75,14 +55,14 @@ def merge(path, new, note):
         raise SystemExit(f"{path}: already has some of {sorted(names)}; remove them first")
     cal = text.index('"calibration": {')
     open_at = text.index('"kernels": [', cal) + len('"kernels": ')
-    close_at = closing_of(text, open_at)
+    close_at = close_of(text, open_at)
     line_start = text.rfind("\n", 0, close_at) + 1
     indent = close_at - line_start + 2
     body = text[:close_at].rstrip()
     text = body + ",\n" + ",\n".join(entry_text(c, indent) for c in new) + "\n" + text[line_start:]
     prov = text.index('"provenance": {')
     notes_open = text.index('"notes": [', prov) + len('"notes": ')
-    notes_close = closing_of(text, notes_open)
+    notes_close = close_of(text, notes_open)
     nl = text.rfind("\n", 0, notes_close) + 1
     item_indent = notes_close - nl + 2
     text = text[:notes_close].rstrip() + ",\n" + " " * item_indent + json.dumps(note) + "\n" + text[nl:]

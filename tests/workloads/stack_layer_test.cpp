@@ -79,7 +79,7 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
   EXPECT_DOUBLE_EQ(copy_bytes(c3.backward) - copy_bytes(c2.backward), per_gather);
 }
 
-double kernel_bytes_named(const PassCost& pass, const std::string& name) {
+double kernel_bytes(const PassCost& pass, const std::string& name) {
   double b = 0;
   for (const MemoryKernel& k : pass.kernels) {
     if (k.name == name) b += k.bytes;
@@ -97,9 +97,9 @@ TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
   const Strategy zero2 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 2);
   const Strategy ddp = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
   const double shard = linear_params_per_layer(m) / 2;  // two data-parallel ranks
-  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero3).forward, "torch:foreach_copy_bf16"), 2 * 4 * shard);
-  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, zero2).forward, "torch:foreach_copy_bf16"), 4 * shard);
-  EXPECT_DOUBLE_EQ(kernel_bytes_named(torch_layer_cost(m, ddp).forward, "torch:foreach_copy_bf16"), 0);
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(m, zero3).forward, "torch:foreach_copy_bf16"), 2 * 4 * shard);
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(m, zero2).forward, "torch:foreach_copy_bf16"), 4 * shard);
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(m, ddp).forward, "torch:foreach_copy_bf16"), 0);
 }
 
 // The Llama-style layer as PyTorch runs it (reports/validation/scripts/model_llama.py, validated by
@@ -117,14 +117,6 @@ bool has_kernel(const PassCost& pass, const std::string& name) {
     if (k.name == name) return true;
   }
   return false;
-}
-
-double kernel_bytes(const PassCost& pass, const std::string& name) {
-  double b = 0;
-  for (const MemoryKernel& k : pass.kernels) {
-    if (k.name == name) b += k.bytes;
-  }
-  return b;
 }
 
 TEST(TorchLlamaLayer, FinalNormIsTheModelsOwn) {
