@@ -1,9 +1,11 @@
 #include "profiler_trace.hpp"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -17,6 +19,10 @@ namespace {
 
 // Traces of a whole step are tens of MB; anything beyond 4 GiB is not one.
 constexpr std::size_t MAX_TRACE_BYTES = std::size_t{4} << 30;
+// A GPU event lasts at most a day, and its timestamp (microseconds since some epoch, as CUPTI
+// gives it) stays below 1e18: past that a double no longer holds the microsecond.
+constexpr double MAX_EVENT_US = 8.64e10;
+constexpr double MAX_TIMESTAMP_US = 1e18;
 
 std::string read_maybe_gzipped(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files unchanged too
@@ -118,7 +124,13 @@ TraceSummary read_profiler_trace(const std::string& path) {
     if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) {
       throw ConfigError(path, "traceEvents", "GPU events with numeric ts and dur (microseconds)", "an event without them");
     }
-    const double a = e["ts"].get<double>() * 1e-6, b = a + e["dur"].get<double>() * 1e-6;
+    const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+    // Microseconds: a kernel lasts from 0 to a day (MAX_EVENT_US); anything else is not a trace of a step.
+    if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0 || dur > MAX_EVENT_US || std::fabs(ts) > MAX_TIMESTAMP_US) {
+      throw ConfigError(path, "traceEvents", "GPU events with a finite ts and a dur from 0 to 8.64e10 microseconds",
+                        fmt::format("ts {}, dur {} (\"{}\")", ts, dur, name.substr(0, 80)));
+    }
+    const double a = ts * 1e-6, b = a + dur * 1e-6;
     first = std::min(first, a);
     last = std::max(last, b);
     all.emplace_back(a, b);

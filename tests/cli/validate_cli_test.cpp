@@ -346,6 +346,18 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
       {"trace alone", [](const ScratchDir& d) { return "--measured " + q(d.write("t.json", TINY_TRACE)); }, {"--measured", "--sidecar"}},
       {"trace not JSON", [](const ScratchDir& d) { return "--measured " + q(d.write("t.json.gz", "not gzip, not json")) + " --model gpt2-1.5b"; },
        {"t.json.gz", "Chrome trace"}},
+      {"trace with a negative duration",
+       [](const ScratchDir& d) {
+         return "--measured " + q(d.write("t.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "nvjet_x", "ts": 1, "dur": -5}]})")) +
+                " --model gpt2-1.5b";
+       },
+       {"t.json", "traceEvents", "a dur from 0 to", "dur -5"}},
+      {"trace with a duration of 1e308",
+       [](const ScratchDir& d) {
+         return "--measured " + q(d.write("t.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1e308}]})")) +
+                " --model gpt2-1.5b";
+       },
+       {"t.json", "traceEvents", "a dur from 0 to"}},
       {"trace without GPU activity",
        [](const ScratchDir& d) { return "--measured " + q(d.write("t.json", R"({"traceEvents": []})")) + " --model gpt2-1.5b"; },
        {"t.json", "traceEvents", "GPU activity"}},
