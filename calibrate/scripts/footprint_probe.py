@@ -17,23 +17,17 @@ import statistics
 import time
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+
+# Llama 3 8B's layer weights, and a function's kernels under torch.profiler in start order.
+from context_probe import WEIGHTS, run
 
 BF16, FP32 = torch.bfloat16, torch.float32
-WEIGHTS = {"qkv": (6144, 4096), "proj": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 ROUNDS = 20
 BALLAST_GB = 100
 
 
 def kernel_durations(fn, scratch):
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    prof.export_chrome_trace(scratch)
-    with open(scratch) as f:
-        events = json.load(f)["traceEvents"]
-    return [e["dur"] * 1e-6 for e in events if e.get("cat") == "kernel"]
+    return [d for _, d in run(fn, scratch)]
 
 
 def measure(dev, scratch, label):
