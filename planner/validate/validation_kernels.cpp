@@ -13,7 +13,7 @@ namespace trainsim::planner {
 namespace {
 
 std::string error_text(double predicted, double measured) {
-  if (measured <= 0) return predicted > 0 ? "(none measured)" : "-";
+  if (measured <= 0) return predicted > 0 ? "none measured" : "-";
   return fmt::format("{:+.1f}%", 100 * (predicted / measured - 1));
 }
 
