@@ -1,6 +1,7 @@
 #include "accuracy.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -72,12 +73,6 @@ std::string common_directory(const nlohmann::json& inputs) {
   return common.generic_string();
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
-
 std::string runs_text(int n) { return fmt::format("{} run{}", n, n == 1 ? "" : "s"); }
 
 std::string errors_text(const AccuracyLine& l) {
@@ -90,6 +85,10 @@ std::string errors_text(const AccuracyLine& l) {
 }
 
 }  // namespace
+
+bool calibrated_profile(const hw::ClusterProfile& profile) {
+  return profile.provenance.is_object() && profile.provenance.value("kind", "") == "measured";
+}
 
 std::vector<std::string> strategy_features(const wl::Strategy& s) {
   std::vector<std::string> out;
@@ -170,7 +169,7 @@ void summarize(AccuracySet& set, const std::vector<RunErrors>& runs, const std::
 AccuracyCard accuracy_card(const std::vector<nlohmann::json>& summaries, const wl::Strategy& s, const hw::ClusterProfile& profile) {
   AccuracyCard card;
   card.profile = profile.name;
-  card.profile_calibrated = profile.provenance.is_object() && profile.provenance.value("kind", "") == "measured";
+  card.profile_calibrated = calibrated_profile(profile);
   card.features = strategy_features(s);
   const std::vector<std::string>& features = card.features;
   AccuracySet measured;
@@ -228,18 +227,18 @@ std::string accuracy_text(const AccuracyCard& card, const std::string& subject) 
                                                                : fmt::format("{} to {}", set.fewest_gpus, set.most_gpus);
     if (set.published) {
       out += fmt::format("Against published runs (mean |error|, worst): {}, {} on {} x {}, replayed on {}\n  ({})\n", set.title,
-                         runs_text(set.all.runs), count, joined(set.gpus), joined(set.profiles), joined(set.sources));
+                         runs_text(set.all.runs), count, fmt::join(set.gpus, ", "), fmt::join(set.profiles, ", "), fmt::join(set.sources, ", "));
     } else {
       out += fmt::format("Measured accuracy (mean |error|, worst): {} on {} x {}, each costed on a profile calibrated on machines of its kind\n"
                          "  (stacks {}; trainsim validate on {})\n",
-                         runs_text(set.all.runs), count, joined(set.gpus), joined(set.stacks), joined(set.sources));
+                         runs_text(set.all.runs), count, fmt::join(set.gpus, ", "), fmt::join(set.stacks, ", "), fmt::join(set.sources, ", "));
     }
     out += fmt::format("  {:<48}{}\n", set.all.what, errors_text(set.all));
     if (!set.features.empty()) out += fmt::format("  runs sharing a feature of {}:\n", subject);
     for (const AccuracyLine& l : set.features) out += fmt::format("    {:<46}{}\n", l.what + " (" + runs_text(l.runs) + ")", errors_text(l));
   }
   if (!card.not_measured.empty()) {
-    out += fmt::format("  no measured or published run yet: {}\n", joined(card.not_measured));
+    out += fmt::format("  no measured or published run yet: {}\n", fmt::join(card.not_measured, ", "));
   }
   if (!card.profile_calibrated) {
     out += fmt::format("  {} is not a calibrated profile (its figures are published ones, not measured on its machine):\n"
@@ -259,9 +258,9 @@ std::string accuracy_brief(const AccuracyCard& card) {
         seen.push_back(fmt::format("{:.1f}% ({}{})", l.step_mean_pct, set.published ? "published " : "", runs_text(l.runs)));
       }
     }
-    parts.push_back(f + " " + (seen.empty() ? std::string("none yet") : joined(seen)));
+    parts.push_back(f + " " + (seen.empty() ? std::string("none yet") : fmt::format("{}", fmt::join(seen, ", "))));
   }
-  return joined(parts);
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 nlohmann::ordered_json accuracy_json(const AccuracyCard& card) {

@@ -55,6 +55,10 @@ struct AccuracyCard {
   std::string unavailable;          // why there is no card (the compiled-in summaries unreadable)
 };
 
+// Whether the profile was calibrated on its machine (provenance.kind "measured"), not compiled from
+// published figures.
+bool calibrated_profile(const hw::ClusterProfile& profile);
+
 // The card from validation summaries (trainsim.validation_summary documents, pooled into one set)
 // and published comparisons (trainsim.published_comparison, a set each).
 AccuracyCard accuracy_card(const std::vector<nlohmann::json>& summaries, const wl::Strategy& s, const hw::ClusterProfile& profile);

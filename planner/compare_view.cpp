@@ -64,7 +64,7 @@ std::string compare_table(const CompareAnswer& a) {
     out += fmt::format("{:<20} {}\n", r.label.size() > 20 ? "..." + r.label.substr(r.label.size() - 17) : r.label,
                        accuracy_brief(accuracy_card(r.entry->candidate.strategy, q.profile)));
   }
-  if (!q.profile.provenance.is_object() || q.profile.provenance.value("kind", "") != "measured") {
+  if (!calibrated_profile(q.profile)) {
     out += fmt::format("{} is not a calibrated profile: its answers carry its published figures' error besides these.\n", q.profile.name);
   }
   return out;
