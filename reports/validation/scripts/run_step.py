@@ -34,6 +34,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import loss_fn  # noqa: E402
+import run_step_allocator  # noqa: E402
 from run_step_doc import measured_run_doc  # noqa: E402
 from run_step_plan import normalize, parser, state_of  # noqa: E402
 from run_step_stacks import BF16, build_dp, build_pipeline  # noqa: E402
@@ -215,6 +216,7 @@ def run_config(cfg):
     gc.collect()
     torch.cuda.empty_cache()
     build_s = time.perf_counter() - t_build
+    allocator_begun = run_step_allocator.start(DEV) if cfg.get("allocator_trace") else None
     log(f"{name}: built in {build_s:.1f} s, {local_params/1e9:.3f} B parameters on this rank")
     warm_times = []
     for i in range(cfg["warmup"]):
@@ -231,6 +233,7 @@ def run_config(cfg):
                     busy_timer.wrap(opt, "step", "optimizer")
                 opt_impl = "foreach (fused refused: " + str(e).splitlines()[0][:200] + ")"
         warm_times.append(timed_step())
+    warm_peak_res = torch.cuda.max_memory_reserved(DEV)
     torch.cuda.reset_peak_memory_stats(DEV)
     times, busy_steps, gc_steps, wall_starts, sched_steps, host_steps = [], [], [], [], [], []
     cpu_before = cpu_times()
@@ -258,6 +261,11 @@ def run_config(cfg):
     steal = steal_fraction(cpu_before, cpu_times())
     peak_alloc = torch.cuda.max_memory_allocated(DEV)
     peak_res = torch.cuda.max_memory_reserved(DEV)
+    if allocator_begun is not None:
+        run_step_allocator.finish(DEV, allocator_begun, name, RANK, out, {
+            "max_memory_allocated_timed": peak_alloc, "max_memory_reserved_timed": peak_res,
+            "max_memory_reserved_warmup": warm_peak_res, "reserved_at_end": torch.cuda.memory_reserved(DEV),
+            "warmup_steps": cfg["warmup"], "timed_steps": cfg["steps"]})
 
     # Per-step time: the slowest rank's.
     tt = torch.tensor(times, device=DEV, dtype=torch.float64)

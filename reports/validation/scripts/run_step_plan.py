@@ -41,6 +41,9 @@ def parser(description):
     p.add_argument("--trace-all-ranks", action="store_true", help="every rank records its trace (call 35)")
     p.add_argument("--optimizer-alone", type=int, default=0,
                    help="after the run, time opt.step() this many times on its own (validation call 21)")
+    p.add_argument("--allocator-trace", action="store_true",
+                   help="record the caching allocator's requests and frees from the build to the end of the timed "
+                        "steps into NAME.allocator.rankR.json.gz (run_step_allocator.py)")
     p.add_argument("--time-limit", type=float, default=300.0, help="seconds one configuration may take")
     p.add_argument("--plan", help="JSON list of configurations to run in this process")
     p.add_argument("--deadline", type=float, default=0.0,
@@ -71,6 +74,8 @@ def normalize(d, defaults, out, world):
             opts.append("--trace-cuda-only")
         if cfg.get("trace_all_ranks"):
             opts.append("--trace-all-ranks")
+        if cfg.get("allocator_trace"):
+            opts.append("--allocator-trace")
         if (cfg.get("trace_steps") or 1) != 1:
             opts += ["--trace-steps", str(cfg["trace_steps"])]
         launcher = "python3" if world == 1 else f"torchrun --standalone --nproc-per-node {world}"
