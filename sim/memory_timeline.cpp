@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "reserved_memory.hpp"
+
 namespace trainsim::sim {
 namespace {
 
@@ -42,6 +44,7 @@ double DeviceMemory::resident_at_peak() const {
 
 MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult& replay, int gpus, int nodes) {
   std::vector<std::vector<Event>> gpu_events(static_cast<std::size_t>(gpus));
+  std::vector<std::vector<AllocatorEvent>> gpu_requests(static_cast<std::size_t>(gpus));
   std::vector<std::vector<Event>> host_events(static_cast<std::size_t>(nodes)), storage_events(static_cast<std::size_t>(nodes));
   for (std::size_t v = 0; v < boost::num_vertices(graph); ++v) {
     const Op& op = graph[v];
@@ -50,7 +53,10 @@ MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult&
       const Event ev{t, e.bytes, e.cls};
       const auto i = static_cast<std::size_t>(e.device.index);
       switch (e.device.kind) {
-        case Device::Kind::GPU: gpu_events[i].push_back(ev); break;
+        case Device::Kind::GPU:
+          gpu_events[i].push_back(ev);
+          gpu_requests[i].push_back({t, e.bytes, e.cls, op.stream});
+          break;
         case Device::Kind::HOST: host_events[i].push_back(ev); break;
         case Device::Kind::STORAGE: storage_events[i].push_back(ev); break;
       }
@@ -60,7 +66,11 @@ MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult&
   out.gpus.resize(static_cast<std::size_t>(gpus));
   out.hosts.resize(static_cast<std::size_t>(nodes));
   out.storages.resize(static_cast<std::size_t>(nodes));
-  for (int g = 0; g < gpus; ++g) fold(out.gpus[static_cast<std::size_t>(g)], gpu_events[static_cast<std::size_t>(g)]);
+  for (int g = 0; g < gpus; ++g) {
+    const auto i = static_cast<std::size_t>(g);
+    fold(out.gpus[i], gpu_events[i]);
+    out.gpus[i].reserved_peak_bytes = caching_allocator_reserved_peak(std::move(gpu_requests[i]));
+  }
   for (int n = 0; n < nodes; ++n) {
     fold(out.hosts[static_cast<std::size_t>(n)], host_events[static_cast<std::size_t>(n)]);
     fold(out.storages[static_cast<std::size_t>(n)], storage_events[static_cast<std::size_t>(n)]);

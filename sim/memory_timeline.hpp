@@ -20,6 +20,9 @@ struct MemorySample {
 struct DeviceMemory {
   double peak_bytes = 0;
   double peak_time = 0;
+  // GPUs: the peak PyTorch's caching allocator would reserve for these events
+  // (reserved_memory.hpp); 0 for hosts and storage.
+  double reserved_peak_bytes = 0;
   std::array<double, MEM_CLASSES> at_peak{};  // bytes by class at the peak
   std::vector<MemorySample> samples;          // the whole timeline (for traces)
   // Model states and buckets at the peak (resident the whole step); the rest is transient.

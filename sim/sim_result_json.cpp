@@ -29,6 +29,7 @@ nlohmann::ordered_json to_json(const SimResult& r) {
     j["per_gpu"].push_back({{"stage", g.stage},
                             {"copies", g.copies},
                             {"peak_memory_bytes", g.peak_memory_bytes},
+                            {"peak_reserved_bytes", g.peak_reserved_bytes},
                             {"baseline_bytes", g.baseline_bytes},
                             {"at_peak", at_peak},
                             {"busy_s",
@@ -77,6 +78,7 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
     gr.stage = g.at("stage").get<int>();
     gr.copies = g.at("copies").get<int>();
     gr.peak_memory_bytes = g.at("peak_memory_bytes").get<double>();
+    gr.peak_reserved_bytes = g.at("peak_reserved_bytes").get<double>();
     gr.baseline_bytes = g.at("baseline_bytes").get<double>();
     for (const auto& [cls, bytes] : g.at("at_peak").items()) gr.at_peak.emplace_back(cls, bytes.get<double>());
     const auto& b = g.at("busy_s");

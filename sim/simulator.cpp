@@ -35,6 +35,7 @@ struct Outcome {
   double step_time_s = 0;
   std::vector<GpuBusy> busy;                                  // per simulated GPU, per step
   std::vector<double> gpu_peak;                               // per simulated GPU
+  std::vector<double> gpu_reserved_peak;                      // per simulated GPU (reserved_memory.hpp)
   std::vector<std::array<double, MEM_CLASSES>> gpu_at_peak;   // per simulated GPU
   std::vector<double> host_peak, storage_peak;                // per simulated node
   double ops = 0, activities = 0;
@@ -49,6 +50,7 @@ std::vector<double> flatten(const Outcome& o) {
                        b.optimizer_kernel_s});
   }
   v.insert(v.end(), o.gpu_peak.begin(), o.gpu_peak.end());
+  v.insert(v.end(), o.gpu_reserved_peak.begin(), o.gpu_reserved_peak.end());
   for (const auto& a : o.gpu_at_peak) v.insert(v.end(), a.begin(), a.end());
   v.insert(v.end(), o.host_peak.begin(), o.host_peak.end());
   v.insert(v.end(), o.storage_peak.begin(), o.storage_peak.end());
@@ -74,6 +76,7 @@ Outcome unflatten(const std::vector<double>& v, const Outcome& shape) {
     b.optimizer_kernel_s = v[i++];
   }
   for (auto& p : o.gpu_peak) p = v[i++];
+  for (auto& p : o.gpu_reserved_peak) p = v[i++];
   for (auto& a : o.gpu_at_peak) {
     for (auto& x : a) x = v[i++];
   }
@@ -162,6 +165,7 @@ class Replays {
     }
     for (const auto& g : timeline.gpus) {
       o.gpu_peak.push_back(g.peak_bytes);
+      o.gpu_reserved_peak.push_back(g.reserved_peak_bytes);
       o.gpu_at_peak.push_back(g.at_peak);
     }
     for (const auto& h : timeline.hosts) o.host_peak.push_back(h.peak_bytes);
@@ -303,6 +307,7 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
     gr.stage = gpus[g].rank.coord.pp;
     gr.copies = gpus[g].rank.copies;
     gr.peak_memory_bytes = o.gpu_peak[g];
+    gr.peak_reserved_bytes = o.gpu_reserved_peak[g];
     double resident = 0;
     for (int c = 0; c < MEM_CLASSES; ++c) {
       const double bytes = o.gpu_at_peak[g][static_cast<std::size_t>(c)];

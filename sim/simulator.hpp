@@ -29,6 +29,9 @@ struct GpuResult {
   int stage = 0;   // pipeline stage of this simulated GPU
   int copies = 1;  // identical ranks of its node it stands for (itself included)
   double peak_memory_bytes = 0;
+  // What PyTorch's caching allocator would reserve for the same events (reserved_memory.hpp).
+  // Carried from the simulating child; not in planner results.
+  double peak_reserved_bytes = 0;
   double baseline_bytes = 0;                  // model states and buckets at the peak
   std::vector<std::pair<std::string, double>> at_peak;  // the rest of the peak, by class
   double compute_s = 0, exposed_communication_s = 0, exposed_offload_io_s = 0, optimizer_s = 0, idle_s = 0;

@@ -1,7 +1,5 @@
 #include "training_stack.hpp"
 
-#include <cmath>
-
 #include "memory_model.hpp"
 
 namespace trainsim::wl {
@@ -136,19 +134,6 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       break;
   }
   return st;
-}
-
-double allocator_rounded_bytes(double request_bytes) {
-  if (request_bytes <= 0) return 0;
-  return std::ceil(request_bytes / 512.0) * 512.0;
-}
-
-double allocator_segment_bytes(double request_bytes) {
-  constexpr double MiB = 1048576.0;
-  if (request_bytes <= 0) return 0;
-  if (request_bytes <= 1 * MiB) return 2 * MiB;
-  if (request_bytes < 10 * MiB) return 20 * MiB;
-  return std::ceil(request_bytes / (2 * MiB)) * 2 * MiB;
 }
 
 }  // namespace trainsim::wl

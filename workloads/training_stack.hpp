@@ -104,11 +104,4 @@ struct StackStates {
 // `grad_accum`: micro-batches per step on one data-parallel rank; `zero_stage` as the strategy says.
 StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t grad_accum);
 
-// The PyTorch caching allocator's rounding (training_stacks.md, "Allocator"): every request is
-// rounded up to a multiple of 512 bytes (what max_memory_allocated counts); it reserves segments
-// of 2 MiB for requests up to 1 MiB, of 20 MiB for requests below 10 MiB, and the request rounded
-// up to 2 MiB above that (what max_memory_reserved counts, before fragmentation).
-double allocator_rounded_bytes(double request_bytes);
-double allocator_segment_bytes(double request_bytes);
-
 }  // namespace trainsim::wl

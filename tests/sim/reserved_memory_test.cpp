@@ -1,0 +1,97 @@
+// The replay's memory events through the caching-allocator model (sim/reserved_memory.hpp): each
+// event one request on its op's stream, frees matched to allocations by class and bytes. Each case's
+// reserved peak follows by hand from the allocator's rules (sim/caching_allocator.hpp); the last one
+// checks that a simulated step carries it from the simulating child.
+#include "reserved_memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include "memory_model.hpp"
+#include "model_loader.hpp"
+#include "profile_loader.hpp"
+#include "simulator.hpp"
+#include "strategy_input.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+constexpr double MiB = 1 << 20;
+constexpr MemClass ACT = MemClass::ACTIVATIONS;
+
+TEST(ReservedMemory, AMidSizedEventReservesTwentyMiB) {
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 5 * MiB, ACT, Stream::COMPUTE}}), 20 * MiB);
+}
+
+TEST(ReservedMemory, AFreeTakesTheAllocationOfItsSizeFirst) {
+  // 30 then 50 MiB; freeing 30 frees the 30 (not the latest, 50): a later 30 fits it again.
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 30 * MiB, ACT, Stream::COMPUTE},
+                                             {1, 50 * MiB, ACT, Stream::COMPUTE},
+                                             {2, -30 * MiB, ACT, Stream::COMPUTE},
+                                             {3, 30 * MiB, ACT, Stream::COMPUTE}}),
+            80 * MiB);
+}
+
+TEST(ReservedMemory, AFreeOfSeveralEventsReturnsEachAndTheirSegmentsStaySeparate) {
+  // 30 and 50 freed by one event of 80: two free segments, neither holds 80.
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 30 * MiB, ACT, Stream::COMPUTE},
+                                             {1, 50 * MiB, ACT, Stream::COMPUTE},
+                                             {2, -80 * MiB, ACT, Stream::COMPUTE},
+                                             {3, 80 * MiB, ACT, Stream::COMPUTE}}),
+            160 * MiB);
+}
+
+TEST(ReservedMemory, APartFreedLeavesTheRestAsARequest) {
+  // 100 MiB, 40 of it freed: the 60 left is a new request, served from the freed 100 (split), and a
+  // later 40 fits what remains.
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 100 * MiB, ACT, Stream::COMPUTE},
+                                             {1, -40 * MiB, ACT, Stream::COMPUTE},
+                                             {2, 40 * MiB, ACT, Stream::COMPUTE}}),
+            100 * MiB);
+}
+
+TEST(ReservedMemory, ClassesAreMatchedApart) {
+  // Activations on the compute stream, then gathered parameters of the same size on the
+  // communication stream; the activations' free returns the activations' block (not the latest
+  // event's), so the next activations fit it again.
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 64 * MiB, ACT, Stream::COMPUTE},
+                                             {1, 64 * MiB, MemClass::GATHERED, Stream::COMM},
+                                             {2, -64 * MiB, ACT, Stream::COMPUTE},
+                                             {3, 64 * MiB, ACT, Stream::COMPUTE}}),
+            128 * MiB);
+}
+
+TEST(ReservedMemory, BlocksFreedOnOneStreamDoNotServeAnother) {
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 64 * MiB, MemClass::GATHERED, Stream::COMM},
+                                             {1, -64 * MiB, MemClass::GATHERED, Stream::COMM},
+                                             {2, 64 * MiB, ACT, Stream::COMPUTE}}),
+            128 * MiB);
+}
+
+TEST(ReservedMemory, FreesComeBeforeAllocationsAtOneInstant) {
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 64 * MiB, ACT, Stream::COMPUTE},
+                                             {1, 64 * MiB, ACT, Stream::COMPUTE},
+                                             {1, -64 * MiB, ACT, Stream::COMPUTE}}),
+            64 * MiB);
+}
+
+TEST(ReservedMemory, ASimulatedStepCarriesItsReservedPeak) {
+  const wl::ModelSpec m = wl::builtin_model("gpt2-1.5b");
+  wl::StrategyInput in;
+  wl::TrainingStack ddp;
+  ddp.kind = wl::StackKind::PYTORCH_DDP;
+  in.stack.set(ddp, "t");
+  in.precision.set(wl::Numerics::BF16_MIXED, "t");
+  in.micro_batch.set(2, "t");
+  const wl::ResolvedInputs r = wl::resolve_inputs(in, m, {2, 96, "h200x4-measured"});
+  const SimResult s = simulate(r.model, r.strategy, hw::builtin_profile("h200x4-measured"), wl::estimate_memory(r.model, r.strategy, 2));
+  ASSERT_TRUE(s.simulated);
+  for (const GpuResult& g : s.per_gpu) {
+    // Every event is a request of at least its bytes: reserved is at least the allocated peak, and
+    // the segments' rounding keeps it within a few MiB per event of it here.
+    EXPECT_GE(g.peak_reserved_bytes, g.peak_memory_bytes);
+    EXPECT_LT(g.peak_reserved_bytes, 2 * g.peak_memory_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::sim
