@@ -17,16 +17,6 @@ R=${R:-/tmp/allocator_runs}
 source "$HERE/device_lib.sh"
 begin
 require_gpu
-run_plans() {
-  local d=$1 limit=$2 n
-  for n in 1 2; do
-    [ -f "$d/plan$n.json" ] || continue
-    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout $((150 * n + 60)) torchrun --standalone --nproc-per-node $n \
-      "$HERE/run_step.py" --plan "$d/plan$n.json" --time-limit "$limit" --out "$d" >"$d/log$n.txt" 2>&1
-    echo "$(basename "$d") $n GPU(s) rc $?"
-  done
-  grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt
-}
 common='"steps": 2, "warmup": 2, "no_trace": true, "allocator_trace": true'
 gpt='"layers": 24, "hidden": 1024, "heads": 16'
 llama='"arch": "llama", "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "hidden": 4096, "vocab": 128256, "seq": 2048'

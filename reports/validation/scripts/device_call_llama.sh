@@ -27,18 +27,6 @@ source "$HERE/device_lib.sh"
 begin
 require_gpu
 llama='"arch": "llama", "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "hidden": 4096, "vocab": 128256, "seq": 2048'
-# run_plans DIR LIMIT: each of DIR/plan1.json, plan2.json, plan4.json that exists, on that many GPUs
-# (GPUs 0 .. n-1), into DIR/logN.txt; each configuration may take LIMIT seconds; then what stepped.
-run_plans() {
-  local d=$1 limit=$2 n
-  for n in 1 2 4; do
-    [ -f "$d/plan$n.json" ] || continue
-    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout $((100 * n + 100)) torchrun --standalone --nproc-per-node $n \
-      "$HERE/run_step.py" --plan "$d/plan$n.json" --time-limit "$limit" --out "$d" >"$d/log$n.txt" 2>&1
-    echo "$(basename "$d") $n GPU(s) rc $?"
-  done
-  grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt
-}
 for ph in "$@"; do
   stamp "$ph"
   case $ph in

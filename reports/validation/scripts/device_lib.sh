@@ -57,3 +57,16 @@ begin() {
   fi
   grep -m1 "Model name" "$R/env.txt"; nvidia-smi -L | head -1; hostname
 }
+# run_plans DIR LIMIT: each of DIR/plan1.json, plan2.json, plan4.json that exists, on that many GPUs
+# (GPUs 0 .. n-1, through torchrun, the whole plan within 100 s per GPU plus 100), into DIR/logN.txt;
+# each configuration may take LIMIT seconds; then what stepped. (HERE: the scripts' folder.)
+run_plans() {
+  local d=$1 limit=$2 n
+  for n in 1 2 4; do
+    [ -f "$d/plan$n.json" ] || continue
+    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout $((100 * n + 100)) torchrun --standalone --nproc-per-node $n \
+      "$HERE/run_step.py" --plan "$d/plan$n.json" --time-limit "$limit" --out "$d" >"$d/log$n.txt" 2>&1
+    echo "$(basename "$d") $n GPU(s) rc $?"
+  done
+  grep -h "step .* s (spread" "$d"/log*.txt; grep -h "FAILED" "$d"/log*.txt
+}
