@@ -110,3 +110,48 @@ TEST(SimulateCli, DelayedUpdateHidesTheCpuOptimizer) {
 
 }  // namespace
 }  // namespace trainsim
+
+namespace trainsim {
+namespace {
+
+// A PyTorch stack's answer carries the reserved peak of its caching allocator as modeled
+// (sim/reserved_memory.hpp), at least its allocated peak; the papers' idealized stack, which has
+// no allocator, carries none.
+TEST(SimulateCli, APyTorchStackShowsItsReservedPeak) {
+  const std::string args = "simulate --model gpt2-1.5b --hw h200x4-measured --gpus 2 --stack pytorch-ddp --precision bf16-mixed "
+                           "--micro-batch 2";
+  const auto text = test::run_trainsim(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("peak GPU memory reserved"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Basis: reserved peak: the replay's memory events through a model of PyTorch's caching allocator"),
+            std::string::npos);
+  const auto r = test::run_trainsim(args + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("peak_reserved_bytes"));
+  EXPECT_GE(j["peak_reserved_bytes"].get<double>(), j["peak_memory_bytes"].get<double>());
+
+  const auto idealized = test::run_trainsim("simulate --model gpt2-1.5b --hw h200x4-measured --gpus 2 --micro-batch 2 --format json");
+  ASSERT_EQ(idealized.exit_code, 0) << idealized.err;
+  EXPECT_FALSE(nlohmann::json::parse(idealized.out).contains("peak_reserved_bytes"));
+}
+
+// Allocated within the memory, the modeled reserved peak above it: an answer that fits, with a note
+// saying what PyTorch does then (30 layers of Llama 3 8B's shape on one H200, checkpointed).
+TEST(SimulateCli, AReservedPeakAboveTheMemoryIsANoteNotAnOverflow) {
+  test::ScratchDir dir;
+  std::string text = test::read_file(std::string(TRAINSIM_SOURCE_DIR) +
+                                     "/reports/validation/measured/call43-h200x2/h200x1_single_llama_ac_L16-h4096_mb2x2.model.json");
+  const auto at = text.find("\"layers\": 16");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "\"layers\": 30");
+  const std::string model = dir.write("llama30.json", text);
+  const auto r = test::run_trainsim("simulate --model " + model + " --hw h200x4-measured --gpus 1 --stack pytorch --recompute full "
+                                    "--micro-batch 2 --global-batch 4 --precision bf16-mixed --attention flash");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("usable  fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Note: the modeled reserved peak"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace trainsim
