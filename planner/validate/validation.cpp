@@ -290,8 +290,8 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     const bool caching = !request.inputs.strategy.stack.is_reference();
     double predicted_reserved = predicted_peak;
     if (caching) {
-      predicted_reserved = 0;
-      for (const auto& g : r.per_gpu) predicted_reserved = std::max(predicted_reserved, g.peak_reserved_bytes);
+      for (const auto& g : r.per_gpu) v.predicted_reserved.push_back(g.peak_reserved_bytes);
+      predicted_reserved = max_of(v.predicted_reserved);
     }
     v.rows.push_back(row(run, "peak_reserved", "bytes", predicted_reserved, max_of(run.peak_reserved_bytes), false, 0,
                          caching ? "predicted: the replay's memory events through the caching-allocator model, one request an event"

@@ -48,6 +48,8 @@ struct RunValidation {
   std::string profile_description;       // its description (who calibrated it, where, when)
   std::vector<std::string> features;     // what its configuration exercises (accuracy.hpp, strategy_features)
   std::vector<double> predicted_peaks;   // per simulated GPU (pipeline stage)
+  // per simulated GPU, what the caching-allocator model reserves; empty for a stack without it
+  std::vector<double> predicted_reserved;
   std::optional<TraceSummary> trace;
   std::vector<ValidationRow> rows;
   std::vector<std::string> notes;        // the simulation's assumptions and notes, once each

@@ -141,8 +141,9 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
         return fmt::format("{}", fmt::join(t, " / "));
       };
       // The replay simulates one GPU per pipeline stage and folds identical data-parallel ranks.
-      out += fmt::format("{:<42} per GPU (GiB): predicted {} (one per stage); measured allocated {}, reserved {}\n", v.run.name,
-                         gib(v.predicted_peaks), gib(v.run.peak_allocated_bytes), gib(v.run.peak_reserved_bytes));
+      const std::string reserved = v.predicted_reserved.empty() ? "" : ", reserved " + gib(v.predicted_reserved);
+      out += fmt::format("{:<42} per GPU (GiB): predicted allocated {}{} (one per stage); measured allocated {}, reserved {}\n",
+                         v.run.name, gib(v.predicted_peaks), reserved, gib(v.run.peak_allocated_bytes), gib(v.run.peak_reserved_bytes));
     }
     if (v.fresh_pages_step_s) {
       out += fmt::format("{:<42} with FSDP2's accumulating copies' pages faulting in (not replayed): {:.4g} s, {:+.1f}%\n", v.run.name,
@@ -298,10 +299,11 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "The `peak_allocated` rows compare the largest GPU. Here every GPU: the replay simulates one GPU per pipeline "
         "stage (identical data-parallel ranks folded); where it has one per measured rank, the signed error of each "
         "(no target).\n\n"
-        "| run | stack | predicted peak allocated (GiB) | measured (GiB) | error per GPU | measured reserved (GiB) |\n"
-        "|---|---|---|---|---|---|\n";
+        "| run | stack | predicted peak allocated (GiB) | measured (GiB) | error per GPU | predicted reserved (GiB) | measured reserved (GiB) |\n"
+        "|---|---|---|---|---|---|---|\n";
   for (const auto& v : runs) {
-    std::vector<std::string> p, m, res, err;
+    std::vector<std::string> p, m, pres, res, err;
+    for (double b : v.predicted_reserved) pres.push_back(fmt::format("{:.1f}", b / GiB));
     for (double b : v.predicted_peaks) p.push_back(fmt::format("{:.1f}", b / GiB));
     for (double b : v.run.peak_allocated_bytes) m.push_back(fmt::format("{:.1f}", b / GiB));
     for (double b : v.run.peak_reserved_bytes) res.push_back(fmt::format("{:.1f}", b / GiB));
@@ -310,8 +312,9 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         err.push_back(fmt::format("{:+.1f}%", 100.0 * (v.predicted_peaks[i] - v.run.peak_allocated_bytes[i]) / v.run.peak_allocated_bytes[i]));
       }
     }
-    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", v.run.name, v.run.stack, fmt::join(p, " / "), fmt::join(m, " / "),
-                      err.empty() ? std::string("-") : fmt::format("{}", fmt::join(err, " / ")), fmt::join(res, " / "));
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", v.run.name, v.run.stack, fmt::join(p, " / "), fmt::join(m, " / "),
+                      err.empty() ? std::string("-") : fmt::format("{}", fmt::join(err, " / ")),
+                      pres.empty() ? std::string("-") : fmt::format("{}", fmt::join(pres, " / ")), fmt::join(res, " / "));
   }
   md += "\n## Where every term comes from\n\n"
         "No term is fitted to a measured run. Each comes from a calibration measurement of the profile (its `calibration` "

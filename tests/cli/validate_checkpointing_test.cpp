@@ -24,7 +24,7 @@ TEST(ValidateCheckpointing, StageZeroHoldsAutocastsCachedWeightCastsAtTheEndOfIt
   const CommandResult r = run_trainsim("validate --measured " + q(source_path(run)) + " --no-trace");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
-  const std::regex per_gpu(R"(per GPU \(GiB\): predicted ([0-9.]+) / ([0-9.]+) \(one per stage\); measured allocated ([0-9.]+) / ([0-9.]+))");
+  const std::regex per_gpu(R"(per GPU \(GiB\): predicted allocated ([0-9.]+) / ([0-9.]+), reserved [0-9.]+ / [0-9.]+ \(one per stage\); measured allocated ([0-9.]+) / ([0-9.]+))");
   ASSERT_TRUE(std::regex_search(r.out, m, per_gpu)) << r.out;
   const double predicted0 = std::stod(m[1]), measured0 = std::stod(m[3]);
   EXPECT_NEAR(predicted0 / measured0, 1.0, 0.02) << "stage 0: predicted " << predicted0 << " GiB, measured " << measured0 << " GiB";
