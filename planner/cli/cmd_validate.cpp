@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "allocator_record.hpp"
 #include "commands.hpp"
 #include "config_error.hpp"
 #include "output.hpp"
@@ -23,7 +24,7 @@ void register_validate(CLI::App& app, Commands& commands) {
   struct State {
     planner::InputFlags inputs;
     OutputFlags output;
-    std::string measured, sidecar, known_gaps, report_dir;
+    std::string measured, sidecar, known_gaps, report_dir, allocator_record;
     bool no_trace = false;
   };
   auto state = std::make_shared<State>();
@@ -33,8 +34,11 @@ void register_validate(CLI::App& app, Commands& commands) {
   sub->add_option("--measured", state->measured,
                   "A measured-run JSON (reports/validation/README.md documents the schema; the reference step writes "
                   "it too), a torch.profiler Chrome trace (.json or .json.gz; model and strategy from --sidecar or the "
-                  "flags), or a directory: every measured-run JSON under it")
-      ->required();
+                  "flags), or a directory: every measured-run JSON under it");
+  sub->add_option("--allocator-record", state->allocator_record,
+                  "Instead of --measured: the CUDA caching allocator's own record of a run (NAME.allocator.rankR.json.gz, "
+                  "written by `run_step.py --allocator-trace`; reports/validation/allocator/README.md), or a directory of "
+                  "them: replays its requests through trainsim's allocator model and compares the reserved peak");
   sub->add_option("--sidecar", state->sidecar,
                   "With a profiler trace: a JSON naming what the trace ran ({\"schema_version\": 1, \"kind\": "
                   "\"trainsim.trace_sidecar\", \"name\", \"model\", \"strategy\", \"stack\", optional \"gpu\", "
@@ -59,12 +63,32 @@ void register_validate(CLI::App& app, Commands& commands) {
                           "  trainsim validate --measured reports/validation/measured/h200x1/h200x1_single_L28-h4096_mb1x2.json\n"
                           "  trainsim validate --measured trace.json.gz --sidecar run.json --hw h200x4-measured\n"
                           "  trainsim validate --measured reports/validation/measured --known-gaps "
-                          "reports/validation/known_gaps.json --report-dir reports/validation\n\n") +
+                          "reports/validation/known_gaps.json --report-dir reports/validation\n"
+                          "  trainsim validate --allocator-record reports/validation/allocator\n\n") +
               OUTPUT_FILES_HELP + "\n" + EXIT_CODES_HELP);
   sub->callback([state, sub, &commands] {
     commands.run = [state, sub] {
       const bool hw_given = sub->count("--hw") > 0;
       std::vector<Output> outputs{result_output(*sub, state->output)};
+      if (state->measured.empty() == state->allocator_record.empty()) {
+        throw ConfigError("--measured", "--measured", "exactly one of --measured and --allocator-record",
+                          state->measured.empty() ? "neither" : "both");
+      }
+      if (!state->allocator_record.empty()) {
+        for (const char* other : {"--sidecar", "--known-gaps", "--report-dir", "--no-trace"}) {
+          if (sub->count(other) > 0) throw ConfigError(other, other, "no " + std::string(other) + " with --allocator-record", "one");
+        }
+        check_outputs(outputs);
+        // Every record is read and checked before anything is written.
+        std::vector<planner::AllocatorReplay> replays;
+        for (const auto& file : planner::allocator_record_files(state->allocator_record)) {
+          replays.push_back(planner::replay_allocator_record(planner::load_allocator_record(file)));
+        }
+        outputs.front().text = state->output.format == "json" ? planner::allocator_replay_json(replays).dump(2) + "\n"
+                                                              : planner::allocator_replay_table(replays);
+        emit(std::move(outputs));
+        return 0;
+      }
       if (!state->report_dir.empty()) {
         std::error_code ec;
         if (!fs::is_directory(state->report_dir, ec)) {

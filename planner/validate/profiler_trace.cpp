@@ -1,7 +1,6 @@
 #include "profiler_trace.hpp"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "config_error.hpp"
+#include "gzip_file.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -23,30 +23,6 @@ constexpr std::size_t MAX_TRACE_BYTES = std::size_t{4} << 30;
 // gives it) stays below 1e18: past that a double no longer holds the microsecond.
 constexpr double MAX_EVENT_US = 8.64e10;
 constexpr double MAX_TIMESTAMP_US = 1e18;
-
-std::string read_maybe_gzipped(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files unchanged too
-  if (f == nullptr) throw ConfigError(path, "", "a readable profiler trace (Chrome trace JSON, optionally gzipped)", "cannot open");
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = gzread(f, buf, sizeof(buf));
-    if (n < 0) {
-      int err = 0;
-      const std::string what = gzerror(f, &err);
-      gzclose(f);
-      throw ConfigError(path, "", "a readable profiler trace (Chrome trace JSON, optionally gzipped)", "a read error: " + what);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > MAX_TRACE_BYTES) {
-      gzclose(f);
-      throw ConfigError(path, "", "a profiler trace of at most 4 GiB", "more");
-    }
-  }
-  gzclose(f);
-  return out;
-}
 
 using Interval = std::pair<double, double>;
 
@@ -96,7 +72,7 @@ const char* kernel_class(std::string_view name) {
 }
 
 TraceSummary read_profiler_trace(const std::string& path) {
-  const std::string text = read_maybe_gzipped(path);
+  const std::string text = read_maybe_gzipped(path, "a readable profiler trace (Chrome trace JSON, optionally gzipped)", MAX_TRACE_BYTES);
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded()) throw ConfigError(path, "", "a Chrome trace JSON document", "text that is not JSON");
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
