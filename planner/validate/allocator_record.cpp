@@ -24,6 +24,7 @@ constexpr std::size_t MAX_RECORD_BYTES = std::size_t{512} << 20;
 constexpr std::int64_t MAX_BYTES = std::int64_t{1} << 50;  // no GPU holds a PiB
 constexpr std::int64_t INT64_MAX_V = std::numeric_limits<std::int64_t>::max();
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+constexpr std::uint64_t MAX_RESERVED = std::uint64_t{1} << 60;
 
 std::vector<AllocatorRecord::Segment> read_segments(StrictObject& root) {
   const nlohmann::json& list = root.raw("segments_at_start");
@@ -83,8 +84,12 @@ std::vector<AllocatorRecord::Event> read_events(StrictObject& root, const std::v
 }  // namespace
 
 AllocatorRecord load_allocator_record(const std::string& path) {
-  const JsonDocument doc = parse_json_text(
+  return parse_allocator_record(
       read_maybe_gzipped(path, "a readable allocator record (trainsim.allocator_trace JSON, optionally gzipped)", MAX_RECORD_BYTES), path);
+}
+
+AllocatorRecord parse_allocator_record(std::string_view text, const std::string& path) {
+  const JsonDocument doc = parse_json_text(text, path);
   StrictObject root(doc.json, doc.source, "");
   root.integer("schema_version", 1, 1);
   const std::string kind = root.string("kind");
@@ -123,6 +128,7 @@ AllocatorReplay replay_allocator_record(const AllocatorRecord& record) {
   std::map<std::int64_t, sim::CachingAllocator::BlockId> live;  // the block at each live address
   for (const auto& seg : record.segments_at_start) {
     const auto ids = a.adopt_segment(seg.stream, seg.small_pool, seg.blocks);
+    if (a.reserved() > MAX_RESERVED) throw ConfigError(record.source, "segments_at_start", "segments of at most 1 EiB in all", "more");
     std::int64_t address = seg.address;
     std::size_t next = 0;
     for (const auto& [size, allocated] : seg.blocks) {
@@ -134,8 +140,15 @@ AllocatorReplay replay_allocator_record(const AllocatorRecord& record) {
   for (std::size_t i = 0; i < record.events.size(); ++i) {
     const auto& e = record.events[i];
     if (e.action == AllocatorRecord::Action::ALLOC) {
+      if (live.contains(e.address)) {
+        throw ConfigError(record.source, fmt::format("events[{}]", i), "an allocation at an address not allocated already",
+                          fmt::format("address {} still allocated", e.address));
+      }
       live[e.address] = a.malloc(e.size, e.stream);
       ++out.requests;
+      if (a.reserved() > MAX_RESERVED) {
+        throw ConfigError(record.source, fmt::format("events[{}]", i), "requests that reserve at most 1 EiB", "more");
+      }
     } else if (e.action == AllocatorRecord::Action::FREE) {
       const auto it = live.find(e.address);
       if (it == live.end()) {

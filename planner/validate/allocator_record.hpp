@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainsim::planner {
@@ -35,6 +36,8 @@ struct AllocatorRecord {
 
 // Throws ConfigError naming the file and key for anything but such a record.
 AllocatorRecord load_allocator_record(const std::string& path);
+// The same from the record's (unpacked) text; `source` names it in errors.
+AllocatorRecord parse_allocator_record(std::string_view text, const std::string& source);
 
 struct AllocatorReplay {
   std::string source, name;
@@ -44,7 +47,8 @@ struct AllocatorReplay {
   double error_pct() const { return 100 * (replayed_reserved_bytes / measured_reserved_bytes - 1); }
 };
 
-// Throws ConfigError naming the file when a free names an address no live block has.
+// Throws ConfigError naming the file when a free names an address no live block has, or when the
+// requests would reserve more than 1 EiB (no GPU's record does; the byte counts stay exact below it).
 AllocatorReplay replay_allocator_record(const AllocatorRecord& record);
 
 // Records in a directory (every *.allocator.rank*.json.gz under it, sorted) or the one file.
