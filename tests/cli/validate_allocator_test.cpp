@@ -79,6 +79,22 @@ TEST(ValidateAllocator, BadRecordsNameFileAndKeyAndExit2) {
          }
        },
        "events["},
+      {"an allocation at an address still allocated",
+       [](nlohmann::json& j) {
+         auto& ev = j["events"];
+         const auto actions = j["actions"];
+         auto is = [&](std::size_t i, const char* what) { return actions[ev["action"][i].get<std::size_t>()] == what; };
+         std::size_t first = 0;
+         while (!is(first, "alloc")) ++first;
+         for (std::size_t i = first + 1; i < ev["action"].size(); ++i) {
+           if (is(i, "free_completed") && ev["addr"][i] == ev["addr"][first]) break;  // freed first: look no further
+           if (is(i, "alloc")) {
+             ev["addr"][i] = ev["addr"][first];
+             break;
+           }
+         }
+       },
+       "still allocated"},
       {"no measured reserved peak", [](nlohmann::json& j) { j["measured"].erase("max_memory_reserved_timed"); }, "max_memory_reserved_timed"},
   };
   ScratchDir dir;
