@@ -36,6 +36,11 @@ class FileDescriptor {
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
   int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_;
@@ -43,7 +48,7 @@ class FileDescriptor {
 
 }  // namespace
 
-std::string read_input_file(const std::string& path) {
+int open_regular_file(const std::string& path, const std::string& expected) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (fd.get() < 0) {
@@ -51,13 +56,22 @@ std::string read_input_file(const std::string& path) {
     const std::string why = err == ENOENT ? "a path that does not exist"
                             : err == EACCES ? "a file this user may not read"
                                             : fmt::format("a file that cannot be opened ({})", std::strerror(err));
-    throw ConfigError(path, "(file)", EXPECTED, why);
+    throw ConfigError(path, "(file)", expected, why);
   }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    throw ConfigError(path, "(file)", expected, fmt::format("a file that cannot be examined ({})", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) throw ConfigError(path, "(file)", expected, kind_of(st.st_mode));
+  return fd.release();
+}
+
+std::string read_input_file(const std::string& path) {
+  FileDescriptor fd(open_regular_file(path, EXPECTED));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     throw ConfigError(path, "(file)", EXPECTED, fmt::format("a file that cannot be examined ({})", std::strerror(errno)));
   }
-  if (!S_ISREG(st.st_mode)) throw ConfigError(path, "(file)", EXPECTED, kind_of(st.st_mode));
   if (static_cast<std::size_t>(st.st_size) > MAX_INPUT_FILE_BYTES) {
     throw ConfigError(path, "(file)", EXPECTED, "a file of " + size_text(static_cast<double>(st.st_size)));
   }

@@ -16,4 +16,9 @@ inline constexpr std::size_t MAX_INPUT_FILE_BYTES = std::size_t{16} << 20;
 // read, is not a regular file ("got a directory") or is larger than MAX_INPUT_FILE_BYTES.
 std::string read_input_file(const std::string& path);
 
+// Opens `path` for reading after the same checks, but for the size (a gzipped input is bounded by
+// what it unpacks to): it exists, may be read and is a regular file, refused before anything is read
+// otherwise, with `expected` as the error's expectation. The caller owns the descriptor.
+int open_regular_file(const std::string& path, const std::string& expected);
+
 }  // namespace trainsim

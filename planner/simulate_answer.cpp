@@ -87,13 +87,6 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
 
 namespace {
 
-// Stacks that allocate through PyTorch's CUDA caching allocator, whose reserved peak the replay
-// models (sim/reserved_memory.hpp); the papers' idealized accounting and trainsim's reference step
-// (one arena) have none.
-bool caching_allocator_stack(const wl::TrainingStack& stack) {
-  return stack.is_pytorch() || stack.kind == wl::StackKind::MEGATRON || stack.kind == wl::StackKind::DEEPSPEED;
-}
-
 double reserved_peak(const sim::SimResult& r) {
   double peak = 0;
   for (const auto& g : r.per_gpu) peak = std::max(peak, g.peak_reserved_bytes);
@@ -125,7 +118,7 @@ nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
     if (key == "fits") j["memory_model_gpu_bytes"] = json_bytes(est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes());
     j[key] = std::move(value);
   }
-  if (a.result.simulated && caching_allocator_stack(a.memory.request.inputs.strategy.stack)) {
+  if (a.result.simulated && a.memory.request.inputs.strategy.stack.caching_allocator()) {
     j["peak_reserved_bytes"] = json_bytes(reserved_peak(a.result));
     j["peak_reserved_basis"] = RESERVED_BASIS;
   }
@@ -159,7 +152,7 @@ std::string simulate_table(const SimulateAnswer& a) {
   out += fmt::format("  {:<34}{:>12.1f} %\n", "bubble (idle)", 100 * r.bubble_fraction);
   out += fmt::format("  {:<34}{:>12.2f} GiB of {:.2f} usable  {}\n", "peak GPU memory (simulated)", r.peak_memory_bytes / GiB,
                      a.memory.fit.gpu_usable_bytes / GiB, r.fits ? "fits" : "OVERFLOWS");
-  const bool caching = caching_allocator_stack(s.stack);
+  const bool caching = s.stack.caching_allocator();
   const double reserved = reserved_peak(r);
   if (caching) {
     out += fmt::format("  {:<34}{:>12.2f} GiB (PyTorch's caching allocator, modeled)\n", "peak GPU memory reserved", reserved / GiB);

@@ -7,7 +7,8 @@
 // - every request is rounded up to a multiple of 512 bytes;
 // - requests up to 1 MiB come from the small pool, larger ones from the large pool;
 // - a request is served by the smallest cached free block of its pool and stream that fits (ties:
-//   the lowest address); blocks freed on one stream serve only that stream;
+//   the lowest address); a block belongs to the stream it was first allocated on (its segment's)
+//   and serves only requests of that stream;
 // - without one, a new segment is reserved: 2 MiB for the small pool, 20 MiB for requests below
 //   10 MiB, else the request rounded up to 2 MiB;
 // - the block found is split when what remains is at least 512 bytes (small pool) or more than 1 MiB

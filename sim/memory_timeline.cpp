@@ -14,10 +14,8 @@ struct Event {
 };
 
 void fold(DeviceMemory& d, std::vector<Event>& events) {
-  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.time != b.time) return a.time < b.time;
-    return a.bytes < b.bytes;  // frees first
-  });
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return applies_before(a.time, a.bytes, b.time, b.bytes); });
   double level = 0;
   std::array<double, MEM_CLASSES> by_class{};
   d.peak_bytes = level;

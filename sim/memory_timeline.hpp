@@ -35,8 +35,14 @@ struct MemoryTimeline {
   std::vector<DeviceMemory> storages;  // per simulated node
 };
 
-// Frees apply before allocations at the same instant (a stream-ordered allocator reuses memory
-// an op released as the next starts).
+// The order events apply in: by time, and at one instant frees before allocations (a stream-ordered
+// allocator reuses memory an op released as the next starts).
+inline bool applies_before(double time_a, double bytes_a, double time_b, double bytes_b) {
+  if (time_a != time_b) return time_a < time_b;
+  return bytes_a < bytes_b;
+}
+
+// Frees apply before allocations at the same instant (applies_before).
 MemoryTimeline build_memory_timeline(const TaskGraph& graph, const ReplayResult& replay, int gpus, int nodes);
 
 }  // namespace trainsim::sim

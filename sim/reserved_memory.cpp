@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "caching_allocator.hpp"
+#include "memory_timeline.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -17,14 +18,14 @@ Bytes whole_bytes(double bytes) { return static_cast<Bytes>(std::llround(bytes))
 struct Live {
   double bytes;
   CachingAllocator::BlockId block;
+  CachingAllocator::Stream stream;  // where it was requested: a remainder is requested there again
 };
 
 }  // namespace
 
 double caching_allocator_reserved_peak(std::vector<AllocatorEvent> events) {
   std::stable_sort(events.begin(), events.end(), [](const AllocatorEvent& a, const AllocatorEvent& b) {
-    if (a.time != b.time) return a.time < b.time;
-    return a.bytes < b.bytes;  // frees first
+    return applies_before(a.time, a.bytes, b.time, b.bytes);
   });
   CachingAllocator allocator;
   std::array<std::vector<Live>, MEM_CLASSES> live;
@@ -32,7 +33,7 @@ double caching_allocator_reserved_peak(std::vector<AllocatorEvent> events) {
     auto& held = live[static_cast<std::size_t>(e.cls)];
     const auto stream = static_cast<CachingAllocator::Stream>(e.stream);
     if (e.bytes > 0) {
-      held.push_back({e.bytes, allocator.malloc(whole_bytes(e.bytes), stream)});
+      held.push_back({e.bytes, allocator.malloc(whole_bytes(e.bytes), stream), stream});
       continue;
     }
     double owed = -e.bytes;
@@ -47,7 +48,7 @@ double caching_allocator_reserved_peak(std::vector<AllocatorEvent> events) {
       held.pop_back();
       allocator.free(last.block);
       if (last.bytes > owed + 0.5) {
-        held.push_back({last.bytes - owed, allocator.malloc(whole_bytes(last.bytes - owed), stream)});
+        held.push_back({last.bytes - owed, allocator.malloc(whole_bytes(last.bytes - owed), last.stream), last.stream});
         owed = 0;
       } else {
         owed -= last.bytes;

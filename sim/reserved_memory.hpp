@@ -9,7 +9,7 @@
 // PyTorch's does; and a free names only its class and bytes. A free is matched to the latest live
 // allocation of its class with the same bytes; without one it returns that class's latest
 // allocations until its bytes are covered, and what the last one had beyond them stays allocated as a
-// new request (a group freed in parts).
+// new request on the stream the last one was requested on (a group freed in parts).
 
 #include <vector>
 
@@ -24,8 +24,8 @@ struct AllocatorEvent {
   Stream stream = Stream::COMPUTE;
 };
 
-// The reserved peak in bytes. Frees apply before allocations at the same instant (as the allocated
-// timeline does, memory_timeline.hpp).
+// The reserved peak in bytes. Events apply in the allocated timeline's order (applies_before,
+// memory_timeline.hpp).
 double caching_allocator_reserved_peak(std::vector<AllocatorEvent> events);
 
 }  // namespace trainsim::sim

@@ -41,6 +41,10 @@ struct TrainingStack {
 
   bool operator==(const TrainingStack&) const = default;
 
+  // Allocates through PyTorch's CUDA caching allocator, whose reserved peak the replay models
+  // (sim/reserved_memory.hpp): the PyTorch stacks, Megatron-LM and DeepSpeed; not the papers'
+  // idealized accounting, nor trainsim's reference step (one arena, allocated once).
+  bool caching_allocator() const { return is_pytorch() || kind == StackKind::MEGATRON || kind == StackKind::DEEPSPEED; }
   bool is_pytorch() const {
     return kind == StackKind::PYTORCH || kind == StackKind::PYTORCH_DDP || kind == StackKind::PYTORCH_FSDP ||
            kind == StackKind::PYTORCH_PIPELINING;

@@ -75,8 +75,12 @@ void register_validate(CLI::App& app, Commands& commands) {
                           state->measured.empty() ? "neither" : "both");
       }
       if (!state->allocator_record.empty()) {
-        for (const char* other : {"--sidecar", "--known-gaps", "--report-dir", "--no-trace"}) {
-          if (sub->count(other) > 0) throw ConfigError(other, other, "no " + std::string(other) + " with --allocator-record", "one");
+        // A record says what ran; the model, strategy and cluster flags would change nothing, so they
+        // are refused rather than ignored.
+        for (const CLI::Option* o : sub->get_options()) {
+          const std::string name = o->get_name();
+          if (o->count() == 0 || name == "--allocator-record" || name == "--format" || name == "--output") continue;
+          throw ConfigError(name, name, "only --format and -o besides --allocator-record", name);
         }
         check_outputs(outputs);
         // Every record is read and checked before anything is written.

@@ -33,7 +33,7 @@ std::vector<AllocatorRecord::Segment> read_segments(StrictObject& root) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     StrictObject seg(list[i], root.source(), fmt::format("segments_at_start[{}]", i));
     AllocatorRecord::Segment s;
-    s.address = seg.integer("address", 0, INT64_MAX_V);
+    s.address = seg.integer("address", 0, INT64_MAX_V - MAX_BYTES);
     const std::int64_t total = seg.integer("total_size", 1, MAX_BYTES);
     s.stream = seg.integer("stream", 0, INT64_MAX_V);
     const std::string type = seg.string("segment_type");
@@ -42,9 +42,15 @@ std::vector<AllocatorRecord::Segment> read_segments(StrictObject& root) {
     std::int64_t sum = 0;
     for (StrictObject& b : seg.objects("blocks")) {
       const std::int64_t size = b.integer("size", 1, MAX_BYTES);
-      s.blocks.emplace_back(static_cast<std::uint64_t>(size), b.boolean("allocated"));
+      const bool allocated = b.boolean("allocated");
+      // The allocator merges a freed block with a free neighbour: a snapshot never shows two.
+      if (!allocated && !s.blocks.empty() && !s.blocks.back().second) {
+        throw ConfigError(root.source(), b.path_of("allocated"), "no two free blocks side by side (the allocator merges them)", "two");
+      }
+      s.blocks.emplace_back(static_cast<std::uint64_t>(size), allocated);
       sum += size;
       b.finish();
+      if (sum > total) break;  // reported below, before the sum can grow further
     }
     if (sum != total) {
       throw ConfigError(root.source(), seg.path_of("blocks"), fmt::format("blocks adding up to total_size ({} bytes)", total),
@@ -52,6 +58,18 @@ std::vector<AllocatorRecord::Segment> read_segments(StrictObject& root) {
     }
     seg.finish();
     out.push_back(std::move(s));
+  }
+  // Segments are distinct address ranges.
+  std::vector<const AllocatorRecord::Segment*> by_address;
+  for (const auto& s : out) by_address.push_back(&s);
+  std::sort(by_address.begin(), by_address.end(), [](const auto* a, const auto* b) { return a->address < b->address; });
+  for (std::size_t i = 1; i < by_address.size(); ++i) {
+    std::int64_t end = by_address[i - 1]->address;
+    for (const auto& [size, allocated] : by_address[i - 1]->blocks) end += static_cast<std::int64_t>(size);
+    if (end > by_address[i]->address) {
+      throw ConfigError(root.source(), "segments_at_start", "segments at distinct address ranges",
+                        fmt::format("a segment at {} overlapping the one before it", by_address[i]->address));
+    }
   }
   return out;
 }
@@ -71,6 +89,17 @@ std::vector<AllocatorRecord::Event> read_events(StrictObject& root, const std::v
   std::vector<AllocatorRecord::Event> out(action.size());
   for (std::size_t i = 0; i < action.size(); ++i) {
     const std::string_view what = action[i] < 0 ? std::string_view() : std::string_view(actions[static_cast<std::size_t>(action[i])]);
+    // What the model does not replay: segments returned (empty_cache, or the retry before an
+    // out-of-memory error), an out-of-memory error itself, expandable segments' mappings.
+    if (what == "segment_free" || what == "oom" || what == "segment_map" || what == "segment_unmap") {
+      throw ConfigError(root.source(), fmt::format("events.action[{}]", i),
+                        "a record without segment_free, oom, segment_map or segment_unmap (the model replays the native "
+                        "allocator without empty_cache, out-of-memory retries or expandable segments)",
+                        "\"" + std::string(what) + "\"");
+    }
+    if (what == "alloc" && size[i] == 0) {
+      throw ConfigError(root.source(), fmt::format("events.size[{}]", i), "a request of at least 1 byte (PyTorch records none smaller)", "0");
+    }
     out[i].action = what == "alloc" ? AllocatorRecord::Action::ALLOC
                     : what == "free_completed" ? AllocatorRecord::Action::FREE
                                                : AllocatorRecord::Action::OTHER;

@@ -3,13 +3,21 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <unistd.h>
+
 #include "config_error.hpp"
+#include "input_file.hpp"
 
 namespace trainsim::planner {
 
 std::string read_maybe_gzipped(const std::string& path, std::string_view what, std::size_t max_bytes) {
-  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files unchanged too
-  if (f == nullptr) throw ConfigError(path, "(file)", std::string(what), "cannot open");
+  // A regular file only (a device, FIFO or directory is refused before anything is read).
+  const int fd = open_regular_file(path, std::string(what));
+  gzFile f = gzdopen(fd, "rb");  // reads plain files unchanged too; owns fd from here
+  if (f == nullptr) {
+    ::close(fd);
+    throw ConfigError(path, "(file)", std::string(what), "cannot open");
+  }
   std::string out;
   char buf[1 << 16];
   for (;;) {

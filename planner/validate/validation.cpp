@@ -287,7 +287,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   // reference step holds one arena, allocated once, so its reserved peak is its allocated one. No
   // target (the issue sets none): the row shows the model's error.
   if (!run.peak_reserved_bytes.empty()) {
-    const bool caching = !request.inputs.strategy.stack.is_reference();
+    const bool caching = request.inputs.strategy.stack.caching_allocator();
     double predicted_reserved = predicted_peak;
     if (caching) {
       for (const auto& g : r.per_gpu) v.predicted_reserved.push_back(g.peak_reserved_bytes);
@@ -295,7 +295,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     }
     v.rows.push_back(row(run, "peak_reserved", "bytes", predicted_reserved, max_of(run.peak_reserved_bytes), false, 0,
                          caching ? "predicted: the replay's memory events through the caching-allocator model, one request an event"
-                                 : "predicted: the allocated peak (one arena, allocated once)"));
+                                 : "predicted: the allocated peak (the stack has no caching allocator)"));
   }
   const sim::GpuResult* first = r.per_gpu.empty() ? nullptr : &r.per_gpu.front();
   // Where the GPU time goes, kernel class by kernel class: rank 0's profiled step against the

@@ -2,13 +2,13 @@
 // through trainsim's allocator model (planner/validate/allocator_record.hpp), and bad records (a
 // clear error naming the file and the key; exit 2; nothing written).
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <nlohmann/json.hpp>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "gzip_file.hpp"
 #include "test_support.hpp"
 #include "validate_cli_support.hpp"
 
@@ -20,13 +20,7 @@ using namespace validate_cli;
 const std::string RECORD = "reports/validation/allocator/gpt/h200x2_ddp_L24-h1024_mb4x2.allocator.rank0.json.gz";
 
 nlohmann::json committed_record() {
-  gzFile f = gzopen(source_path(RECORD).c_str(), "rb");
-  std::string text;
-  char buf[1 << 16];
-  int n = 0;
-  while (f != nullptr && (n = gzread(f, buf, sizeof(buf))) > 0) text.append(buf, static_cast<std::size_t>(n));
-  if (f != nullptr) gzclose(f);
-  return nlohmann::json::parse(text);
+  return nlohmann::json::parse(planner::read_maybe_gzipped(source_path(RECORD), "the committed record", std::size_t{64} << 20));
 }
 
 TEST(ValidateAllocator, ARecordReplaysToItsMeasuredReservedPeak) {

@@ -68,11 +68,11 @@ TEST(CachingAllocator, ALargeBlockIsSplitOnlyWhenMoreThanOneMiBRemains) {
 
 TEST(CachingAllocator, BestFitAmongCachedBlocks) {
   CachingAllocator a;
+  const auto y = a.malloc(50 * MiB, 0);  // the lower address
   const auto x = a.malloc(30 * MiB, 0);
-  const auto y = a.malloc(50 * MiB, 0);
-  a.free(x);
   a.free(y);
-  a.malloc(25 * MiB, 0);  // takes the 30 MiB block (5 MiB split off), not the 50
+  a.free(x);
+  a.malloc(25 * MiB, 0);  // the smallest that fits, the 30 (first fit by address would take the 50)
   a.malloc(45 * MiB, 0);  // so this one still fits the 50
   EXPECT_EQ(a.reserved(), 80 * MiB);
   a.malloc(40 * MiB, 0);  // nothing of 40 is left: a new segment
@@ -89,14 +89,14 @@ TEST(CachingAllocator, FreedNeighboursMergeBack) {
   EXPECT_EQ(a.reserved(), 100 * MiB);
   a.free(p);
   a.free(r);
-  a.malloc(60 * MiB, 0);  // 30 + 10 free at the ends, apart: no 60 without a new segment
+  a.malloc(60 * MiB, 0);  // 30 and 40 free at the two ends, apart: no 60 without a new segment
   EXPECT_EQ(a.reserved(), 160 * MiB);
   a.free(q);  // now the first segment is one free block of 100 again
   a.malloc(100 * MiB, 0);
   EXPECT_EQ(a.reserved(), 160 * MiB);
 }
 
-TEST(CachingAllocator, FreedBlocksServeOnlyTheirStream) {
+TEST(CachingAllocator, ABlockServesOnlyTheStreamItWasAllocatedOn) {
   CachingAllocator a;
   const auto x = a.malloc(64 * MiB, 1);
   a.free(x);

@@ -23,11 +23,13 @@ TEST(ReservedMemory, AMidSizedEventReservesTwentyMiB) {
 }
 
 TEST(ReservedMemory, AFreeTakesTheAllocationOfItsSizeFirst) {
-  // 30 then 50 MiB; freeing 30 frees the 30 (not the latest, 50): a later 30 fits it again.
-  EXPECT_EQ(caching_allocator_reserved_peak({{0, 30 * MiB, ACT, Stream::COMPUTE},
-                                             {1, 50 * MiB, ACT, Stream::COMPUTE},
-                                             {2, -30 * MiB, ACT, Stream::COMPUTE},
-                                             {3, 30 * MiB, ACT, Stream::COMPUTE}}),
+  // 50 MiB on the compute stream, then 30 on the communication stream; a free of 50 returns the 50
+  // (not the latest event, whose remainder would be requested again), so the next 50 on the
+  // compute stream fits it.
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 50 * MiB, ACT, Stream::COMPUTE},
+                                             {1, 30 * MiB, ACT, Stream::COMM},
+                                             {2, -50 * MiB, ACT, Stream::COMPUTE},
+                                             {3, 50 * MiB, ACT, Stream::COMPUTE}}),
             80 * MiB);
 }
 
@@ -47,6 +49,12 @@ TEST(ReservedMemory, APartFreedLeavesTheRestAsARequest) {
                                              {1, -40 * MiB, ACT, Stream::COMPUTE},
                                              {2, 40 * MiB, ACT, Stream::COMPUTE}}),
             100 * MiB);
+}
+
+TEST(ReservedMemory, APartFreedGroupKeepsItsRestOnItsOwnStream) {
+  // 100 MiB on the compute stream, 40 of it freed by an op of the communication stream: the 60 left
+  // is requested again on the compute stream, where the freed 100 serves it.
+  EXPECT_EQ(caching_allocator_reserved_peak({{0, 100 * MiB, ACT, Stream::COMPUTE}, {1, -40 * MiB, ACT, Stream::COMM}}), 100 * MiB);
 }
 
 TEST(ReservedMemory, ClassesAreMatchedApart) {

@@ -9,8 +9,8 @@ Written per rank as NAME.allocator.rankR.json.gz (schema: trainsim.allocator_tra
 the measured peaks the row reports (max_memory_allocated and max_memory_reserved over the timed steps,
 run_step.py) and the same over warm-up and timed steps together.
 
-Events: action codes (ACTIONS), addresses, sizes (bytes, as the allocator rounded them) and streams
-(the stream's handle as PyTorch reports it), in the order the allocator saw them."""
+Events: action codes (ACTIONS), addresses, sizes (bytes as requested, before the allocator's rounding)
+and streams (the stream's handle as PyTorch reports it), in the order the allocator saw them."""
 import gzip
 import json
 import os
