@@ -53,12 +53,16 @@ TEST(TorchLayerSaved, AutocastLayerKeeps36ThTheWeightCopiesAndTheLogSumExp) {
                    36 * T * h + 2 * linear_params_per_layer(m) + 4 * static_cast<double>(m.heads) * T);
 }
 
-double copy_bytes(const PassCost& pass) {
+double kernel_bytes(const PassCost& pass, const std::string& name) {
   double b = 0;
   for (const MemoryKernel& k : pass.kernels) {
-    if (k.name == std::string("torch:copy_fp32") || k.name == std::string("torch:split_copy_bf16")) b += k.bytes;
+    if (k.name == name) b += k.bytes;
   }
   return b;
+}
+
+double copy_bytes(const PassCost& pass) {
+  return kernel_bytes(pass, "torch:copy_fp32") + kernel_bytes(pass, "torch:split_copy_bf16");
 }
 
 // FSDP2 copies each all-gather's output into the unit's unsharded parameters on the compute stream
@@ -77,14 +81,6 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
   EXPECT_DOUBLE_EQ(copy_bytes(c3.forward) - copy_bytes(cd.forward), per_gather);
   EXPECT_DOUBLE_EQ(copy_bytes(c2.forward) - copy_bytes(cd.forward), per_gather);
   EXPECT_DOUBLE_EQ(copy_bytes(c3.backward) - copy_bytes(c2.backward), per_gather);
-}
-
-double kernel_bytes(const PassCost& pass, const std::string& name) {
-  double b = 0;
-  for (const MemoryKernel& k : pass.kernels) {
-    if (k.name == name) b += k.bytes;
-  }
-  return b;
 }
 
 // Before each all-gather FSDP2 copies the cast bf16 shard into the flat all-gather input
