@@ -107,11 +107,17 @@ double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
     if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, calibrated, 1)) {
       return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
     }
-    // FSDP2's own kernels, in a profile calibrated before they were (calibration call 46): at the
-    // plain PyTorch kernel of the same traffic, as they were costed before.
+    // FSDP2's own kernels (calibration call 46) and the layer's kernels in its layouts (call 50), in
+    // a profile calibrated before they were: at the plain PyTorch kernel of the same traffic, as
+    // they were costed before.
     const std::string_view plain = modern == "torch:foreach_cast_fp32_to_bf16" ? "torch_cast_fp32_to_bf16"
                                    : modern == "torch:split_copy_bf16"          ? "torch_copy_fp32"
                                    : modern == "torch:chunk_cat_bf16_to_fp32"   ? "torch_cast_bf16_to_fp32"
+                                   : modern == "torch:add_fp32_bf16"            ? "torch_add_fp32"
+                                   : modern == "torch:swiglu_split_fwd_bf16"    ? "torch_swiglu_fwd_bf16"
+                                   : modern == "torch:rotary_split_fwd_bf16"    ? "torch_rotary_fwd_bf16"
+                                   : modern == "torch:bias_grad_bf16"           ? "torch_copy_fp32"
+                                   : modern == "torch:split_cat_bf16"           ? "torch_copy_fp32"
                                                                                 : "";
     if (const hw::BandwidthCurve* torch = plain.empty() ? nullptr : find_curve(profile_.calibration.kernels, plain, 1)) {
       return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);

@@ -50,23 +50,33 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
   fwd.kernels.push_back({norm_f, 2 * 2 * re * Th});
   if (!bf16) fwd.kernels.push_back({"torch:cast_fp32_to_bf16", 2 * 6 * Th});
   fwd.kernels.push_back({"torch:copy_fp32", 4 * Th});
-  fwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32", 2 * (re + 2 + re) * Th});
-  if (m.mlp == MlpKind::SWIGLU) fwd.kernels.push_back({"torch:swiglu_fwd_bf16", 6 * d.T * d.f});
+  // Under autocast the residual joins add a bf16 branch output to the fp32 residual: PyTorch's
+  // mixed-dtype add, slower than an fp32 add of the same bytes (calibration call 50).
+  fwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32_bf16", 2 * (re + 2 + re) * Th});
+  // SwiGLU and rotary embeddings run on views of the fused gate-up and QKV outputs (rows strided by
+  // the fused width), PyTorch's strided elementwise path: costed at the rate measured so
+  // (calibrate/scripts/torch_layer_kernels.py), their backward at the forward's rate per byte.
+  if (m.mlp == MlpKind::SWIGLU) fwd.kernels.push_back({"torch:swiglu_split_fwd_bf16", 6 * d.T * d.f});
   else fwd.kernels.push_back({"torch:gelu_fwd_bf16", 4 * d.T * d.f});
-  if (m.position == PositionKind::ROTARY) fwd.kernels.push_back({"torch:rotary_fwd_bf16", 10 * d.T * (d.h + d.kv)});
+  if (m.position == PositionKind::ROTARY) fwd.kernels.push_back({"torch:rotary_split_fwd_bf16", 10 * d.T * (d.h + d.kv)});
   // Backward: the residual gradient cast to bf16 for each branch (autocast), the two gradient
   // sums at the residual joins, norm backward (read input and gradient, write gradient), the cast
-  // back of the norm-output gradient, the reshape copy, the activation's backward, bias-gradient
-  // reductions (read each bf16 output gradient once).
+  // back of the norm-output gradient, the reshape copy, the activation's backward, the cats that
+  // join the gradients of a fused output's parts (QKV; SwiGLU's gate and up), bias-gradient
+  // reductions (read each bf16 output gradient once, one column reduction a Linear).
   if (!bf16) bwd.kernels.push_back({"torch:cast_fp32_to_bf16", 2 * 6 * Th});
   bwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32", 2 * 3 * re * Th});
   bwd.kernels.push_back({norm_b, 2 * 3 * re * Th});
   if (!bf16) bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 2 * 6 * Th});
   bwd.kernels.push_back({"torch:copy_fp32", 4 * Th});
-  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:swiglu_fwd_bwd_bf16", 10 * d.T * d.f});
+  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:swiglu_split_fwd_bf16", 10 * d.T * d.f});
   else bwd.kernels.push_back({"torch:gelu_bwd_bf16", 6 * d.T * d.f});
-  if (m.position == PositionKind::ROTARY) bwd.kernels.push_back({"torch:rotary_fwd_bf16", 10 * d.T * (d.h + d.kv)});
-  if (m.biases) bwd.kernels.push_back({"torch:copy_fp32", 2 * d.T * ((d.h + 2 * d.kv) + d.h + d.up + d.h)});
+  if (m.position == PositionKind::ROTARY) bwd.kernels.push_back({"torch:rotary_split_fwd_bf16", 10 * d.T * (d.h + d.kv)});
+  bwd.kernels.push_back({"torch:split_cat_bf16", 4 * d.T * (d.h + 2 * d.kv)});
+  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:split_cat_bf16", 4 * d.T * d.up});
+  if (m.biases) {
+    for (const double out : {d.h + 2 * d.kv, d.h, d.up, d.h}) bwd.kernels.push_back({"torch:bias_grad_bf16", 2 * d.T * out});
+  }
   // Grouped-query attention: flash attention's backward writes dK and dV for every query head and
   // sums each group into its key/value head (FlashAttention-2's mha_bwd): read 2 x 2Th, write 2 x 2T kv.
   if (d.kv < d.h) bwd.kernels.push_back({"torch:add_bf16", 4 * d.T * (d.h + d.kv)});

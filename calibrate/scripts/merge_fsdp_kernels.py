@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Adds FSDP2's own kernels (torch_microbench.py --parts fsdp_kernels) to profiles' calibration.kernels.
+"""Adds kernel curves measured with PyTorch to profiles' calibration.kernels: FSDP2's own kernels
+(torch_microbench.py --parts fsdp_kernels) or a layer's kernels in its layouts (torch_layer_kernels.py,
+--part kernels, with --only naming the kernels to take).
 
     python3 calibrate/scripts/merge_fsdp_kernels.py --micro reports/calibration/fsdp-kernels-call46/torch_microbench.json \
         --note "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
+    python3 calibrate/scripts/merge_fsdp_kernels.py --micro reports/calibration/layer-kernels-call50/torch_layer_kernels.json \
+        --part kernels --only bias_grad_bf16 add_fp32_bf16 --note "..." PROFILE...
 
 One curve per kernel, "torch_<name>" (bytes -> GB/s): its points are the measured units' byte
 counts, ascending; where two measurements share a byte count (the copy-out and chunk_cat move the
@@ -22,11 +26,13 @@ def sig4(x):
     return float(f"{x:.4g}")
 
 
-def curves(micro):
+def curves(micro, part="fsdp_kernels", only=None):
     by_name = {}
-    for r in micro["fsdp_kernels"]:
+    for r in micro[part]:
         if r.get("name") == "error":
-            raise SystemExit(f"{r['unit']} at {r['ranks']} ranks failed: {r['error']}")
+            raise SystemExit(f"{r.get('unit') or r.get('family')} failed: {r['error']}")
+        if only is not None and r["name"] not in only:
+            continue
         by_name.setdefault(r["name"], {}).setdefault(float(r["bytes"]), []).append(r["GBps_median"])
     out = []
     for name, points in by_name.items():
@@ -75,9 +81,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", required=True)
     ap.add_argument("--note", required=True)
+    ap.add_argument("--part", default="fsdp_kernels", help="the list of measurements in --micro (default fsdp_kernels)")
+    ap.add_argument("--only", nargs="+", help="take these kernels only (default: every kernel of the part)")
     ap.add_argument("profiles", nargs="+")
     args = ap.parse_args()
-    new = curves(json.load(open(args.micro)))
+    new = curves(json.load(open(args.micro)), args.part, set(args.only) if args.only else None)
+    if args.only and {c["what"] for c in new} != {"torch_" + n for n in args.only}:
+        raise SystemExit(f"--only names kernels {args.micro} does not have: {sorted(args.only)}")
     for p in args.profiles:
         merge(p, new, args.note)
         print(f"{p}: + {', '.join(c['what'] for c in new)}")

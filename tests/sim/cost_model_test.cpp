@@ -67,6 +67,27 @@ TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
   EXPECT_EQ(own.assumptions(false), generic.assumptions(false));
 }
 
+// A PyTorch kernel is priced from its own "torch_<name>" curve; a layer's kernels calibrated in their
+// layouts (calibration call 50) fall back, in a profile calibrated before, to the plain kernel of the
+// same traffic they were costed at before, and that to our own closest kernel.
+TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
+  hw::ClusterProfile p = calibrated();
+  p.calibration.kernels.push_back({"torch_add_fp32", 1, {{1e6, 3500}, {1e9, 3500}}});
+  p.calibration.kernels.push_back({"torch_copy_fp32", 1, {{1e6, 3800}, {1e9, 3800}}});
+  p.calibration.kernels.push_back({"torch_rotary_fwd_bf16", 1, {{1e6, 1200}, {1e9, 1200}}});
+  const CostModel before(p, wl::Numerics::BF16_MIXED);
+  EXPECT_NEAR(before.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 3500e9, 1e-15);
+  EXPECT_NEAR(before.kernel_seconds({"torch:bias_grad_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
+  EXPECT_NEAR(before.kernel_seconds({"torch:split_cat_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
+  EXPECT_NEAR(before.kernel_seconds({"torch:rotary_split_fwd_bf16", 1e9}), 1e9 / 1200e9, 1e-15);
+  EXPECT_NEAR(before.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // no plain curve: copy
+  p.calibration.kernels.push_back({"torch_add_fp32_bf16", 1, {{1e6, 2500}, {1e9, 2500}}});
+  p.calibration.kernels.push_back({"torch_bias_grad_bf16", 1, {{1e6, 200}, {1e9, 4000}}});
+  const CostModel after(p, wl::Numerics::BF16_MIXED);
+  EXPECT_NEAR(after.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 2500e9, 1e-15);
+  EXPECT_NEAR(after.kernel_seconds({"torch:bias_grad_bf16", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 2100e9, 1e-15);
+}
+
 // The reference's Adam (ref_kernels.cu, adam_step) moves 30 bytes per parameter with its bf16 copy
 // (fp32 master, moments and gradient read; master, moments written) and 28 without (ZeRO-3 keeps
 // none), at the rate of its own class; the generic replay's 28 bytes (a 16-bit gradient) at copy.

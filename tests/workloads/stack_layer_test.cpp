@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "model_loader.hpp"
 #include "stack_layer.hpp"
@@ -169,6 +170,56 @@ TEST(TorchLlamaLayer, GroupedQueryAttentionSumsItsGroupsGradients) {
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(gqa, s).backward, "torch:add_bf16") -
                        kernel_bytes(torch_layer_cost(mha, s2).backward, "torch:add_bf16"),
                    4 * T * (h + kv));
+}
+
+// The kernels a layer runs beside its GEMMs that a contiguous kernel bench has not (calibration
+// call 50, calibrate/scripts/torch_layer_kernels.py; the single-GPU 0.36 B GPT trace of call 9 holds
+// each of them: four bias-gradient reductions, two mixed-dtype residual adds and one cat a layer and
+// micro-batch).
+TEST(TorchLayerKernels, EachBiasedLinearReducesItsOutputGradientOnce) {
+  ModelSpec m;
+  const Strategy s = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
+  ASSERT_TRUE(m.biases);
+  const double T = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq);
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const PassCost bwd = torch_layer_cost(m, s).backward;
+  std::vector<double> reductions;
+  for (const MemoryKernel& k : bwd.kernels) {
+    if (std::string(k.name) == "torch:bias_grad_bf16") reductions.push_back(k.bytes);
+  }
+  // QKV (3h outputs), the projection (h), FC1 (f), FC2 (h): one bf16 read of each output gradient.
+  EXPECT_EQ(reductions, (std::vector<double>{2 * T * 3 * h, 2 * T * h, 2 * T * f, 2 * T * h}));
+  ModelSpec unbiased;
+  const Strategy su = torch_strategy(StackKind::PYTORCH_DDP, llama_like(), unbiased);
+  ASSERT_FALSE(unbiased.biases);
+  EXPECT_FALSE(has_kernel(torch_layer_cost(unbiased, su).backward, "torch:bias_grad_bf16"));
+}
+
+TEST(TorchLayerKernels, AutocastResidualJoinsAddABf16BranchToTheFp32Stream) {
+  ModelSpec m, mf;
+  const Strategy autocast = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
+  const Strategy fsdp = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), mf);
+  const double Th = static_cast<double>(autocast.micro_batch) * static_cast<double>(autocast.seq) * static_cast<double>(m.hidden);
+  // Two joins, each reading 4 + 2 and writing 4 bytes an element; FSDP2's bf16 stream adds bf16 to bf16.
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(m, autocast).forward, "torch:add_fp32_bf16"), 2 * 10 * Th);
+  EXPECT_FALSE(has_kernel(torch_layer_cost(m, autocast).forward, "torch:add_fp32"));
+  EXPECT_FALSE(has_kernel(torch_layer_cost(mf, fsdp).forward, "torch:add_fp32_bf16"));
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(mf, fsdp).forward, "torch:add_bf16"), 2 * 6 * Th);
+}
+
+TEST(TorchLayerKernels, TheBackwardJoinsTheGradientsOfEachFusedOutputsParts) {
+  ModelSpec gpt, llama;
+  const Strategy sg = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), gpt);
+  const Strategy sl = torch_strategy(StackKind::PYTORCH_DDP, llama_like(), llama);
+  const double T = static_cast<double>(sg.micro_batch) * static_cast<double>(sg.seq);
+  // GPT: the fused QKV output only (its MLP has no split); Llama: QKV (grouped) and gate-up.
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(gpt, sg).backward, "torch:split_cat_bf16"),
+                   4 * T * 3 * static_cast<double>(gpt.hidden));
+  const double Tl = static_cast<double>(sl.micro_batch) * static_cast<double>(sl.seq);
+  const double h = static_cast<double>(llama.hidden), kv = static_cast<double>(llama.kv_hidden());
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(llama, sl).backward, "torch:split_cat_bf16"),
+                   4 * Tl * (h + 2 * kv) + 4 * Tl * 2 * static_cast<double>(llama.ffn_hidden));
+  EXPECT_FALSE(has_kernel(torch_layer_cost(llama, sl).forward, "torch:split_cat_bf16"));
 }
 
 // Activation checkpointing (run_step_stacks.Checkpointed; validation call 43): the recompute is the

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Replaces profiles' calibration.attention with flash attention timed in the layout a PyTorch
+stack's layer runs it (torch_layer_kernels.py's "attention": Q, K and V views of the fused QKV
+output, the output gradient in the layout flash attention wrote its output).
+
+    python3 calibrate/scripts/merge_layer_attention.py --micro reports/calibration/layer-kernels-call50/torch_layer_kernels.json \
+        --source "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
+
+The table keeps its keys (head_dim, seq, batch_heads, causal, forward_TFLOPs, backward_TFLOPs; the
+cost model looks a pass up by its nearest shape, sim/cost_model.hpp): the multi-head shapes only,
+since an entry has no key/value head count and the replay costs grouped-query attention's group
+sums as kernels of their own (workloads/stack_layer.cpp). Rounded to 4 significant digits. Each
+profile is edited as text (the "attention" object of "calibration" replaced, at its indent), so the
+rest of the file stays byte for byte; each is parsed again afterwards to check it.
+"""
+import argparse
+import json
+
+from merge_offload_calibration import close_of  # the bracket closing an array or object, strings skipped
+
+
+def sig4(x):
+    return float(f"{x:.4g}")
+
+
+def table(micro):
+    out = []
+    for a in micro["attention"]:
+        if "error" in a:
+            raise SystemExit(f"attention {a['shape']} failed: {a['error']}")
+        if a["kv_heads"] != a["heads"]:
+            continue
+        out.append({"head_dim": a["head_dim"], "seq": a["seq"], "batch_heads": a["batch"] * a["heads"], "causal": a["causal"],
+                    "forward_TFLOPs": sig4(a["forward_TFLOPs"]), "backward_TFLOPs": sig4(a["backward_TFLOPs"])})
+    return out
+
+
+def replace(path, section):
+    text = open(path).read()
+    cal = text.index('"calibration": {')
+    key = text.index('"attention": {', cal)
+    open_at = key + len('"attention": ')
+    close_at = close_of(text, open_at)
+    indent = key - (text.rfind("\n", 0, key) + 1)
+    body = json.dumps(section, indent=2).replace("\n", "\n" + " " * indent)
+    text = text[:open_at] + body + text[close_at + 1:]
+    check = json.loads(text)
+    assert check["calibration"]["attention"] == section
+    open(path, "w").write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--micro", required=True)
+    ap.add_argument("--source", required=True, help="the table's provenance (calibration.attention.source)")
+    ap.add_argument("profiles", nargs="+")
+    args = ap.parse_args()
+    section = {"kernels": table(json.load(open(args.micro))), "source": args.source}
+    for p in args.profiles:
+        replace(p, section)
+        print(f"{p}: calibration.attention, {len(section['kernels'])} shapes")
+
+
+if __name__ == "__main__":
+    main()
