@@ -221,7 +221,12 @@ struct TorchOffload {
 inline constexpr const char* TORCH_OFFLOAD_CURVES[] = {"d2h_pageable", "d2h_pinned", "h2d_pinned", "cpu_grad_add"};
 
 struct Calibration {
-  std::vector<GemmEfficiency> gemm;
+  std::vector<GemmEfficiency> gemm;  // products timed back to back (trainsim-calibrate's GEMM bench)
+  // Products timed inside training steps, as steps run them (calibrate/scripts/torch_step_gemms.py):
+  // back to back a GPU at its power limit lowers its clock, in a step it runs its products about
+  // 10% faster (reports/validation/gemm_step_probe/). The replay prefers it for unbatched products.
+  std::vector<GemmEfficiency> gemm_in_step;
+  std::string gemm_in_step_source;
   std::vector<BandwidthCurve> collectives;  // bus bandwidth (nccl-tests definition)
   std::vector<BandwidthCurve> copies;       // host<->device, device copies, storage
   std::vector<BandwidthCurve> kernels;      // memory-bound kernels, achieved bytes/s
@@ -238,7 +243,7 @@ struct Calibration {
   std::vector<BandwidthCurve> reference_kernels;
   std::string reference_kernels_source;
   bool empty() const {
-    return gemm.empty() && collectives.empty() && copies.empty() && kernels.empty() && !cpu_adam_params_per_s &&
+    return gemm.empty() && gemm_in_step.empty() && collectives.empty() && copies.empty() && kernels.empty() && !cpu_adam_params_per_s &&
            !interference && !host_dispatch && attention.empty() && cpu_optimizers.empty() && !torch_offload &&
            reference_kernels.empty();
   }

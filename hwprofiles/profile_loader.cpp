@@ -205,19 +205,36 @@ std::vector<BandwidthCurve> read_curves(StrictObject& o, std::string_view key, b
   return curves;
 }
 
+std::vector<GemmEfficiency> read_gemm_entries(StrictObject& o, std::string_view key) {
+  std::vector<GemmEfficiency> out;
+  for (StrictObject g : o.objects(key)) {
+    GemmEfficiency e;
+    e.precision = g.choice<ComputePrecision>("precision", PRECISION_NAMES);
+    e.m = ranged_number(g, "m");
+    e.n = ranged_number(g, "n");
+    e.k = ranged_number(g, "k");
+    e.efficiency = ranged_number(g, "efficiency");
+    g.finish();
+    out.push_back(e);
+  }
+  return out;
+}
+
+nlohmann::ordered_json gemm_entries_to_json(const std::vector<GemmEfficiency>& entries) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (const auto& g : entries) {
+    a.push_back({{"precision", to_string(g.precision)}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"efficiency", g.efficiency}});
+  }
+  return a;
+}
+
 Calibration read_calibration(StrictObject o) {
   Calibration cal;
-  if (o.has("gemm")) {
-    for (StrictObject g : o.objects("gemm")) {
-      GemmEfficiency e;
-      e.precision = g.choice<ComputePrecision>("precision", PRECISION_NAMES);
-      e.m = ranged_number(g, "m");
-      e.n = ranged_number(g, "n");
-      e.k = ranged_number(g, "k");
-      e.efficiency = ranged_number(g, "efficiency");
-      g.finish();
-      cal.gemm.push_back(e);
-    }
+  if (o.has("gemm")) cal.gemm = read_gemm_entries(o, "gemm");
+  if (auto g = o.optional_object("gemm_in_step")) {
+    cal.gemm_in_step = read_gemm_entries(*g, "products");
+    cal.gemm_in_step_source = g->string("source");
+    g->finish();
   }
   cal.collectives = read_curves(o, "collectives", true);
   cal.copies = read_curves(o, "copies", false);
@@ -370,15 +387,10 @@ nlohmann::ordered_json profile_to_json(const ClusterProfile& p) {
                {"source", p.cost.source}};
   if (!p.calibration.empty()) {
     nlohmann::ordered_json cal;
-    if (!p.calibration.gemm.empty()) {
-      cal["gemm"] = nlohmann::ordered_json::array();
-      for (const auto& g : p.calibration.gemm) {
-        cal["gemm"].push_back({{"precision", to_string(g.precision)},
-                               {"m", g.m},
-                               {"n", g.n},
-                               {"k", g.k},
-                               {"efficiency", g.efficiency}});
-      }
+    if (!p.calibration.gemm.empty()) cal["gemm"] = gemm_entries_to_json(p.calibration.gemm);
+    if (!p.calibration.gemm_in_step.empty()) {
+      cal["gemm_in_step"] = {{"products", gemm_entries_to_json(p.calibration.gemm_in_step)},
+                             {"source", p.calibration.gemm_in_step_source}};
     }
     if (!p.calibration.collectives.empty()) cal["collectives"] = curves_to_json(p.calibration.collectives, true);
     if (!p.calibration.copies.empty()) cal["copies"] = curves_to_json(p.calibration.copies, false);

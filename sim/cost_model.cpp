@@ -51,8 +51,11 @@ hw::ComputePrecision compute_precision(wl::Numerics n) {
   return hw::ComputePrecision::FP16;
 }
 
-CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics)
-    : profile_(profile), precision_(compute_precision(numerics)), element_bytes_(wl::activation_element_bytes(numerics)) {
+CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, const wl::TrainingStack& stack)
+    : profile_(profile),
+      precision_(compute_precision(numerics)),
+      element_bytes_(wl::activation_element_bytes(numerics)),
+      own_gemms_(stack.is_reference()) {
   auto it = profile.gpu.peak_TFLOPs.find(precision_);
   if (it == profile.gpu.peak_TFLOPs.end()) {
     throw std::invalid_argument(fmt::format("the {} of {} has no {} peak in its profile", profile.gpu.model,
@@ -61,15 +64,44 @@ CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics)
   peak_flops_ = it->second * 1e12;
 }
 
+namespace {
+// Squared distance in log space between a table entry and a product.
+double log_distance(double m, double n, double k, const wl::Gemm& g) {
+  return std::pow(std::log(m / g.m), 2) + std::pow(std::log(n / g.n), 2) + std::pow(std::log(k / g.k), 2);
+}
+}  // namespace
+
+bool CostModel::costs_in_step(const wl::Gemm& g) const {
+  if (g.batch != 1 || own_gemms_) return false;
+  for (const auto& e : profile_.calibration.gemm_in_step) {
+    if (e.precision == precision_) return true;
+  }
+  return false;
+}
+
 double CostModel::gemm_seconds(const wl::Gemm& g) const {
   double efficiency = DEFAULT_GEMM_EFFICIENCY;
   double best = std::numeric_limits<double>::infinity();
-  for (const auto& e : profile_.calibration.gemm) {
-    if (e.precision != precision_) continue;
-    const double d = std::pow(std::log(e.m / g.m), 2) + std::pow(std::log(e.n / g.n), 2) + std::pow(std::log(e.k / g.k), 2);
-    if (d < best) {
-      best = d;
-      efficiency = e.efficiency;
+  if (costs_in_step(g)) {
+    // Products timed inside training steps (calibration.gemm_in_step): the nearest entry, a product
+    // and its transpose alike (C^T = B^T A^T is the same work for cuBLAS; the table holds each shape
+    // as the step's aten::mm saw it).
+    for (const auto& e : profile_.calibration.gemm_in_step) {
+      if (e.precision != precision_) continue;
+      const double d = std::min(log_distance(e.m, e.n, e.k, g), log_distance(e.n, e.m, e.k, g));
+      if (d < best) {
+        best = d;
+        efficiency = e.efficiency;
+      }
+    }
+  } else {
+    for (const auto& e : profile_.calibration.gemm) {
+      if (e.precision != precision_) continue;
+      const double d = log_distance(e.m, e.n, e.k, g);
+      if (d < best) {
+        best = d;
+        efficiency = e.efficiency;
+      }
     }
   }
   const double compute = g.flops() / (peak_flops_ * efficiency);
@@ -282,10 +314,17 @@ std::vector<std::string> CostModel::assumptions(bool reference_stack) const {
   bool gemm = false;
   for (const auto& e : cal.gemm) gemm = gemm || e.precision == precision_;
   // Say what is calibrated and applied as well as what is assumed.
-  out.push_back(gemm ? fmt::format("GEMM efficiency from {}'s calibrated {} table (nearest shape)", profile_.name,
-                                   hw::to_string(precision_))
-                     : fmt::format("no calibrated {} GEMM table in {}: GEMMs at {:.0f}% of peak (assumed)",
-                                   hw::to_string(precision_), profile_.name, DEFAULT_GEMM_EFFICIENCY * 100));
+  if (costs_in_step({"", 1, 1, 1, 1})) {
+    out.push_back(fmt::format("GEMM efficiency from {}'s {} table of products timed inside training steps (nearest "
+                              "shape; calibrate/scripts/torch_step_gemms.py){}",
+                              profile_.name, hw::to_string(precision_),
+                              gemm ? ", batched products from its table timed back to back" : ""));
+  } else {
+    out.push_back(gemm ? fmt::format("GEMM efficiency from {}'s calibrated {} table (nearest shape)", profile_.name,
+                                     hw::to_string(precision_))
+                       : fmt::format("no calibrated {} GEMM table in {}: GEMMs at {:.0f}% of peak (assumed)",
+                                     hw::to_string(precision_), profile_.name, DEFAULT_GEMM_EFFICIENCY * 100));
+  }
   out.push_back(!cal.kernels.empty()
                     ? fmt::format("memory-bound kernels at {}'s calibrated bandwidth by size", profile_.name)
                     : fmt::format("no calibrated kernel bandwidth in {}: memory-bound kernels at {:.0f}% of HBM (assumed)",

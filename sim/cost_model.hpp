@@ -33,9 +33,16 @@ class CostModel {
  public:
   // Throws std::invalid_argument when the GPU has no peak for the model's precision (a request
   // never gets here: planner/request.cpp refuses such a profile as a ConfigError).
-  CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics);
+  // `stack`: the training stack whose products are costed (the trainsim reference calls cuBLASLt with
+  // its heuristic's first algorithm, calibrate/cuda/ref_gemm.cpp, not the products of a framework's
+  // step that calibration.gemm_in_step measured).
+  CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, const wl::TrainingStack& stack = {});
 
+  // An unbatched product at the profile's table of products timed inside training steps
+  // (calibration.gemm_in_step) where it has one for the precision, else at its table of products
+  // timed back to back (calibration.gemm), else at DEFAULT_GEMM_EFFICIENCY.
   double gemm_seconds(const wl::Gemm& g) const;
+  bool costs_in_step(const wl::Gemm& g) const;
   double kernel_seconds(const wl::MemoryKernel& k) const;
   double pass_seconds(const wl::PassCost& pass) const;
   // pass_seconds split by kernel class, as a profiler trace names kernels (validate compares them,
@@ -93,6 +100,7 @@ class CostModel {
   hw::ComputePrecision precision_;
   double peak_flops_ = 0;
   double element_bytes_ = 2;
+  bool own_gemms_ = false;  // the trainsim reference: the table timed back to back, not in steps
 };
 
 // Linear interpolation of a curve in log(bytes), clamped at its ends.

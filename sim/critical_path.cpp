@@ -275,7 +275,7 @@ constexpr std::size_t MAX_WALK_INSTRUCTIONS = 1500000;
 class Walk {
  public:
   Walk(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& p, const wl::MemoryEstimate& memory)
-      : m_(m), s_(s), p_(p), memory_(memory), costs_(p, m.numerics), placement_(s.tp, s.dp, s.pp, p.gpus_per_node()),
+      : m_(m), s_(s), p_(p), memory_(memory), costs_(p, m.numerics, s.stack), placement_(s.tp, s.dp, s.pp, p.gpus_per_node()),
         fold_(plan_fold(placement_, true)) {
     for (const ExplicitRank& e : fold_.ranks) durations_.emplace_back(p_, costs_, placement_, e, fold_);
   }

@@ -313,7 +313,7 @@ StepBound pipeline_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw
 
 StepBound step_time_lower_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                                 const wl::MemoryEstimate& memory) {
-  const CostModel c(profile, m.numerics);
+  const CostModel c(profile, m.numerics, s.stack);
   Rates r = rates_of(profile);
   // Data parallelism alone: the step is no shorter than rank 0's collectives over its ring. (A
   // pipeline's stages each have their own data-parallel rings; the bound there keeps the NICs.)

@@ -107,7 +107,21 @@ INSTANTIATE_TEST_SUITE_P(
                          j["storage"]["mixed_read_GBps"] = 0;
                          j["storage"]["mixed_write_GBps"] = 1.1;
                        },
-                       "storage.mixed_read_GBps", "expected a number in [0.001, 10000] (GB/s), got 0"}));
+                       "storage.mixed_read_GBps", "expected a number in [0.001, 10000] (GB/s), got 0"},
+        // The table of products timed inside steps has the entries and ranges of the GEMM table.
+        BadProfileCase{"in-step GEMM efficiency out of range",
+                       [](nlohmann::json& j) {
+                         j["calibration"]["gemm_in_step"] = {
+                             {"products", {{{"precision", "bf16"}, {"m", 2048}, {"n", 4096}, {"k", 4096}, {"efficiency", 2.5}}}},
+                             {"source", "test"}};
+                       },
+                       "calibration.gemm_in_step.products[0].efficiency", "(fraction of peak), got 2.5"},
+        BadProfileCase{"in-step GEMM table without its source",
+                       [](nlohmann::json& j) {
+                         j["calibration"]["gemm_in_step"] = {
+                             {"products", {{{"precision", "bf16"}, {"m", 2048}, {"n", 4096}, {"k", 4096}, {"efficiency", 0.8}}}}};
+                       },
+                       "calibration.gemm_in_step.source", "expected a string"}));
 
 // The mixed read+write figure (hwprofiles/README.md): read, kept through the JSON form.
 TEST(ProfileLoader, MixedStorageFigureIsReadAndRoundTrips) {

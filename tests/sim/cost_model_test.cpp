@@ -36,6 +36,32 @@ TEST(CostModel, GemmEfficiencyComesFromTheNearestCalibratedShapeOfItsPrecision) 
   EXPECT_NEAR(c.gemm_seconds(small), small.flops() / (peak * 0.4), 1e-15);
 }
 
+// A profile's table of products timed inside training steps (calibration.gemm_in_step) is preferred
+// for unbatched products, a product and its transpose alike; batched products and precisions it does
+// not have keep the table timed back to back.
+TEST(CostModel, UnbatchedProductsPreferTheTableTimedInsideSteps) {
+  hw::ClusterProfile p = calibrated();
+  p.calibration.gemm_in_step = {{hw::ComputePrecision::BF16, 8192, 1024, 4096, 0.85},
+                                {hw::ComputePrecision::BF16, 1024, 1024, 1024, 0.5}};
+  const CostModel c(p, wl::Numerics::BF16_MIXED);
+  const double peak = 989.4e12;
+  const wl::Gemm forward{"x", 8192, 1024, 4096, 1};
+  EXPECT_NEAR(c.gemm_seconds(forward), forward.flops() / (peak * 0.85), 1e-12);
+  const wl::Gemm transposed{"x", 1024, 8192, 4096, 1};  // nearer the 8192 x 1024 entry's transpose than 1024^3
+  EXPECT_NEAR(c.gemm_seconds(transposed), transposed.flops() / (peak * 0.85), 1e-12);
+  const wl::Gemm batched{"x", 8000, 8000, 8000, 2};
+  EXPECT_NEAR(c.gemm_seconds(batched), batched.flops() / (peak * 0.7), 1e-12);
+  const CostModel fp16(p, wl::Numerics::FP16_MIXED);
+  EXPECT_NEAR(fp16.gemm_seconds(forward), forward.flops() / (peak * 0.9), 1e-12);
+  // The trainsim reference calls cuBLASLt with its own algorithm choice: the table timed back to back.
+  wl::TrainingStack reference;
+  reference.kind = wl::StackKind::TRAINSIM_REFERENCE;
+  const CostModel own(p, wl::Numerics::BF16_MIXED, reference);
+  EXPECT_NEAR(own.gemm_seconds(forward), forward.flops() / (peak * 0.7), 1e-12);
+  EXPECT_NE(c.assumptions().front().find("inside training steps"), std::string::npos) << c.assumptions().front();
+  EXPECT_EQ(fp16.assumptions().front().find("inside training steps"), std::string::npos) << fp16.assumptions().front();
+}
+
 TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
   const std::vector<hw::CurvePoint> curve{{1e6, 10}, {1e9, 100}};
   EXPECT_DOUBLE_EQ(interpolate_curve(curve, 1e6), 10);
