@@ -28,13 +28,12 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
-from torch_microbench import BF16, FP32, cuda_time, stats
+from torch_microbench import BF16, FP32, cuda_time, provenance, stats
 
 
 def rotate_half(t):
@@ -273,9 +272,7 @@ def main():
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     doc = {"schema_version": 1, "kind": "trainsim.torch_layer_kernels",
-           "provenance": {"script": "calibrate/scripts/torch_layer_kernels.py", "command": " ".join(sys.argv),
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
-                          "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "cuda": torch.version.cuda},
+           "provenance": provenance("calibrate/scripts/torch_layer_kernels.py", dev),
            "errors": {}, "seconds": {}}
     parts = {"kernels": kernels, "attention": attention, "attention_contiguous": attention_contiguous,
              "gemm_probe": gemm_probe}

@@ -29,6 +29,13 @@ def stats(xs):
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "samples": len(xs)}
 
 
+def provenance(script, dev, **extra):
+    """Where and with what a PyTorch calibration ran (the provenance object of its output)."""
+    return {"script": script, "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": os.uname().nodename, "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+            "cuda": torch.version.cuda, **extra}
+
+
 def cuda_time(fn, reps=10, samples=5, warmup=3):
     """Seconds per call of fn (GPU time, CUDA events), median of samples of reps calls."""
     for _ in range(warmup):
@@ -337,10 +344,7 @@ def main():
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     doc = {"schema_version": 1, "kind": "trainsim.torch_microbench",
-           "provenance": {"script": "calibrate/scripts/torch_microbench.py", "command": " ".join(sys.argv),
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
-                          "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "cuda": torch.version.cuda,
-                          "cpu_count": os.cpu_count()},
+           "provenance": provenance("calibrate/scripts/torch_microbench.py", dev, cpu_count=os.cpu_count()),
            "errors": {}}
     for part in args.parts.split(","):
         t0 = time.time()

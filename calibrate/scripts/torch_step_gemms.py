@@ -32,6 +32,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "reports", "validation", "scripts"))
 from model import build_model, init_weights, loss_fn  # noqa: E402
+from torch_microbench import provenance  # noqa: E402
 
 SEQ = 2048
 # (arch, hidden, heads, kv heads, ffn, vocab): the measured GPT's widths and wider (heads of 64 at
@@ -125,9 +126,7 @@ def main():
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     doc = {"schema_version": 1, "kind": "trainsim.torch_step_gemms",
-           "provenance": {"script": "calibrate/scripts/torch_step_gemms.py", "command": " ".join(sys.argv),
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
-                          "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "cuda": torch.version.cuda},
+           "provenance": provenance("calibrate/scripts/torch_step_gemms.py", dev),
            "configs": [], "errors": []}
     grid = [(a, b) for a in ARCHS for b in MICRO_BATCHES]
     if args.quick:
