@@ -7,7 +7,8 @@ calibration.gemm_in_step, the table the replay prefers for unbatched products (s
 
 One entry per product shape (m, n, k as the step's aten::mm saw it), its efficiency the measured
 TFLOP/s over the target profile's bf16 peak; a shape measured in several configurations takes the
-median of their medians. Rounded to 4 significant digits. calibration.gemm_in_step is added or
+median of their medians; given the runs of several GPUs (one file each, --gemms A B ...), the shapes
+every run has, each at the median over the GPUs. Rounded to 4 significant digits. calibration.gemm_in_step is added or
 replaced; the rest of each file stays byte for byte (merge_offload_calibration.insert_section).
 """
 import argparse
@@ -32,14 +33,22 @@ def rates(doc):
     return {s: statistics.median(v) for s, v in sorted(by_shape.items())}
 
 
-def section(doc, peak_tflops, raw):
-    p = doc["provenance"]
+def rates_over_gpus(docs):
+    """Per shape, the median over the runs (one GPU each) of each run's rate; a shape every run has."""
+    per_run = [rates(d) for d in docs]
+    shapes = set(per_run[0]).intersection(*per_run[1:])
+    return {s: statistics.median(r[s] for r in per_run) for s in sorted(shapes)}
+
+
+def section(docs, peak_tflops, raw):
+    p = docs[0]["provenance"]
     products = [{"precision": "bf16", "m": float(m), "n": float(n), "k": float(k), "efficiency": sig4(t / peak_tflops)}
-                for (m, n, k), t in rates(doc).items()]
-    archs = sorted({(c["arch"], c["hidden"]) for c in doc["configs"]})
+                for (m, n, k), t in rates_over_gpus(docs).items()]
+    archs = sorted({(c["arch"], c["hidden"]) for c in docs[0]["configs"]})
     gpts = ", ".join(str(h) for a, h in archs if a == "gpt")
-    source = (f"measured by calibrate/scripts/torch_step_gemms.py on {p['host']} {p['date'][:10]} ({p['gpu']}, torch "
-              f"{p['torch']}; raw {raw}): every aten::mm and aten::addmm of two profiled single-GPU training steps "
+    gpus = "one GPU" if len(docs) == 1 else f"each of {len(docs)} GPUs at once, per shape the median over the GPUs"
+    source = (f"measured by calibrate/scripts/torch_step_gemms.py on {p['host']} {p['date'][:10]} ({p['gpu']}, {gpus}, "
+              f"torch {p['torch']}; raw {raw}): every aten::mm and aten::addmm of two profiled single-GPU training steps "
               f"(torch.autocast bf16, cross-entropy, fused AdamW) of two-layer models, the validation GPT at hidden "
               f"{gpts} and Llama 3 8B's and 70B's layers, at 2048, 4096 and 8192 tokens a step; per shape the median "
               f"kernel time (a shape in several models: the median of theirs), efficiency = TFLOP/s / the profile's "
@@ -50,15 +59,15 @@ def section(doc, peak_tflops, raw):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gemms", required=True)
+    ap.add_argument("--gemms", required=True, nargs="+", help="torch_step_gemms.json of one run per GPU")
     ap.add_argument("--raw", required=True, help="where the raw run is committed (provenance)")
     ap.add_argument("profiles", nargs="+")
     a = ap.parse_args()
-    doc = json.load(open(a.gemms))
+    docs = [json.load(open(f)) for f in a.gemms]
     for path in a.profiles:
         text = open(path).read()
         peak = json.loads(text)["gpu"]["peak_TFLOPs"]["bf16"]
-        sec = section(doc, peak, a.raw)
+        sec = section(docs, peak, a.raw)
         # One line a product, in this section only (316 shapes: the indented form would add 2500 lines
         # to each profile; the rest of the file stays as it was).
         text = insert_section(text, sec, "gemm_in_step")
