@@ -124,6 +124,26 @@ std::string_view calibrated_kernel(std::string_view name) {
 }
 }  // namespace
 
+namespace {
+// A PyTorch kernel without a curve of its own in the profile (FSDP2's own kernels, calibration call
+// 46; the layer's kernels in its layouts, call 50; a profile calibrated before them): the curves it
+// is costed at instead, in order, first the one it was costed at before. SwiGLU's backward reads the
+// split forward's rate per byte where measured (its forward-and-backward bench is host-bound at the
+// smaller sizes, reports/calibration/layer-kernels-call50/), else the contiguous forward-and-backward.
+std::vector<std::string_view> older_torch_curves(std::string_view name) {
+  if (name == "torch:foreach_cast_fp32_to_bf16") return {"torch_cast_fp32_to_bf16"};
+  if (name == "torch:split_copy_bf16" || name == "torch:bias_grad_bf16" || name == "torch:split_cat_bf16") {
+    return {"torch_copy_fp32"};
+  }
+  if (name == "torch:chunk_cat_bf16_to_fp32") return {"torch_cast_bf16_to_fp32"};
+  if (name == "torch:add_fp32_bf16") return {"torch_add_fp32"};
+  if (name == "torch:swiglu_split_fwd_bf16") return {"torch_swiglu_fwd_bf16"};
+  if (name == "torch:swiglu_split_bwd_bf16") return {"torch_swiglu_split_fwd_bf16", "torch_swiglu_fwd_bwd_bf16"};
+  if (name == "torch:rotary_split_fwd_bf16") return {"torch_rotary_fwd_bf16"};
+  return {};
+}
+}  // namespace
+
 double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
   double GBps = profile_.gpu.hbm_GBps * DEFAULT_KERNEL_EFFICIENCY;
   const std::string_view name = k.name;
@@ -139,20 +159,10 @@ double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
     if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, calibrated, 1)) {
       return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
     }
-    // FSDP2's own kernels (calibration call 46) and the layer's kernels in its layouts (call 50), in
-    // a profile calibrated before they were: at the plain PyTorch kernel of the same traffic, as
-    // they were costed before.
-    const std::string_view plain = modern == "torch:foreach_cast_fp32_to_bf16" ? "torch_cast_fp32_to_bf16"
-                                   : modern == "torch:split_copy_bf16"          ? "torch_copy_fp32"
-                                   : modern == "torch:chunk_cat_bf16_to_fp32"   ? "torch_cast_bf16_to_fp32"
-                                   : modern == "torch:add_fp32_bf16"            ? "torch_add_fp32"
-                                   : modern == "torch:swiglu_split_fwd_bf16"    ? "torch_swiglu_fwd_bf16"
-                                   : modern == "torch:rotary_split_fwd_bf16"    ? "torch_rotary_fwd_bf16"
-                                   : modern == "torch:bias_grad_bf16"           ? "torch_copy_fp32"
-                                   : modern == "torch:split_cat_bf16"           ? "torch_copy_fp32"
-                                                                                : "";
-    if (const hw::BandwidthCurve* torch = plain.empty() ? nullptr : find_curve(profile_.calibration.kernels, plain, 1)) {
-      return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
+    for (const std::string_view older : older_torch_curves(modern)) {
+      if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, older, 1)) {
+        return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
+      }
     }
   }
   // The trainsim reference's kernels ("ref:causal_softmax_fwd", workloads/reference_stack.hpp) at

@@ -69,7 +69,7 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
   bwd.kernels.push_back({norm_b, 2 * 3 * re * Th});
   if (!bf16) bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 2 * 6 * Th});
   bwd.kernels.push_back({"torch:copy_fp32", 4 * Th});
-  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:swiglu_split_fwd_bf16", 10 * d.T * d.f});
+  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:swiglu_split_bwd_bf16", 10 * d.T * d.f});
   else bwd.kernels.push_back({"torch:gelu_bwd_bf16", 6 * d.T * d.f});
   if (m.position == PositionKind::ROTARY) bwd.kernels.push_back({"torch:rotary_split_fwd_bf16", 10 * d.T * (d.h + d.kv)});
   bwd.kernels.push_back({"torch:split_cat_bf16", 4 * d.T * (d.h + 2 * d.kv)});

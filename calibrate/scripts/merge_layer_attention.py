@@ -39,6 +39,8 @@ def replace(path, section):
     text = open(path).read()
     cal = text.index('"calibration": {')
     key = text.index('"attention": {', cal)
+    if key > close_of(text, cal + len('"calibration": ')):
+        raise SystemExit(f"{path}: no calibration.attention to replace")
     open_at = key + len('"attention": ')
     close_at = close_of(text, open_at)
     indent = key - (text.rfind("\n", 0, key) + 1)

@@ -46,11 +46,14 @@ def section(docs, peak_tflops, raw):
                 for (m, n, k), t in rates_over_gpus(docs).items()]
     archs = sorted({(c["arch"], c["hidden"]) for c in docs[0]["configs"]})
     gpts = ", ".join(str(h) for a, h in archs if a == "gpt")
+    llamas = " and ".join(f"hidden {h}" for a, h in archs if a == "llama")
+    tokens = sorted({c["micro_batch"] * c["seq"] for c in docs[0]["configs"]})
+    tokens_said = ", ".join(str(t) for t in tokens[:-1]) + (" and " if len(tokens) > 1 else "") + str(tokens[-1])
     gpus = "one GPU" if len(docs) == 1 else f"each of {len(docs)} GPUs at once, per shape the median over the GPUs"
     source = (f"measured by calibrate/scripts/torch_step_gemms.py on {p['host']} {p['date'][:10]} ({p['gpu']}, {gpus}, "
               f"torch {p['torch']}; raw {raw}): every aten::mm and aten::addmm of two profiled single-GPU training steps "
               f"(torch.autocast bf16, cross-entropy, fused AdamW) of two-layer models, the validation GPT at hidden "
-              f"{gpts} and Llama 3 8B's and 70B's layers, at 2048, 4096 and 8192 tokens a step; per shape the median "
+              f"{gpts} and the Llama-style decoder at {llamas}, at {tokens_said} tokens a step; per shape the median "
               f"kernel time (a shape in several models: the median of theirs), efficiency = TFLOP/s / the profile's "
               f"bf16 peak ({peak_tflops} TFLOP/s). A step runs its products about 10% faster than its GPU runs them "
               f"back to back at its power limit (validation call 51, reports/validation/gemm_step_probe/)")
@@ -71,7 +74,7 @@ def main():
         # One line a product, in this section only (316 shapes: the indented form would add 2500 lines
         # to each profile; the rest of the file stays as it was).
         text = insert_section(text, sec, "gemm_in_step")
-        start = text.index('"gemm_in_step": {')
+        start = text.index('"gemm_in_step": {', text.index('"calibration": {'))
         end = close_of(text, start + len('"gemm_in_step": '))
         compact = re.sub(r'\{\s+"precision": ("[a-z0-9]+"),\s+"m": ([^,]+),\s+"n": ([^,]+),\s+"k": ([^,]+),\s+'
                          r'"efficiency": ([^\s]+)\s+\}',

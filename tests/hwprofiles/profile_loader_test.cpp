@@ -116,6 +116,14 @@ INSTANTIATE_TEST_SUITE_P(
                              {"source", "test"}};
                        },
                        "calibration.gemm_in_step.products[0].efficiency", "(fraction of peak), got 2.5"},
+        BadProfileCase{"unknown key in an in-step GEMM entry",
+                       [](nlohmann::json& j) {
+                         j["calibration"]["gemm_in_step"] = {
+                             {"products",
+                              {{{"precision", "bf16"}, {"m", 2048}, {"n", 4096}, {"k", 4096}, {"efficiency", 0.8}, {"tflops", 790}}}},
+                             {"source", "test"}};
+                       },
+                       "calibration.gemm_in_step.products[0].tflops", "unknown key"},
         BadProfileCase{"in-step GEMM table without its source",
                        [](nlohmann::json& j) {
                          j["calibration"]["gemm_in_step"] = {

@@ -12,6 +12,8 @@
 #include "profile_loader.hpp"
 #include "reference_kernel_table.hpp"
 #include "reference_stack.hpp"
+#include "stack_layer.hpp"
+#include "test_support.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -28,7 +30,7 @@ hw::ClusterProfile calibrated() {
 
 TEST(CostModel, GemmEfficiencyComesFromTheNearestCalibratedShapeOfItsPrecision) {
   const hw::ClusterProfile p = calibrated();
-  const CostModel c(p, wl::Numerics::BF16_MIXED);
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
   const double peak = 989.4e12;
   const wl::Gemm big{"x", 8000, 8000, 8000, 1};
   EXPECT_NEAR(c.gemm_seconds(big), big.flops() / (peak * 0.7), 1e-12);
@@ -43,7 +45,7 @@ TEST(CostModel, UnbatchedProductsPreferTheTableTimedInsideSteps) {
   hw::ClusterProfile p = calibrated();
   p.calibration.gemm_in_step = {{hw::ComputePrecision::BF16, 8192, 1024, 4096, 0.85},
                                 {hw::ComputePrecision::BF16, 1024, 1024, 1024, 0.5}};
-  const CostModel c(p, wl::Numerics::BF16_MIXED);
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
   const double peak = 989.4e12;
   const wl::Gemm forward{"x", 8192, 1024, 4096, 1};
   EXPECT_NEAR(c.gemm_seconds(forward), forward.flops() / (peak * 0.85), 1e-12);
@@ -51,7 +53,7 @@ TEST(CostModel, UnbatchedProductsPreferTheTableTimedInsideSteps) {
   EXPECT_NEAR(c.gemm_seconds(transposed), transposed.flops() / (peak * 0.85), 1e-12);
   const wl::Gemm batched{"x", 8000, 8000, 8000, 2};
   EXPECT_NEAR(c.gemm_seconds(batched), batched.flops() / (peak * 0.7), 1e-12);
-  const CostModel fp16(p, wl::Numerics::FP16_MIXED);
+  const CostModel fp16(p, wl::Numerics::FP16_MIXED, {});
   EXPECT_NEAR(fp16.gemm_seconds(forward), forward.flops() / (peak * 0.9), 1e-12);
   // The trainsim reference calls cuBLASLt with its own algorithm choice: the table timed back to back.
   wl::TrainingStack reference;
@@ -68,7 +70,7 @@ TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
   EXPECT_NEAR(interpolate_curve(curve, std::sqrt(1e6 * 1e9)), 55, 1e-9);  // halfway in log space
   EXPECT_DOUBLE_EQ(interpolate_curve(curve, 1e12), 100);
   EXPECT_DOUBLE_EQ(interpolate_curve(curve, 1), 10);
-  const CostModel c(calibrated(), wl::Numerics::BF16_MIXED);
+  const CostModel c(calibrated(), wl::Numerics::BF16_MIXED, {});
   EXPECT_NEAR(c.kernel_seconds({"residual_add", 1e9}), 1e9 / 3000e9, 1e-15);
   EXPECT_DOUBLE_EQ(c.collective_cap(CollectiveKind::ALL_REDUCE, 4, 1e9), 100e9);
   EXPECT_DOUBLE_EQ(c.collective_cap(CollectiveKind::ALL_GATHER, 4, 1e9), 0.0);  // not calibrated: link rate
@@ -79,9 +81,9 @@ TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
 TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
   hw::ClusterProfile p = calibrated();
   p.calibration.kernels.push_back({"softmax", 1, {{1e6, 2000}, {1e9, 4000}}});
-  const CostModel generic(p, wl::Numerics::BF16_MIXED);
+  const CostModel generic(p, wl::Numerics::BF16_MIXED, {});
   p.calibration.reference_kernels = {{"causal_softmax_fwd", 1, {{1e6, 500}, {1e9, 1000}}}};
-  const CostModel own(p, wl::Numerics::BF16_MIXED);
+  const CostModel own(p, wl::Numerics::BF16_MIXED, {});
   EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 1000e9, 1e-15);
   EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 750e9, 1e-15);
   EXPECT_NEAR(generic.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 4000e9, 1e-15);  // no class: softmax
@@ -101,17 +103,70 @@ TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
   p.calibration.kernels.push_back({"torch_add_fp32", 1, {{1e6, 3500}, {1e9, 3500}}});
   p.calibration.kernels.push_back({"torch_copy_fp32", 1, {{1e6, 3800}, {1e9, 3800}}});
   p.calibration.kernels.push_back({"torch_rotary_fwd_bf16", 1, {{1e6, 1200}, {1e9, 1200}}});
-  const CostModel before(p, wl::Numerics::BF16_MIXED);
+  const CostModel before(p, wl::Numerics::BF16_MIXED, {});
   EXPECT_NEAR(before.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 3500e9, 1e-15);
   EXPECT_NEAR(before.kernel_seconds({"torch:bias_grad_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
   EXPECT_NEAR(before.kernel_seconds({"torch:split_cat_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
   EXPECT_NEAR(before.kernel_seconds({"torch:rotary_split_fwd_bf16", 1e9}), 1e9 / 1200e9, 1e-15);
   EXPECT_NEAR(before.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // no plain curve: copy
+  // SwiGLU's backward: the contiguous forward-and-backward curve it was costed at before, until the
+  // split forward's is measured, whose rate per byte it then takes.
+  EXPECT_NEAR(before.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // neither: copy
+  p.calibration.kernels.push_back({"torch_swiglu_fwd_bwd_bf16", 1, {{1e6, 1600}, {1e9, 1600}}});
+  p.calibration.kernels.push_back({"torch_swiglu_fwd_bf16", 1, {{1e6, 2400}, {1e9, 2400}}});
+  const CostModel contiguous(p, wl::Numerics::BF16_MIXED, {});
+  EXPECT_NEAR(contiguous.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1600e9, 1e-15);
+  EXPECT_NEAR(contiguous.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 2400e9, 1e-15);
+  p.calibration.kernels.push_back({"torch_swiglu_split_fwd_bf16", 1, {{1e6, 1100}, {1e9, 1100}}});
   p.calibration.kernels.push_back({"torch_add_fp32_bf16", 1, {{1e6, 2500}, {1e9, 2500}}});
   p.calibration.kernels.push_back({"torch_bias_grad_bf16", 1, {{1e6, 200}, {1e9, 4000}}});
-  const CostModel after(p, wl::Numerics::BF16_MIXED);
+  const CostModel after(p, wl::Numerics::BF16_MIXED, {});
   EXPECT_NEAR(after.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 2500e9, 1e-15);
   EXPECT_NEAR(after.kernel_seconds({"torch:bias_grad_bf16", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 2100e9, 1e-15);
+  EXPECT_NEAR(after.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1100e9, 1e-15);
+}
+
+// Every kernel a PyTorch stack's layer, head and embedding launch has its own curve in the calibrated
+// H200 profile (or, for SwiGLU's backward, the curve it is meant to take): a misspelt name would fall
+// back to another kernel's rate without a word.
+TEST(CostModel, EveryPyTorchKernelOfALayerHasItsCurveInTheCalibratedProfile) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  auto has_curve = [&](const std::string& what) {
+    for (const auto& c : p.calibration.kernels) {
+      if (c.what == what) return true;
+    }
+    return false;
+  };
+  const wl::ModelSpec gpt = wl::builtin_model("gpt2-1.5b");
+  const wl::ModelSpec llama = wl::load_model_file(
+      test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
+  int checked = 0;
+  for (const wl::ModelSpec* m : {&gpt, &llama}) {
+    for (wl::StackKind kind : {wl::StackKind::PYTORCH, wl::StackKind::PYTORCH_FSDP}) {
+      wl::Strategy s;
+      s.micro_batch = 1;
+      s.global_batch = 2;
+      s.seq = 2048;
+      s.zero_stage = kind == wl::StackKind::PYTORCH_FSDP ? 3 : 0;
+      s.stack.kind = kind;
+      s.recompute = wl::Recompute::FULL;
+      std::vector<wl::PassCost> passes{wl::torch_recompute_cost(*m, s)};
+      for (const wl::LayerCost& c : {wl::torch_layer_cost(*m, s), wl::torch_output_cost(*m, s), wl::torch_embedding_cost(*m, s)}) {
+        passes.push_back(c.forward);
+        passes.push_back(c.backward);
+      }
+      for (const wl::PassCost& pass : passes) {
+        for (const wl::MemoryKernel& k : pass.kernels) {
+          const std::string name = k.name;
+          ASSERT_EQ(name.rfind("torch:", 0), 0U) << name;
+          const std::string curve = name == "torch:swiglu_split_bwd_bf16" ? "torch_swiglu_split_fwd_bf16" : "torch_" + name.substr(6);
+          EXPECT_TRUE(has_curve(curve)) << name << " has no curve " << curve << " in h200x4-measured";
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 60);
 }
 
 // The reference's Adam (ref_kernels.cu, adam_step) moves 30 bytes per parameter with its bf16 copy
@@ -120,12 +175,12 @@ TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
 TEST(CostModel, ReferenceAdamIsItsOwnKernelAtItsOwnBytes) {
   hw::ClusterProfile p = calibrated();
   p.calibration.reference_kernels = {{"adam", 1, {{1e6, 2000}, {1e12, 2000}}}};
-  const CostModel c(p, wl::Numerics::BF16_MIXED);
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
   EXPECT_NEAR(c.reference_adam_seconds(1e9, true), 30e9 / 2000e9, 1e-15);
   EXPECT_NEAR(c.reference_adam_seconds(1e9, false), 28e9 / 2000e9, 1e-15);
   EXPECT_NEAR(c.gpu_adam_seconds(1e9, wl::Numerics::BF16_MIXED), 28e9 / 3000e9, 1e-15);
   // Without the class: the copy curve, at the reference's bytes.
-  const CostModel generic(calibrated(), wl::Numerics::BF16_MIXED);
+  const CostModel generic(calibrated(), wl::Numerics::BF16_MIXED, {});
   EXPECT_NEAR(generic.reference_adam_seconds(1e9, true), 30e9 / 3000e9, 1e-15);
 }
 
@@ -141,11 +196,11 @@ TEST(CostModel, ReferenceLayerIsPricedFromTheTableClassByClass) {
   s.stack.kind = wl::StackKind::TRAINSIM_REFERENCE;
   const wl::LayerCost c = wl::reference_layer_cost(m, s);
   hw::ClusterProfile p = calibrated();
-  const CostModel generic(p, wl::Numerics::BF16_MIXED);
+  const CostModel generic(p, wl::Numerics::BF16_MIXED, {});
   for (std::string_view what : hw::REFERENCE_KERNEL_CLASSES) {
     p.calibration.reference_kernels.push_back({std::string(what), 1, {{1e3, 100}, {1e12, 100}}});
   }
-  const CostModel own(p, wl::Numerics::BF16_MIXED);
+  const CostModel own(p, wl::Numerics::BF16_MIXED, {});
   for (const wl::PassCost* pass : {&c.forward, &c.backward}) {
     double ref_bytes = 0, ref_generic_s = 0;
     int classes = 0;
@@ -161,7 +216,7 @@ TEST(CostModel, ReferenceLayerIsPricedFromTheTableClassByClass) {
 }
 
 TEST(CostModel, MissingPrecisionIsRefused) {
-  EXPECT_THROW(CostModel(hw::builtin_profile("dgx2"), wl::Numerics::BF16_MIXED), std::invalid_argument);
+  EXPECT_THROW(CostModel(hw::builtin_profile("dgx2"), wl::Numerics::BF16_MIXED, {}), std::invalid_argument);
 }
 
 TEST(CostModel, ReplayHonoursTheCalibratedBusBandwidth) {
@@ -185,7 +240,7 @@ TEST(CostModel, ReplayHonoursTheCalibratedBusBandwidth) {
     op.bytes = S;
     b.add(op);
     RateCaps caps;
-    caps.per_op = {CostModel(p, wl::Numerics::BF16_MIXED).collective_cap(CollectiveKind::ALL_REDUCE, 4, S)};
+    caps.per_op = {CostModel(p, wl::Numerics::BF16_MIXED, {}).collective_cap(CollectiveKind::ALL_REDUCE, 4, S)};
     return fmt::format("{:.17g}", replay(b.graph(), platform, caps).makespan);
   });
   const double expected = 6 * 2e-6 + 1.5 * S / 100e9;

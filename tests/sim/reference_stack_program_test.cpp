@@ -43,7 +43,7 @@ wl::Strategy infinity_on_storage(wl::StackKind stack) {
 
 ProgramSet program(const wl::ModelSpec& m, const wl::Strategy& s) {
   const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
-  const CostModel costs(p, m.numerics);
+  const CostModel costs(p, m.numerics, s.stack);
   return build_data_parallel_program(m, s, costs, wl::estimate_memory(m, s, 4), 4);
 }
 
@@ -147,7 +147,7 @@ TEST(ReferenceStackProgram, CastsBeforeEachGatherAndAccumulatesAfterEachScatterO
   const Seen v = look(zero3);
   // Its Adam is the reference's kernel over the rank's shard, without a bf16 copy under ZeRO-3.
   const hw::ClusterProfile prof = hw::builtin_profile("h200x4-measured");
-  const CostModel costs(prof, m.numerics);
+  const CostModel costs(prof, m.numerics, s.stack);
   for (const Instruction& in : zero3.stages.at(0).instructions) {
     if (std::string_view(in.name) == "adam") {
       EXPECT_NEAR(in.seconds, costs.reference_adam_seconds(static_cast<double>(wl::total_params(m)) / 2, false), 1e-3 * in.seconds);

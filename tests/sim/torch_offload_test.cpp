@@ -66,7 +66,7 @@ hw::ClusterProfile with_pageable_rate(double GBps) {
 TEST(TorchOffloadProgram, AccumulatingMicroBatchesCopyPageableAndBlockTheHost) {
   const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
   const OffloadRun s = fsdp_offload(p, 3);
-  const CostModel costs(p, s.model.numerics);
+  const CostModel costs(p, s.model.numerics, s.strategy.stack);
   const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
   const Program& prog = set.stages.at(0);
   std::map<int, double> pinned, pageable, add_s, expected_add_s;
@@ -100,7 +100,7 @@ TEST(TorchOffloadProgram, OtherStacksKeepOneAsynchronousCopyPerBucket) {
   const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
   OffloadRun s = fsdp_offload(p, 2);
   s.strategy.stack = {};  // idealized: ZeRO-Offload's copies
-  const CostModel costs(p, s.model.numerics);
+  const CostModel costs(p, s.model.numerics, s.strategy.stack);
   const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
   for (const Instruction& in : set.stages.at(0).instructions) {
     EXPECT_FALSE(in.kind == InstrKind::COPY && in.pageable) << in.name;
@@ -115,7 +115,7 @@ TEST(TorchOffloadProgram, OtherStacksKeepOneAsynchronousCopyPerBucket) {
 TEST(TorchOffloadProgram, ShardCopyBelongsToItsAllGather) {
   const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
   const OffloadRun s = fsdp_offload(p, 2);
-  const CostModel costs(p, s.model.numerics);
+  const CostModel costs(p, s.model.numerics, s.strategy.stack);
   const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
   const std::vector<Instruction>& ins = set.stages.at(0).instructions;
   int gathers = 0;
@@ -157,7 +157,7 @@ TEST(TorchOffloadProgram, Fsdp2ReduceScatterBuffersAreTransient) {
       s.strategy.offload_params = s.strategy.offload_optimizer = wl::OffloadTarget::NONE;
       s.memory = wl::estimate_memory(s.model, s.strategy, p.gpus_per_node());
     }
-    const CostModel costs(p, s.model.numerics);
+    const CostModel costs(p, s.model.numerics, s.strategy.stack);
     const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
     std::map<int, double> per_micro_batch;
     int reduces = 0;
@@ -178,7 +178,7 @@ TEST(TorchOffloadProgram, Fsdp2ReduceScatterBuffersAreTransient) {
 // The CPU optimizer's seconds in the program (one "cpu_adam" instruction a step).
 double cpu_adam_seconds(const hw::ClusterProfile& p) {
   const OffloadRun s = fsdp_offload(p, 1);
-  const CostModel costs(p, s.model.numerics);
+  const CostModel costs(p, s.model.numerics, s.strategy.stack);
   double seconds = 0;
   int found = 0;
   const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
@@ -267,7 +267,7 @@ TEST(TorchOffloadProgram, SaysWhatFreshPagesWouldCostTheAccumulatingCopies) {
   }
   ASSERT_LT(below, shard_bytes(s.model));  // the embedding is above the threshold
   const double expected_ms = 2 * below * 0.9e-9 * 1e3;
-  const CostModel costs(p, s.model.numerics);
+  const CostModel costs(p, s.model.numerics, s.strategy.stack);
   const ProgramSet set = build_data_parallel_program(s.model, s.strategy, costs, s.memory, p.gpus_per_node());
   const auto note = std::find_if(set.notes.begin(), set.notes.end(), [](const std::string& n) { return n.find("up to ") != n.npos; });
   ASSERT_NE(note, set.notes.end());

@@ -37,7 +37,7 @@ Gathers count_gathers(wl::StackKind kind) {
   stack.kind = kind;
   in.stack.set(stack, "t");
   const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
-  const CostModel costs(p, r.model.numerics);
+  const CostModel costs(p, r.model.numerics, r.strategy.stack);
   const ProgramSet set = build_data_parallel_program(r.model, r.strategy, costs, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node()),
                                                      p.gpus_per_node());
   Gathers g;

@@ -215,10 +215,11 @@ TEST(TorchLayerKernels, TheBackwardJoinsTheGradientsOfEachFusedOutputsParts) {
   // GPT: the fused QKV output only (its MLP has no split); Llama: QKV (grouped) and gate-up.
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(gpt, sg).backward, "torch:split_cat_bf16"),
                    4 * T * 3 * static_cast<double>(gpt.hidden));
-  const double Tl = static_cast<double>(sl.micro_batch) * static_cast<double>(sl.seq);
-  const double h = static_cast<double>(llama.hidden), kv = static_cast<double>(llama.kv_hidden());
-  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(llama, sl).backward, "torch:split_cat_bf16"),
-                   4 * Tl * (h + 2 * kv) + 4 * Tl * 2 * static_cast<double>(llama.ffn_hidden));
+  // Llama 3 8B's widths at two micro-batches of 2048 tokens: twice the calibration's 2048-token cats
+  // (reports/calibration/layer-kernels-call50/torch_layer_kernels.json: QKV [2048 x (4096, 1024, 1024)]
+  // 50331648 bytes, gate-up [2048 x (14336, 14336)] 234881024 bytes).
+  ASSERT_EQ(sl.micro_batch * sl.seq, 2 * 2048);
+  EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(llama, sl).backward, "torch:split_cat_bf16"), 2.0 * (50331648 + 234881024));
   EXPECT_FALSE(has_kernel(torch_layer_cost(llama, sl).forward, "torch:split_cat_bf16"));
 }
 
