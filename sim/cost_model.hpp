@@ -1,7 +1,9 @@
 #pragma once
 // From work (FLOPs, bytes, parameters) to time on a cluster profile. GEMMs run at peak times an
-// efficiency looked up in the profile's calibrated GEMM table (nearest shape in log space, same
-// precision), memory-bound kernels at an achieved bandwidth from the calibrated kernel curves.
+// efficiency looked up in the profile's calibrated GEMM tables (nearest shape in log space, same
+// precision): the products timed inside training steps where the profile has them, else those timed
+// back to back (gemm_seconds). Memory-bound kernels at an achieved bandwidth from the calibrated
+// kernel curves.
 // Without calibration the defaults below apply and every result lists them as assumptions.
 // Collective and copy rates are capped by calibrated bandwidth curves, explicitly per op.
 
