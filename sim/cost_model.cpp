@@ -52,56 +52,42 @@ hw::ComputePrecision compute_precision(wl::Numerics n) {
 }
 
 CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, const wl::TrainingStack& stack)
-    : profile_(profile),
-      precision_(compute_precision(numerics)),
-      element_bytes_(wl::activation_element_bytes(numerics)),
-      own_gemms_(stack.is_reference()) {
+    : profile_(profile), precision_(compute_precision(numerics)), element_bytes_(wl::activation_element_bytes(numerics)) {
   auto it = profile.gpu.peak_TFLOPs.find(precision_);
   if (it == profile.gpu.peak_TFLOPs.end()) {
     throw std::invalid_argument(fmt::format("the {} of {} has no {} peak in its profile", profile.gpu.model,
                                             profile.name, hw::to_string(precision_)));
   }
   peak_flops_ = it->second * 1e12;
-}
-
-namespace {
-// Squared distance in log space between a table entry and a product.
-double log_distance(double m, double n, double k, const wl::Gemm& g) {
-  return std::pow(std::log(m / g.m), 2) + std::pow(std::log(n / g.n), 2) + std::pow(std::log(k / g.k), 2);
-}
-}  // namespace
-
-bool CostModel::costs_in_step(const wl::Gemm& g) const {
-  if (g.batch != 1 || own_gemms_) return false;
-  for (const auto& e : profile_.calibration.gemm_in_step) {
-    if (e.precision == precision_) return true;
+  // The tables' entries of this precision in log space, once: a replay looks GEMMs up often.
+  for (const auto& e : profile.calibration.gemm) {
+    if (e.precision == precision_) block_gemms_.push_back({std::log(e.m), std::log(e.n), std::log(e.k), e.efficiency});
   }
-  return false;
+  // Products timed inside training steps (calibration.gemm_in_step), each also as its transpose
+  // (C^T = B^T A^T is the same work for cuBLAS; the table holds each shape as the step's aten::mm saw
+  // it). Not for the trainsim reference (see the constructor's comment in cost_model.hpp).
+  if (!stack.is_reference()) {
+    for (const auto& e : profile.calibration.gemm_in_step) {
+      if (e.precision != precision_) continue;
+      step_gemms_.push_back({std::log(e.m), std::log(e.n), std::log(e.k), e.efficiency});
+      step_gemms_.push_back({std::log(e.n), std::log(e.m), std::log(e.k), e.efficiency});
+    }
+  }
 }
+
+bool CostModel::costs_in_step(const wl::Gemm& g) const { return g.batch == 1 && !step_gemms_.empty(); }
 
 double CostModel::gemm_seconds(const wl::Gemm& g) const {
+  // The nearest entry in log space of the table that applies (the first of equals).
+  const std::vector<LogGemm>& table = costs_in_step(g) ? step_gemms_ : block_gemms_;
+  const double lm = std::log(g.m), ln = std::log(g.n), lk = std::log(g.k);
   double efficiency = DEFAULT_GEMM_EFFICIENCY;
   double best = std::numeric_limits<double>::infinity();
-  if (costs_in_step(g)) {
-    // Products timed inside training steps (calibration.gemm_in_step): the nearest entry, a product
-    // and its transpose alike (C^T = B^T A^T is the same work for cuBLAS; the table holds each shape
-    // as the step's aten::mm saw it).
-    for (const auto& e : profile_.calibration.gemm_in_step) {
-      if (e.precision != precision_) continue;
-      const double d = std::min(log_distance(e.m, e.n, e.k, g), log_distance(e.n, e.m, e.k, g));
-      if (d < best) {
-        best = d;
-        efficiency = e.efficiency;
-      }
-    }
-  } else {
-    for (const auto& e : profile_.calibration.gemm) {
-      if (e.precision != precision_) continue;
-      const double d = log_distance(e.m, e.n, e.k, g);
-      if (d < best) {
-        best = d;
-        efficiency = e.efficiency;
-      }
+  for (const LogGemm& e : table) {
+    const double d = (e.lm - lm) * (e.lm - lm) + (e.ln - ln) * (e.ln - ln) + (e.lk - lk) * (e.lk - lk);
+    if (d < best) {
+      best = d;
+      efficiency = e.efficiency;
     }
   }
   const double compute = g.flops() / (peak_flops_ * efficiency);

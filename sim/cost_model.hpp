@@ -104,7 +104,11 @@ class CostModel {
   hw::ComputePrecision precision_;
   double peak_flops_ = 0;
   double element_bytes_ = 2;
-  bool own_gemms_ = false;  // the trainsim reference: the table timed back to back, not in steps
+  struct LogGemm {
+    double lm, ln, lk, efficiency;  // log m, log n, log k of a table entry
+  };
+  std::vector<LogGemm> block_gemms_;  // calibration.gemm of this precision
+  std::vector<LogGemm> step_gemms_;   // calibration.gemm_in_step of it, each also transposed; empty for the reference
 };
 
 // Linear interpolation of a curve in log(bytes), clamped at its ends.
