@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Replaces profiles' calibration.attention with flash attention timed in the layout a PyTorch
 stack's layer runs it (torch_layer_kernels.py's "attention": Q, K and V views of the fused QKV
-output, the output gradient in the layout flash attention wrote its output).
+output, the output gradient in the layout flash attention wrote its output), or, with --step-runs,
+with flash attention's kernels inside training steps (torch_step_gemms.py, one run per GPU: per
+shape the median over the GPUs).
 
     python3 calibrate/scripts/merge_layer_attention.py --micro reports/calibration/layer-kernels-call50/torch_layer_kernels.json \
         --source "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
@@ -15,6 +17,7 @@ rest of the file stays byte for byte; each is parsed again afterwards to check i
 """
 import argparse
 import json
+import statistics
 
 from merge_offload_calibration import close_of  # the bracket closing an array or object, strings skipped
 
@@ -35,6 +38,25 @@ def table(micro):
     return out
 
 
+def table_from_steps(docs):
+    """Flash attention as training steps ran it (torch_step_gemms.py's per-configuration "attention",
+    one run per GPU): the multi-head configurations' shapes, per shape the median over the GPUs."""
+    by_key = {}
+    for doc in docs:
+        if doc.get("errors"):
+            raise SystemExit(f"the run has failed configurations: {doc['errors']}")
+        for c in doc["configs"]:
+            a = c["attention"]
+            if a["kv_heads"] != c["heads"] or "forward_TFLOPs" not in a:
+                continue
+            key = (a["head_dim"], a["seq"], a["batch_heads"])
+            by_key.setdefault(key, []).append((a["forward_TFLOPs"], a["backward_TFLOPs"]))
+    return [{"head_dim": d, "seq": s, "batch_heads": bh, "causal": True,
+             "forward_TFLOPs": sig4(statistics.median(f for f, _ in v)),
+             "backward_TFLOPs": sig4(statistics.median(b for _, b in v))}
+            for (d, s, bh), v in sorted(by_key.items())]
+
+
 def replace(path, section):
     text = open(path).read()
     cal = text.index('"calibration": {')
@@ -53,11 +75,15 @@ def replace(path, section):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--micro", required=True)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--micro", help="torch_layer_kernels.json: flash attention timed alone in the layer's layout")
+    src.add_argument("--step-runs", nargs="+", help="torch_step_gemms.json of one run per GPU: flash attention's "
+                     "kernels inside training steps")
     ap.add_argument("--source", required=True, help="the table's provenance (calibration.attention.source)")
     ap.add_argument("profiles", nargs="+")
     args = ap.parse_args()
-    section = {"kernels": table(json.load(open(args.micro))), "source": args.source}
+    kernels = table(json.load(open(args.micro))) if args.micro else table_from_steps([json.load(open(f)) for f in args.step_runs])
+    section = {"kernels": kernels, "source": args.source}
     for p in args.profiles:
         replace(p, section)
         print(f"{p}: calibration.attention, {len(section['kernels'])} shapes")

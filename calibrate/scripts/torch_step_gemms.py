@@ -15,7 +15,8 @@ by their "Input Dims", their kernels by "External id").
 
 writes DIR/torch_step_gemms.json (schema_version 1): per configuration its step time, and per
 product shape (m, n, k: C[m x n] = A[m x k] B[k x n]) the number of calls, the median kernel time
-and TFLOP/s, with the cuBLAS kernels it ran. calibrate/scripts/merge_step_gemms.py turns that into a
+and TFLOP/s, with the cuBLAS kernels it ran; and flash attention's forward and backward kernel time
+per call (median) and TFLOP/s, as its layers ran it. calibrate/scripts/merge_step_gemms.py turns that into a
 profile's calibration.gemm_in_step.
 """
 import argparse
@@ -73,6 +74,20 @@ def products_of(trace_path):
     return by_shape, kernels
 
 
+def flash_of(trace_path):
+    """Flash attention's kernel time per call, forward and backward (a backward's three kernels, the
+    dot(dO, O) pre-pass, the dQ/dK/dV loop and the dQ conversion, summed by the op that launched them)."""
+    doc = json.load(open(trace_path))
+    calls = {"forward": collections.defaultdict(float), "backward": collections.defaultdict(float)}
+    for e in doc["traceEvents"]:
+        if e.get("cat") != "kernel" or "flash" not in e["name"]:
+            continue
+        kind = "backward" if "flash_bwd" in e["name"] else "forward" if "flash_fwd" in e["name"] else None
+        if kind:
+            calls[kind][e.get("args", {}).get("External id")] += e["dur"] * 1e-6
+    return {k: sorted(v.values()) for k, v in calls.items()}
+
+
 def one_config(arch, hidden, heads, kv, ffn, vocab, b, dev, tmp):
     cfg = {"arch": arch, "layers": 2, "hidden": hidden, "heads": heads, "kv_heads": kv or heads, "ffn_hidden": ffn,
            "vocab": vocab, "seq": SEQ}
@@ -105,6 +120,7 @@ def one_config(arch, hidden, heads, kv, ffn, vocab, b, dev, tmp):
     path = os.path.join(tmp, "trace.json")
     prof.export_chrome_trace(path)
     by_shape, kernels = products_of(path)
+    flash = flash_of(path)
     os.remove(path)
     del model, opt, x, y
     torch.cuda.empty_cache()
@@ -113,8 +129,17 @@ def one_config(arch, hidden, heads, kv, ffn, vocab, b, dev, tmp):
         med = statistics.median(secs)
         rows.append({"m": m, "n": n, "k": k, "calls": len(secs), "median_s": med, "min_s": min(secs), "max_s": max(secs),
                      "TFLOPs": 2.0 * m * n * k / med / 1e12, "kernels": sorted(kernels[(m, n, k)])})
+    # FlashAttention-2's count: forward 4 b a s^2 d halved by the causal mask, backward 2.5 times that.
+    d = hidden // heads
+    flops_f = 4.0 * b * heads * SEQ * SEQ * d / 2
+    attention = {"batch_heads": b * heads, "kv_heads": kv or heads, "seq": SEQ, "head_dim": d, "causal": True,
+                 "calls": {k: len(v) for k, v in flash.items()}}
+    if flash["forward"] and flash["backward"]:
+        fm, bm = statistics.median(flash["forward"]), statistics.median(flash["backward"])
+        attention.update({"forward_s": fm, "backward_s": bm, "forward_TFLOPs": flops_f / fm / 1e12,
+                          "backward_TFLOPs": 2.5 * flops_f / bm / 1e12})
     return {"arch": arch, "hidden": hidden, "heads": heads, "kv_heads": kv or heads, "ffn_hidden": ffn, "vocab": vocab,
-            "layers": 2, "micro_batch": b, "seq": SEQ, "step_s": step_s, "products": rows}
+            "layers": 2, "micro_batch": b, "seq": SEQ, "step_s": step_s, "products": rows, "attention": attention}
 
 
 def main():
