@@ -7,7 +7,7 @@ hold the GPU at its power limit and it lowers its clock (1680-1815 MHz against 1
 table for predicting steps has to be measured where the steps run them. This script runs short
 single-GPU training steps (reports/validation/scripts/model.py's GPT and model_llama.py's decoder,
 two layers each, torch.autocast bf16, cross-entropy, fused AdamW: the validation rows' single-GPU
-step) over a grid of widths and token counts, profiles two steps of each with record_shapes, and
+step, flash attention through sdpa_kernel(FLASH_ATTENTION) since call 54) over a grid of widths and token counts, profiles two steps of each with record_shapes, and
 takes every matrix product's CUDA kernel time from the profiler's trace (aten::mm and aten::addmm
 by their "Input Dims", their kernels by "External id").
 
@@ -98,8 +98,12 @@ def one_config(arch, hidden, heads, kv, ffn, vocab, b, dev, tmp):
     x = torch.randint(0, vocab, (b, SEQ), device=dev)
     y = torch.randint(0, vocab, (b, SEQ), device=dev)
 
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        # Flash attention, as the validation rows run it (run_step.py): SDPA's default backend on an
+        # H200 is another kernel (calibration call 54's first run found no flash kernel in its steps).
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION), torch.autocast("cuda", dtype=torch.bfloat16):
             loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
