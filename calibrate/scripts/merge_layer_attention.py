@@ -3,7 +3,8 @@
 stack's layer runs it (torch_layer_kernels.py's "attention": Q, K and V views of the fused QKV
 output, the output gradient in the layout flash attention wrote its output), or, with --step-runs,
 with flash attention's kernels inside training steps (torch_step_gemms.py, one run per GPU: per
-shape the median over the GPUs).
+shape the median over the GPUs), to which --micro then adds only the sequence lengths the steps did
+not run.
 
     python3 calibrate/scripts/merge_layer_attention.py --micro reports/calibration/layer-kernels-call50/torch_layer_kernels.json \
         --source "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
@@ -75,14 +76,23 @@ def replace(path, section):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--micro", help="torch_layer_kernels.json: flash attention timed alone in the layer's layout")
-    src.add_argument("--step-runs", nargs="+", help="torch_step_gemms.json of one run per GPU: flash attention's "
-                     "kernels inside training steps")
+    ap.add_argument("--micro", help="torch_layer_kernels.json: flash attention timed alone in the layer's layout "
+                    "(with --step-runs: only its sequence lengths the steps did not run)")
+    ap.add_argument("--step-runs", nargs="+", help="torch_step_gemms.json of one run per GPU: flash attention's "
+                    "kernels inside training steps")
     ap.add_argument("--source", required=True, help="the table's provenance (calibration.attention.source)")
     ap.add_argument("profiles", nargs="+")
     args = ap.parse_args()
-    kernels = table(json.load(open(args.micro))) if args.micro else table_from_steps([json.load(open(f)) for f in args.step_runs])
+    if not args.micro and not args.step_runs:
+        ap.error("give --micro, --step-runs or both")
+    alone = table(json.load(open(args.micro))) if args.micro else []
+    if args.step_runs:
+        kernels = table_from_steps([json.load(open(f)) for f in args.step_runs])
+        # Sequence lengths the steps did not run keep the figures timed alone (the steps ran 2048 tokens).
+        seqs = {k["seq"] for k in kernels}
+        kernels += [k for k in alone if k["seq"] not in seqs]
+    else:
+        kernels = alone
     section = {"kernels": kernels, "source": args.source}
     for p in args.profiles:
         replace(p, section)

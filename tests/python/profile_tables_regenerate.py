@@ -2,7 +2,8 @@
 """The calibration tables merged into the committed profiles regenerate from their committed raw runs.
 
 calibration.gemm_in_step (calibrate/scripts/merge_step_gemms.py, from calibration call 53's four runs)
-and calibration.attention (calibrate/scripts/merge_layer_attention.py, from call 50's run) are
+and calibration.attention (calibrate/scripts/merge_layer_attention.py, from call 54's two runs and,
+for the sequence lengths those did not run, call 50's) are
 merged into h200x4-measured and the eight validation call profiles. Both scripts replace their
 section, so running them again over a copy of each committed profile must give it back byte for
 byte: a hand edit, or a profile merged from other runs than the committed ones, fails here.
@@ -18,6 +19,7 @@ import sys
 import tempfile
 
 STEP_RUNS = "reports/calibration/step-gemms-call53/"
+ATTENTION_RUNS = "reports/calibration/step-attention-call54/"
 LAYER_RUN = "reports/calibration/layer-kernels-call50/torch_layer_kernels.json"
 
 
@@ -40,7 +42,8 @@ def main():
                         *copies], check=True, stdout=subprocess.DEVNULL)
         for p, c in zip(profiles, copies):
             source = json.load(open(p))["calibration"]["attention"]["source"]
-            subprocess.run([sys.executable, os.path.join(scripts, "merge_layer_attention.py"), "--micro", LAYER_RUN,
+            subprocess.run([sys.executable, os.path.join(scripts, "merge_layer_attention.py"), "--step-runs",
+                            *(f"{ATTENTION_RUNS}gpu{g}/torch_step_gemms.json" for g in range(2)), "--micro", LAYER_RUN,
                             "--source", source, c], check=True, stdout=subprocess.DEVNULL)
             if open(c, "rb").read() != open(p, "rb").read():
                 failed.append(p)
