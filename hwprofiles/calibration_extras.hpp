@@ -1,8 +1,8 @@
 #pragma once
 // The calibration sections that describe a training stack on a machine rather than the machine
 // alone: interference between overlapping compute and communication, host dispatch per stack,
-// flash attention per shape, and a framework's CPU optimizer (schema: hwprofiles/README.md,
-// "Calibration of stacks"). Read and written beside the rest of `calibration`.
+// flash attention per shape, and a framework's CPU optimizer (schema: hwprofiles/README.md, the
+// `calibration.*` rows of its table). Read and written beside the rest of `calibration`.
 
 #include <nlohmann/json.hpp>
 
