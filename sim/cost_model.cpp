@@ -307,10 +307,9 @@ double CostModel::copy_cap(OpKind kind, double bytes, bool pageable, int gpus) c
 std::vector<std::string> CostModel::assumptions(bool reference_stack) const {
   std::vector<std::string> out;
   const auto& cal = profile_.calibration;
-  bool gemm = false;
-  for (const auto& e : cal.gemm) gemm = gemm || e.precision == precision_;
+  const bool gemm = !block_gemms_.empty();
   // Say what is calibrated and applied as well as what is assumed.
-  if (costs_in_step({"", 1, 1, 1, 1})) {
+  if (!step_gemms_.empty()) {
     out.push_back(fmt::format("GEMM efficiency from {}'s {} table of products timed inside training steps (nearest "
                               "shape; calibrate/scripts/torch_step_gemms.py){}",
                               profile_.name, hw::to_string(precision_),
