@@ -52,7 +52,10 @@ hw::ComputePrecision compute_precision(wl::Numerics n) {
 }
 
 CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, const wl::TrainingStack& stack)
-    : profile_(profile), precision_(compute_precision(numerics)), element_bytes_(wl::activation_element_bytes(numerics)) {
+    : profile_(profile),
+      precision_(compute_precision(numerics)),
+      element_bytes_(wl::activation_element_bytes(numerics)),
+      pytorch_stack_(stack.is_pytorch()) {
   auto it = profile.gpu.peak_TFLOPs.find(precision_);
   if (it == profile.gpu.peak_TFLOPs.end()) {
     throw std::invalid_argument(fmt::format("the {} of {} has no {} peak in its profile", profile.gpu.model,
@@ -111,14 +114,16 @@ std::string_view calibrated_kernel(std::string_view name) {
 }  // namespace
 
 namespace {
-// A PyTorch kernel without a curve of its own in the profile (FSDP2's own kernels, calibration call
+// A PyTorch kernel without a curve of its own in the profile (DDP's gradient scaling into its buckets,
+// an elementwise fp32 pass costed as a copy; FSDP2's own kernels, calibration call
 // 46; the layer's kernels in its layouts, call 50; a profile calibrated before them): the curves it
 // is costed at instead, in order, first the one it was costed at before. SwiGLU's backward reads the
 // split forward's rate per byte where measured (its forward-and-backward bench is host-bound at the
 // smaller sizes, reports/calibration/layer-kernels-call50/), else the contiguous forward-and-backward.
 std::vector<std::string_view> older_torch_curves(std::string_view name) {
   if (name == "torch:foreach_cast_fp32_to_bf16") return {"torch_cast_fp32_to_bf16"};
-  if (name == "torch:split_copy_bf16" || name == "torch:bias_grad_bf16" || name == "torch:split_cat_bf16") {
+  if (name == "torch:split_copy_bf16" || name == "torch:bias_grad_bf16" || name == "torch:split_cat_bf16" ||
+      name == "torch:mul_scalar_fp32") {
     return {"torch_copy_fp32"};
   }
   if (name == "torch:chunk_cat_bf16_to_fp32") return {"torch_cast_bf16_to_fp32"};
@@ -201,12 +206,19 @@ double CostModel::pass_seconds(const wl::PassCost& pass) const {
     if (!(times_flash(pass) && attention_gemm(g))) t += gemm_seconds(g);
   }
   for (const auto& k : pass.kernels) t += kernel_seconds(k);
-  return t;
+  return t + launch_gap_seconds(pass);
+}
+
+double CostModel::launch_gap_seconds(const wl::PassCost& pass) const {
+  const auto& dispatch = profile_.calibration.host_dispatch;
+  if (pass.launches <= 0 || !dispatch || !dispatch->gpu_kernel_us) return 0;
+  return std::max(0.0, pass.launches - static_cast<double>(pass.kernels.size())) * *dispatch->gpu_kernel_us * 1e-6;
 }
 
 CostModel::PassClasses CostModel::pass_classes(const wl::PassCost& pass) const {
   PassClasses c;
   c.attention = flash_seconds(pass);
+  c.gaps = launch_gap_seconds(pass);
   for (const auto& g : pass.gemms) {
     if (!(times_flash(pass) && attention_gemm(g))) c.gemm += gemm_seconds(g);
   }
@@ -342,6 +354,12 @@ std::vector<std::string> CostModel::assumptions(bool reference_stack) const {
                               "pinned) with the node's ranks copying at once, the CPU gradient add and fused CPU AdamW per "
                               "rank{} as measured by calibrate/scripts/torch_offload_bench.py",
                               profile_.name, by_tensor ? " (tensor by tensor, at its measured time per tensor by size)" : ""));
+  }
+  if (pytorch_stack_ && cal.host_dispatch && cal.host_dispatch->gpu_kernel_us) {
+    out.push_back(fmt::format("a PyTorch layer's kernels wait {:.3g} us each for the GPU to start them behind the one before "
+                              "({}'s calibration.host_dispatch.gpu_kernel_us), the kernels a layer launches counted as its "
+                              "stack launches them (workloads/stack_layer.hpp)",
+                              *cal.host_dispatch->gpu_kernel_us, profile_.name));
   }
   if (reference_stack && !cal.reference_kernels.empty()) {
     out.push_back(fmt::format("the trainsim reference's own kernels (LayerNorm, causal softmax, head transposes, column "

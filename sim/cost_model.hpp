@@ -52,10 +52,20 @@ class CostModel {
   // pass_seconds split by kernel class, as a profiler trace names kernels (validate compares them,
   // planner/validate/profiler_trace.hpp): the GEMMs (materialized attention's batched products
   // among them, cuBLAS kernels in a trace); flash attention's kernels; the rest, memory-bound
-  // kernels (the softmax of materialized attention among them). The three add up to pass_seconds.
+  // kernels (the softmax of materialized attention among them); with the gaps between kernels
+  // (launch_gap_seconds) the parts add up to pass_seconds.
   struct PassClasses {
-    double gemm = 0, attention = 0;
+    double gemm = 0, attention = 0, gaps = 0;
   };
+  // The GPU's gaps between a pass's queued kernels: a kernel queued behind another starts
+  // calibration.host_dispatch.gpu_kernel_us after it ends (trainsim-calibrate's host_dispatch part;
+  // reports/calibration/step-interference-call55/ measured 1.3-1.6 us for real kernels back to back).
+  // The memory-bound kernels' curves were timed as blocks of back-to-back launches by CUDA events,
+  // so each costed kernel entry holds one gap already; the GEMM and flash attention tables are
+  // the profiler's kernel durations, which hold none. So: one gap per launch the pass counts
+  // (PassCost::launches) beyond its costed kernel entries; 0 where the pass counts no launches or
+  // the profile has no gpu_kernel_us. Part of pass_seconds, in no kernel class.
+  double launch_gap_seconds(const wl::PassCost& pass) const;
   PassClasses pass_classes(const wl::PassCost& pass) const;
   // Flash attention from the profile's calibrated kernels (nearest shape), when it has them and
   // the pass runs flash attention; the attention GEMMs are then not timed (attention_gemm).
@@ -104,6 +114,7 @@ class CostModel {
   hw::ComputePrecision precision_;
   double peak_flops_ = 0;
   double element_bytes_ = 2;
+  bool pytorch_stack_ = false;  // the stack is one of PyTorch's (its layers count their launches)
   struct LogGemm {
     double lm, ln, lk, efficiency;  // log m, log n, log k of a table entry
   };

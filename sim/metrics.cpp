@@ -82,7 +82,7 @@ std::vector<GpuBusy> gpu_busy(const TaskGraph& graph, const ReplayResult& replay
           const double scale = op.seconds > 0 ? took / op.seconds : 0;
           b.gemm_kernel_s += op.gemm_seconds * scale;
           b.attention_kernel_s += op.attention_seconds * scale;
-          b.other_kernel_s += took - (op.gemm_seconds + op.attention_seconds) * scale;
+          b.other_kernel_s += took - (op.gemm_seconds + op.attention_seconds + op.gap_seconds) * scale;
         } else if (op.category == Category::COMMUNICATION) {
           // A kernel on the collective stream (the trainsim reference's shard casts and copies,
           // data_parallel_lowering.cpp): a trace names it an elementwise kernel, not NCCL's.

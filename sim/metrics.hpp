@@ -30,7 +30,8 @@ struct GpuBusy {
   double call_span_optimizer_s = 0;
   // GPU kernel time by class, as a profiler trace of the step would sum its kernels (validate
   // compares them): the compute ops' time in the replay split by their costed classes (Op::gemm_seconds,
-  // attention_seconds; the rest memory-bound kernels), and the optimizer's GPU kernels. Summed
+  // attention_seconds; the rest memory-bound kernels, less the gaps between kernels, gap_seconds,
+  // which a trace's kernel durations do not hold), and the optimizer's GPU kernels. Summed
   // over ops, so two overlapping ops count twice, as two kernels do in a trace.
   double gemm_kernel_s = 0, attention_kernel_s = 0, other_kernel_s = 0, optimizer_kernel_s = 0;
 };

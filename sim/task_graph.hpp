@@ -54,9 +54,9 @@ struct Op {
   double bytes = 0;              // copies, storage, collectives (the collective's buffer size)
   double params = 0;             // CPU optimizer work, in parameters
   double flops = 0;              // hardware FLOPs done (for TFLOP/s accounting)
-  // COMPUTE: of `seconds`, the GEMMs' and attention's kernels as costed (the rest: memory-bound
-  // kernels); metrics.cpp scales them to the time the op took in the replay.
-  double gemm_seconds = 0, attention_seconds = 0;
+  // COMPUTE: of `seconds`, the GEMMs' and attention's kernels and the gaps between kernels as
+  // costed (the rest: memory-bound kernels); metrics.cpp scales them to the time the op took.
+  double gemm_seconds = 0, attention_seconds = 0, gap_seconds = 0;
   CollectiveKind collective = CollectiveKind::ALL_REDUCE;
   int ring = -1;                 // platform ring (group) of a collective
   int group_size = 0;            // ranks in the collective across all nodes

@@ -45,6 +45,9 @@ struct PassCost {
   std::vector<MemoryKernel> kernels;
   bool fused_attention = false;  // flash attention: scores, softmax and context in one kernel
   FlashWork flash;               // set with fused_attention
+  // Kernels the stack launches on the compute stream for this pass, where counted (a PyTorch
+  // stack's transformer layer, workloads/stack_layer.hpp); 0: not counted.
+  double launches = 0;
   double flops() const;
   double bytes() const;
 };

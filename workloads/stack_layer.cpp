@@ -118,6 +118,44 @@ void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost
 
 }  // namespace
 
+LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s) {
+  // The layer's four Linear modules (fused QKV, the output projection, the fused gate-up or first
+  // MLP product, the down or second), as the validation scripts define it (training_stacks.md,
+  // "The layer's kernels and layouts").
+  const double linears = 4;
+  const double biases = m.biases ? linears : 0;
+  const double norms = 2;
+  const bool autocast = !fsdp(s);
+  const bool swiglu = m.mlp == MlpKind::SWIGLU;
+  const bool rotary = m.position == PositionKind::ROTARY;
+  const bool gqa = m.kv_hidden() < m.hidden;
+  LayerLaunches l;
+  // Forward: flash attention's kernel; a GEMM a Linear; autocast's casts of each weight and bias and
+  // of the two norm outputs; the two residual adds and the two norms; GELU (one kernel) or SwiGLU
+  // (SiLU, then the product: two); rotary on the query and the key (rotate_half's negation and cat,
+  // two products, a sum: five each); FSDP2's copy-out of the gathered unit.
+  l.forward = 1 + linears + (autocast ? linears + biases + norms : 0) + 2 + norms + (swiglu ? 2 : 1) + (rotary ? 10 : 0) +
+              (fsdp(s) ? 1 : 0);
+  // Backward: flash attention's three (dO.O, the dQ/dK/dV loop, dQ's conversion); the sums of dK
+  // and dV over each key/value head's group under grouped-query attention (two reductions); the cats
+  // joining a fused output's gradient parts (QKV; SwiGLU's gate and up); two GEMMs a Linear and a
+  // column reduction a bias; autocast's casts back of each weight's and bias's gradient and of the
+  // two norm outputs' input gradients; a norm's two kernels (input; weight and bias) and the add of
+  // the gradient at its residual join, with autocast's cast of that gradient to bf16; GELU's
+  // backward (one) or SwiGLU's (three); rotary's backward (five each for query and key); FSDP2's
+  // chunk_cat of the reduce-scatter input and, under ZeRO-3, the copy-out of the unit gathered
+  // again.
+  l.backward = 3 + (gqa ? 2 : 0) + 1 + (swiglu ? 1 : 0) + 2 * linears + biases + (autocast ? linears + biases + 2 : 0) +
+               norms * (2 + 1) + (autocast ? norms : 0) + (swiglu ? 3 : 1) + (rotary ? 10 : 0) +
+               (fsdp(s) ? 1 + (s.zero_stage >= 3 ? 1 : 0) : 0);
+  // AccumulateGrad's add into .grad, a parameter tensor each, from the second micro-batch on (under
+  // FSDP2 the sharded gradient accumulates on the reduce-scatter's stream, not here).
+  const double tensors = linears + biases + norms * (m.norm == NormKind::RMSNORM ? 1 : 2);
+  if (autocast) l.backward += dims(m, s).accumulate * tensors;
+  l.recompute = l.forward;
+  return l;
+}
+
 double linear_params_per_layer(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
   const double kv = static_cast<double>(m.kv_hidden());
@@ -137,6 +175,9 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
   const Dims d = dims(m, s);
   add_layer_kernels(m, s, d, c.forward, c.backward);
   add_param_kernels(s, d, d.lp, c.forward, c.backward);
+  const LayerLaunches l = torch_layer_launches(m, s);
+  c.forward.launches = l.forward;
+  c.backward.launches = l.backward;
   return c;
 }
 
@@ -159,6 +200,7 @@ PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
   PassCost unused;
   add_layer_kernels(m, s, d, c.forward, unused);
   if (!fsdp(s)) c.forward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * d.lp});
+  c.forward.launches = torch_layer_launches(m, s).recompute;
   return c.forward;
 }
 

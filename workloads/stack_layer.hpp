@@ -17,6 +17,18 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s);
 LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s);
 LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s);
 
+// The kernels a PyTorch stack launches on the compute stream for one transformer layer, as the
+// validation rows' profiler traces list them per layer (reports/validation/measured/: the GPT and
+// Llama layers under autocast and FSDP2; stack_layer_test.cpp holds the counts read there):
+// forward, backward (the micro-batches that add into an existing gradient launch one
+// AccumulateGrad add per parameter tensor more, counted at their share), and the recompute of a
+// checkpointed layer (its forward again). What the head, the embedding and the optimizer launch is
+// not counted.
+struct LayerLaunches {
+  double forward = 0, backward = 0, recompute = 0;
+};
+LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s);
+
 // Bytes one layer keeps from its forward to its backward for one micro-batch, the 16-bit weight
 // copies of autocast included.
 double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s);

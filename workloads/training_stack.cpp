@@ -62,6 +62,7 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
         // them only with gradient_as_bucket_view and only for gradients made while the reducer runs:
         // under no_sync (gradient accumulation) .grad is a tensor of its own (training_stacks.md, "DDP").
         st.bucket_copy = s.gradient_as_bucket_view && grad_accum <= 1 ? 0 : 4;
+        st.scales_grads_into_buckets = true;
         st.row = "DDP";
       }
       break;

@@ -99,6 +99,11 @@ struct StackStates {
   // with the optimizer states on storage, the gradients stay in pinned host memory: only master
   // weights and moments stream through storage (ZeRO-Infinity writes gradients there too);
   bool grads_stay_on_host = false;
+  // DDP's reducer scales each gradient by 1 / world size into its bucket before the bucket's
+  // all-reduce (at::mul_out into the bucket view; div_ in place when .grad is already one): one
+  // elementwise kernel a parameter on the compute stream, reading and writing the gradient's
+  // bytes, in the micro-batch that synchronizes (training_stacks.md, "DDP");
+  bool scales_grads_into_buckets = false;
   // ZeRO-3's head unit gathers the word embedding tied to it (unit_costs.hpp); false where the
   // units are whole layers and the head's has none.
   bool head_gathers_tied_embedding = true;

@@ -175,6 +175,7 @@ class Interpreter {
         op.flops = in.flops;
         op.gemm_seconds = in.gemm_seconds;
         op.attention_seconds = in.attention_seconds;
+        op.gap_seconds = in.gap_seconds;
         op.action = action_of(in, g);
         std::vector<OpId> all = deps;
         if (in.host_seconds > 0) all.push_back(issue_on_host(in, g, deps, op.action));

@@ -170,6 +170,16 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
       case Instr::REDUCE_GRADS: {
         const double bytes = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
         const bool scatter = s_.zero_stage >= 2 && !s_.l2l;
+        // DDP's reducer writes each gradient, scaled by 1 / world size, into the bucket on the
+        // compute stream before the bucket's all-reduce can start (StackStates::
+        // scales_grads_into_buckets): the bucket's bytes read and written once, at the rate of an
+        // elementwise pass (CostModel::kernel_seconds).
+        if (stack_.scales_grads_into_buckets && !scatter && bytes > 0) {
+          Instruction k = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::COMPUTE, "scale_grads_into_bucket", in);
+          k.seconds = c_.kernel_seconds({"torch:mul_scalar_fp32", 2 * bytes});
+          k.after = std::move(deps);
+          deps = {writer_.add(std::move(k))};
+        }
         Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
         r.after = std::move(deps);
         if (transient_reduce_) {

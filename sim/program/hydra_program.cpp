@@ -141,6 +141,7 @@ class HydraBuilder {
       in.flops += seg.flops;
       in.gemm_seconds += seg.gemm_seconds;
       in.attention_seconds += seg.attention_seconds;
+      in.gap_seconds += seg.gap_seconds;
     }
     if (alloc_at_end != 0) in.memory.push_back({Tier::GPU, MemClass::ACTIVATIONS, alloc_at_end, true});
     in.after = std::move(after);

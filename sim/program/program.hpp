@@ -66,6 +66,7 @@ struct Instruction {
   double flops = 0;                 // COMPUTE
   double gemm_seconds = 0;          // COMPUTE: of `seconds`, the GEMMs' (unit_costs.hpp, Segment)
   double attention_seconds = 0;     // COMPUTE: of `seconds`, attention's
+  double gap_seconds = 0;           // COMPUTE: of `seconds`, the GPU's gaps between its kernels
   double host_seconds = 0;          // COMPUTE: host time issuing it (host_dispatch.hpp); 0: issued at once
   double params = 0;                // HOST_COMPUTE (or `seconds` of a framework's own CPU optimizer, when set)
   double bytes = 0;                 // COLLECTIVE, SEND, RECV, COPY

@@ -41,12 +41,13 @@ struct PartTimes {
   double flops[PARTS] = {0, 0, 0, 0};
   double gemm[PARTS] = {0, 0, 0, 0};       // of seconds, the GEMMs' (not attention's)
   double attention[PARTS] = {0, 0, 0, 0};  // of seconds, attention's
+  double gaps[PARTS] = {0, 0, 0, 0};       // of seconds, the gaps between kernels
 };
 
 // A whole pass as one segment, with its kernel classes.
 Segment whole_pass(const CostModel& c, const wl::PassCost& pass, double flops) {
   const CostModel::PassClasses k = c.pass_classes(pass);
-  return {c.pass_seconds(pass), flops, false, k.gemm, k.attention};
+  return {c.pass_seconds(pass), flops, false, k.gemm, k.attention, k.gaps};
 }
 
 PartTimes split(const CostModel& c, const wl::PassCost& pass) {
@@ -67,6 +68,15 @@ PartTimes split(const CostModel& c, const wl::PassCost& pass) {
   for (const auto& k : pass.kernels) {
     const Shares s = shares_of(k.name);
     for (int p = 0; p < PARTS; ++p) t.seconds[p] += s.part[p] * c.kernel_seconds(k);
+  }
+  // The gaps between the pass's kernels, shared by the parts as their kernels' time is.
+  const double gaps = c.launch_gap_seconds(pass);
+  double total = 0;
+  for (int p = 0; p < PARTS; ++p) total += t.seconds[p];
+  for (int p = 0; p < PARTS && total > 0; ++p) {
+    const double g = gaps * t.seconds[p] / total;
+    t.seconds[p] += g;
+    t.gaps[p] += g;
   }
   return t;
 }
@@ -122,8 +132,8 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
         u.holds_head = true;
       } else {
         const Part p = n == "attention_in" ? ATTENTION_IN : n == "attention_out" ? ATTENTION_OUT : n == "mlp_in" ? MLP_IN : MLP_OUT;
-        u.forward = {{fwd.seconds[p], fwd.flops[p], tp && (p == ATTENTION_OUT || p == MLP_OUT), fwd.gemm[p], fwd.attention[p]}};
-        u.backward = {{bwd.seconds[p], bwd.flops[p], tp && (p == ATTENTION_IN || p == MLP_IN), bwd.gemm[p], bwd.attention[p]}};
+        u.forward = {{fwd.seconds[p], fwd.flops[p], tp && (p == ATTENTION_OUT || p == MLP_OUT), fwd.gemm[p], fwd.attention[p], fwd.gaps[p]}};
+        u.backward = {{bwd.seconds[p], bwd.flops[p], tp && (p == ATTENTION_IN || p == MLP_IN), bwd.gemm[p], bwd.attention[p], bwd.gaps[p]}};
         u.full_recompute = u.forward;
         if (selective && p == ATTENTION_IN) u.selective_recompute = {core};
       }
@@ -146,7 +156,8 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   units.push_back(std::move(embedding));
   // The attention half (its input and output units) and the MLP half of a pass, as segments.
   auto half = [](const PartTimes& t, Part a, Part b, double flops, bool tp_after) {
-    return Segment{t.seconds[a] + t.seconds[b], flops, tp_after, t.gemm[a] + t.gemm[b], t.attention[a] + t.attention[b]};
+    return Segment{t.seconds[a] + t.seconds[b], flops, tp_after, t.gemm[a] + t.gemm[b], t.attention[a] + t.attention[b],
+                   t.gaps[a] + t.gaps[b]};
   };
   const double flops_f = layer.forward.flops(), flops_b = layer.backward.flops();
   // A PyTorch stack's recompute is its layer's forward without FSDP2's gather work (stack_layer.hpp).
@@ -167,9 +178,9 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
       u.backward = {mlp_b, attn_b};
     } else {
       u.forward = {{attn_f.seconds + mlp_f.seconds, flops_f, false, attn_f.gemm_seconds + mlp_f.gemm_seconds,
-                    attn_f.attention_seconds + mlp_f.attention_seconds}};
+                    attn_f.attention_seconds + mlp_f.attention_seconds, attn_f.gap_seconds + mlp_f.gap_seconds}};
       u.backward = {{mlp_b.seconds + attn_b.seconds, flops_b, false, mlp_b.gemm_seconds + attn_b.gemm_seconds,
-                     mlp_b.attention_seconds + attn_b.attention_seconds}};
+                     mlp_b.attention_seconds + attn_b.attention_seconds, mlp_b.gap_seconds + attn_b.gap_seconds}};
     }
     u.full_recompute = torch_recompute.empty() ? u.forward : torch_recompute;
     if (selective) u.selective_recompute = {core};

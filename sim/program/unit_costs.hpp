@@ -17,8 +17,9 @@ struct Segment {
   double seconds = 0;
   double flops = 0;
   bool tp_allreduce_after = false;
-  // Of `seconds`, the GEMMs' and attention's (CostModel::pass_classes); the rest is memory-bound kernels.
-  double gemm_seconds = 0, attention_seconds = 0;
+  // Of `seconds`, the GEMMs', attention's and the gaps between kernels (CostModel::pass_classes);
+  // the rest is memory-bound kernels.
+  double gemm_seconds = 0, attention_seconds = 0, gap_seconds = 0;
 };
 
 // A pass's segments: one, or two with tensor parallelism, kept inline (small_vector.hpp): the

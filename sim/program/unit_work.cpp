@@ -155,6 +155,7 @@ int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassL
     c.flops = seg.flops;
     c.gemm_seconds = seg.gemm_seconds;
     c.attention_seconds = seg.attention_seconds;
+    c.gap_seconds = seg.gap_seconds;
     c.after = after;
     if (k == 0) c.memory = at_start;
     const bool last_segment = k + 1 == segments.size();

@@ -107,6 +107,7 @@ TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
   EXPECT_NEAR(before.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 3500e9, 1e-15);
   EXPECT_NEAR(before.kernel_seconds({"torch:bias_grad_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
   EXPECT_NEAR(before.kernel_seconds({"torch:split_cat_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
+  EXPECT_NEAR(before.kernel_seconds({"torch:mul_scalar_fp32", 1e9}), 1e9 / 3800e9, 1e-15);  // DDP's scaling into buckets
   EXPECT_NEAR(before.kernel_seconds({"torch:rotary_split_fwd_bf16", 1e9}), 1e9 / 1200e9, 1e-15);
   EXPECT_NEAR(before.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // no plain curve: copy
   // SwiGLU's backward: the contiguous forward-and-backward curve it was costed at before, until the
@@ -124,6 +125,32 @@ TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
   EXPECT_NEAR(after.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 2500e9, 1e-15);
   EXPECT_NEAR(after.kernel_seconds({"torch:bias_grad_bf16", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 2100e9, 1e-15);
   EXPECT_NEAR(after.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1100e9, 1e-15);
+}
+
+// The GPU's gap between queued kernels: one gpu_kernel_us a launch the pass counts beyond its costed
+// kernel entries (each entry's block-timed curve holds one gap already; the GEMM and flash tables,
+// profiler durations, hold none), counted apart from the kernel classes; nothing where the pass
+// counts no launches, the profile measured no gap, or the entries outnumber the launches.
+TEST(CostModel, KernelsQueuedBackToBackWaitTheCalibratedGapEach) {
+  const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
+  ASSERT_TRUE(p.calibration.host_dispatch && p.calibration.host_dispatch->gpu_kernel_us);
+  EXPECT_DOUBLE_EQ(*p.calibration.host_dispatch->gpu_kernel_us, 1.629);  // trainsim-calibrate's host_dispatch part
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
+  wl::PassCost pass;
+  pass.gemms.push_back({"qkv", 2048, 3072, 1024});
+  for (int i = 0; i < 5; ++i) pass.kernels.push_back({"torch:add_fp32", 1e8});
+  const double without = c.pass_seconds(pass);
+  EXPECT_EQ(c.launch_gap_seconds(pass), 0);
+  pass.launches = 30;
+  EXPECT_NEAR(c.launch_gap_seconds(pass), 25 * 1.629e-6, 1e-15);
+  EXPECT_NEAR(c.pass_seconds(pass) - without, 25 * 1.629e-6, 1e-12);
+  EXPECT_NEAR(c.pass_classes(pass).gaps, 25 * 1.629e-6, 1e-15);
+  pass.launches = 3;
+  EXPECT_EQ(c.launch_gap_seconds(pass), 0);
+  pass.launches = 30;
+  hw::ClusterProfile no_gap = p;
+  no_gap.calibration.host_dispatch->gpu_kernel_us.reset();
+  EXPECT_EQ(CostModel(no_gap, wl::Numerics::BF16_MIXED, {}).launch_gap_seconds(pass), 0);
 }
 
 // Every kernel a PyTorch stack's layer, head and embedding launch has its own curve in the calibrated

@@ -48,13 +48,14 @@ SimResult pipeline_step(const hw::ClusterProfile& p) {
 }
 
 // The calibrated H200 profile without the interference table (whose slowdown of kernels beside
-// NCCL would change with what overlaps once dispatch spreads the kernels out), with its host
-// dispatch and without.
+// NCCL would change with what overlaps once dispatch spreads the kernels out), with its stacks'
+// host dispatch and without (the GPU's own gap between queued kernels, gpu_kernel_us, kept in both:
+// it is GPU time, CostModel::launch_gap_seconds).
 std::pair<hw::ClusterProfile, hw::ClusterProfile> with_and_without_dispatch() {
   hw::ClusterProfile with = hw::builtin_profile("h200x4-measured");
   with.calibration.interference.reset();
   hw::ClusterProfile without = with;
-  without.calibration.host_dispatch.reset();
+  without.calibration.host_dispatch->stacks.clear();
   return {with, without};
 }
 

@@ -253,5 +253,49 @@ TEST(TorchCheckpointing, RecomputeIsTheForwardWithoutTheGatherWork) {
   }
 }
 
+// The kernels a layer launches on the compute stream, against the rows' profiler traces (rank 0,
+// the compute stream's kernels between one layer's flash attention kernel and the next layer's,
+// read with the period of those kernels: reports/validation/measured/h200x1/
+// h200x1_single_L28-h4096_mb1x2.trace.json.gz, 20 forward and 35 or 47 backward, the second
+// micro-batch's AccumulateGrad adds making the difference; call41-h200x2/
+// h200x1_single_llama_L16-h4096_mb1x2, 27 and 42 or 48; h200x4/h200x4_fsdp2-zero3_L48-h6144_mb1x2,
+// 11 and 25; h200x2/h200x2_fsdp2-zero2_L32-h5120_mb1x2, 11 and 24; call41-h200x2/
+// h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2, 22 and 36).
+ModelSpec row_model(const char* path) {
+  return load_model_file(std::string(TRAINSIM_SOURCE_DIR) + "/reports/validation/measured/" + path);
+}
+
+TEST(TorchLayerLaunches, CountTheKernelsTheRowsTracesHoldPerLayer) {
+  const ModelSpec gpt = row_model("h200x1/h200x1_single_L28-h4096_mb1x2.model.json");
+  const ModelSpec llama = row_model("call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json");
+  struct Case {
+    const ModelSpec* model;
+    StackKind stack;
+    int zero;
+    double forward, backward;
+  };
+  const Case cases[] = {{&gpt, StackKind::PYTORCH_DDP, 0, 20, 35},  {&llama, StackKind::PYTORCH_DDP, 0, 27, 42},
+                        {&gpt, StackKind::PYTORCH_FSDP, 3, 11, 25}, {&gpt, StackKind::PYTORCH_FSDP, 2, 11, 24},
+                        {&llama, StackKind::PYTORCH_FSDP, 3, 22, 36}};
+  for (const Case& c : cases) {
+    ModelSpec m;
+    const Strategy s = torch_strategy(c.stack, *c.model, m, c.zero);
+    ASSERT_EQ(s.micro_batches(), 1);
+    const LayerLaunches l = torch_layer_launches(m, s);
+    EXPECT_EQ(l.forward, c.forward) << m.name << " " << to_string(c.stack) << " zero " << c.zero;
+    EXPECT_EQ(l.backward, c.backward) << m.name << " " << to_string(c.stack) << " zero " << c.zero;
+    EXPECT_EQ(l.recompute, l.forward);
+    const LayerCost cost = torch_layer_cost(m, s);
+    EXPECT_EQ(cost.forward.launches, l.forward);
+    EXPECT_EQ(cost.backward.launches, l.backward);
+  }
+  // Two micro-batches: the second adds into each parameter's .grad (12 tensors of the GPT layer,
+  // 6 of the Llama layer, whose QKV and gate-up are fused and whose norms have no bias): the mean of
+  // the traces' 35 and 47, 42 and 48.
+  ModelSpec g, l;
+  EXPECT_EQ(torch_layer_launches(g, accumulating_ddp(gpt, g)).backward, 41);
+  EXPECT_EQ(torch_layer_launches(l, accumulating_ddp(llama, l)).backward, 45);
+}
+
 }  // namespace
 }  // namespace trainsim::wl
