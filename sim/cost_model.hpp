@@ -61,10 +61,11 @@ class CostModel {
   // calibration.host_dispatch.gpu_kernel_us after it ends (trainsim-calibrate's host_dispatch part;
   // reports/calibration/step-interference-call55/ measured 1.3-1.6 us for real kernels back to back).
   // The memory-bound kernels' curves were timed as blocks of back-to-back launches by CUDA events,
-  // so each costed kernel entry holds one gap already; the GEMM and flash attention tables are
-  // the profiler's kernel durations, which hold none. So: one gap per launch the pass counts
-  // (PassCost::launches) beyond its costed kernel entries; 0 where the pass counts no launches or
-  // the profile has no gpu_kernel_us. Part of pass_seconds, in no kernel class.
+  // so each costed kernel entry that is a compute-stream launch holds one gap already; the GEMM and
+  // flash attention tables are the profiler's kernel durations, which hold none. So: one gap per
+  // launch the pass counts (PassCost::launches) beyond those entries (launches_in_entries); 0 where
+  // the pass counts no launches or the profile has no gpu_kernel_us. Part of pass_seconds, in no
+  // kernel class.
   double launch_gap_seconds(const wl::PassCost& pass) const;
   PassClasses pass_classes(const wl::PassCost& pass) const;
   // Flash attention from the profile's calibrated kernels (nearest shape), when it has them and

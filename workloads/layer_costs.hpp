@@ -46,8 +46,11 @@ struct PassCost {
   bool fused_attention = false;  // flash attention: scores, softmax and context in one kernel
   FlashWork flash;               // set with fused_attention
   // Kernels the stack launches on the compute stream for this pass, where counted (a PyTorch
-  // stack's transformer layer, workloads/stack_layer.hpp); 0: not counted.
+  // stack's transformer layer, workloads/stack_layer.hpp); 0: not counted. Of them, the launches
+  // that a costed kernel entry stands for with a curve timed as back-to-back launches (one each: such
+  // a curve holds the gap before each launch it timed; CostModel::launch_gap_seconds).
   double launches = 0;
+  double launches_in_entries = 0;
   double flops() const;
   double bytes() const;
 };

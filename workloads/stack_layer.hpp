@@ -22,8 +22,9 @@ LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s);
 // Llama layers under autocast and FSDP2; stack_layer_test.cpp holds the counts read there):
 // forward, backward (the micro-batches that add into an existing gradient launch one
 // AccumulateGrad add per parameter tensor more, counted at their share), and the recompute of a
-// checkpointed layer (its forward again). What the head, the embedding and the optimizer launch is
-// not counted.
+// checkpointed layer (its forward with two kernels fewer, and under FSDP2 no copy-out, as the
+// checkpointed rows' traces hold it). What the head, the embedding and the optimizer launch is not
+// counted.
 struct LayerLaunches {
   double forward = 0, backward = 0, recompute = 0;
 };

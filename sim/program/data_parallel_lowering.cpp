@@ -176,6 +176,9 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // elementwise pass (CostModel::kernel_seconds).
         if (stack_.scales_grads_into_buckets && !scatter && bytes > 0) {
           Instruction k = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::COMPUTE, "scale_grads_into_bucket", in);
+          // Inside the backward call (the reducer's hook runs in autograd's backward), whose host
+          // time already holds the hooks' (host_dispatch.cpp: the micro-batch's backward is paid).
+          k.pass = ComputePass::BACKWARD;
           k.seconds = c_.kernel_seconds({"torch:mul_scalar_fp32", 2 * bytes});
           k.after = std::move(deps);
           deps = {writer_.add(std::move(k))};

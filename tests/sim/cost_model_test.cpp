@@ -127,10 +127,11 @@ TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
   EXPECT_NEAR(after.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1100e9, 1e-15);
 }
 
-// The GPU's gap between queued kernels: one gpu_kernel_us a launch the pass counts beyond its costed
-// kernel entries (each entry's block-timed curve holds one gap already; the GEMM and flash tables,
-// profiler durations, hold none), counted apart from the kernel classes; nothing where the pass
-// counts no launches, the profile measured no gap, or the entries outnumber the launches.
+// The GPU's gap between queued kernels: one gpu_kernel_us a launch the pass counts beyond the
+// launches its costed kernel entries stand for (each such entry's block-timed curve holds one gap
+// already; the GEMM and flash tables, profiler durations, hold none), counted apart from the kernel
+// classes; nothing where the pass counts no launches, the profile measured no gap, or the entries
+// account for every launch.
 TEST(CostModel, KernelsQueuedBackToBackWaitTheCalibratedGapEach) {
   const hw::ClusterProfile p = hw::builtin_profile("h200x4-measured");
   ASSERT_TRUE(p.calibration.host_dispatch && p.calibration.host_dispatch->gpu_kernel_us);
@@ -142,6 +143,7 @@ TEST(CostModel, KernelsQueuedBackToBackWaitTheCalibratedGapEach) {
   const double without = c.pass_seconds(pass);
   EXPECT_EQ(c.launch_gap_seconds(pass), 0);
   pass.launches = 30;
+  pass.launches_in_entries = 5;
   EXPECT_NEAR(c.launch_gap_seconds(pass), 25 * 1.629e-6, 1e-15);
   EXPECT_NEAR(c.pass_seconds(pass) - without, 25 * 1.629e-6, 1e-12);
   EXPECT_NEAR(c.pass_classes(pass).gaps, 25 * 1.629e-6, 1e-15);

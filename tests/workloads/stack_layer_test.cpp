@@ -284,11 +284,25 @@ TEST(TorchLayerLaunches, CountTheKernelsTheRowsTracesHoldPerLayer) {
     const LayerLaunches l = torch_layer_launches(m, s);
     EXPECT_EQ(l.forward, c.forward) << m.name << " " << to_string(c.stack) << " zero " << c.zero;
     EXPECT_EQ(l.backward, c.backward) << m.name << " " << to_string(c.stack) << " zero " << c.zero;
-    EXPECT_EQ(l.recompute, l.forward);
     const LayerCost cost = torch_layer_cost(m, s);
     EXPECT_EQ(cost.forward.launches, l.forward);
     EXPECT_EQ(cost.backward.launches, l.backward);
   }
+  // A checkpointed layer's recompute (validation call 43's traces, the compute stream's backward
+  // periods less the backward's own: call43-h200x2/h200x1_single_llama_ac_L16-h4096_mb2x2, 67 - 42;
+  // call43-h200x2/h200x2_fsdp2-zero3_llama_ac_L32-h4096_mb2x2, 55 - 36).
+  ModelSpec ac, acf;
+  EXPECT_EQ(torch_layer_launches(ac, torch_strategy(StackKind::PYTORCH_DDP, llama, ac)).recompute, 25);
+  EXPECT_EQ(torch_layer_launches(acf, torch_strategy(StackKind::PYTORCH_FSDP, llama, acf, 3)).recompute, 19);
+  // Of the launches, those a costed entry stands for (one each): the autocast GPT forward's norm,
+  // norm-output cast, residual add, GELU and weight casts (its reshape copy entry is no kernel in the
+  // trace), so 15 gaps; FSDP2's forward costs its copy-in on the compute stream but launches it on
+  // its own, so only its norm, add, GELU and copy-out entries count: 7 gaps.
+  ModelSpec g1, f1;
+  const LayerCost autocast_gpt = torch_layer_cost(g1, torch_strategy(StackKind::PYTORCH_DDP, gpt, g1));
+  EXPECT_EQ(autocast_gpt.forward.launches - autocast_gpt.forward.launches_in_entries, 15);
+  const LayerCost fsdp_gpt = torch_layer_cost(f1, torch_strategy(StackKind::PYTORCH_FSDP, gpt, f1, 3));
+  EXPECT_EQ(fsdp_gpt.forward.launches - fsdp_gpt.forward.launches_in_entries, 7);
   // Two micro-batches: the second adds into each parameter's .grad (12 tensors of the GPT layer,
   // 6 of the Llama layer, whose QKV and gate-up are fused and whose norms have no bias): the mean of
   // the traces' 35 and 47, 42 and 48.
