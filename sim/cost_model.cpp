@@ -212,7 +212,7 @@ double CostModel::pass_seconds(const wl::PassCost& pass) const {
 double CostModel::launch_gap_seconds(const wl::PassCost& pass) const {
   const auto& dispatch = profile_.calibration.host_dispatch;
   if (pass.launches <= 0 || !dispatch || !dispatch->gpu_kernel_us) return 0;
-  return std::max(0.0, pass.launches - pass.launches_in_entries) * *dispatch->gpu_kernel_us * 1e-6;
+  return std::max(0.0, pass.launches - pass.launches_in_entries()) * *dispatch->gpu_kernel_us * 1e-6;
 }
 
 CostModel::PassClasses CostModel::pass_classes(const wl::PassCost& pass) const {

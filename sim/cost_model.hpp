@@ -63,7 +63,7 @@ class CostModel {
   // The memory-bound kernels' curves were timed as blocks of back-to-back launches by CUDA events,
   // so each costed kernel entry that is a compute-stream launch holds one gap already; the GEMM and
   // flash attention tables are the profiler's kernel durations, which hold none. So: one gap per
-  // launch the pass counts (PassCost::launches) beyond those entries (launches_in_entries); 0 where
+  // launch the pass counts (PassCost::launches) beyond those entries (launches_in_entries()); 0 where
   // the pass counts no launches or the profile has no gpu_kernel_us. Part of pass_seconds, in no
   // kernel class.
   double launch_gap_seconds(const wl::PassCost& pass) const;

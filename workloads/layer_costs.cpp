@@ -1,5 +1,7 @@
 #include "layer_costs.hpp"
 
+#include <algorithm>
+
 #include "activation_memory.hpp"
 #include "reference_stack.hpp"
 #include "stack_layer.hpp"
@@ -10,6 +12,12 @@ double PassCost::flops() const {
   double f = 0;
   for (const auto& g : gemms) f += g.flops();
   return f;
+}
+
+double PassCost::launches_in_entries() const {
+  return static_cast<double>(std::count_if(kernels.begin(), kernels.end(), [](const MemoryKernel& k) {
+    return k.compute_stream_launch && k.bytes > 0;
+  }));
 }
 
 double PassCost::bytes() const {

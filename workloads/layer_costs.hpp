@@ -28,6 +28,10 @@ struct Gemm {
 struct MemoryKernel {
   const char* name;
   double bytes = 0;  // read + written
+  // Whether the entry is a kernel on the compute stream, as the stack's traces hold it: false for a
+  // kernel the stack runs on a stream of its own, or for work the traces show no kernel for
+  // (PassCost::launches_in_entries).
+  bool compute_stream_launch = true;
 };
 
 // Flash attention's work in one pass: a profile with calibrated flash kernels times it per shape
@@ -46,11 +50,12 @@ struct PassCost {
   bool fused_attention = false;  // flash attention: scores, softmax and context in one kernel
   FlashWork flash;               // set with fused_attention
   // Kernels the stack launches on the compute stream for this pass, where counted (a PyTorch
-  // stack's transformer layer, workloads/stack_layer.hpp); 0: not counted. Of them, the launches
-  // that a costed kernel entry stands for with a curve timed as back-to-back launches (one each: such
-  // a curve holds the gap before each launch it timed; CostModel::launch_gap_seconds).
+  // stack's transformer layer, workloads/stack_layer.hpp); 0: not counted.
   double launches = 0;
-  double launches_in_entries = 0;
+  // Of them, those a costed kernel entry stands for, one an entry (a compute-stream launch with
+  // bytes): its curve, timed as back-to-back launches, holds the gap before each launch it timed
+  // (CostModel::launch_gap_seconds).
+  double launches_in_entries() const;
   double flops() const;
   double bytes() const;
 };

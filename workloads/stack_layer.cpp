@@ -1,7 +1,6 @@
 #include "stack_layer.hpp"
 
 #include <algorithm>
-#include <string_view>
 
 #include "training_stack.hpp"
 
@@ -50,7 +49,9 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
   // (residual + bf16 branch -> residual dtype), the MLP activation.
   fwd.kernels.push_back({norm_f, 2 * 2 * re * Th});
   if (!bf16) fwd.kernels.push_back({"torch:cast_fp32_to_bf16", 2 * 6 * Th});
-  fwd.kernels.push_back({"torch:copy_fp32", 4 * Th});
+  // The reshape copy stays costed though the traces hold no kernel for it (flash attention's output
+  // is read through a view): no launch.
+  fwd.kernels.push_back({"torch:copy_fp32", 4 * Th, false});
   // Under autocast the residual joins add a bf16 branch output to the fp32 residual: PyTorch's
   // mixed-dtype add, slower than an fp32 add of the same bytes (calibration call 50).
   fwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32_bf16", 2 * (re + 2 + re) * Th});
@@ -94,13 +95,15 @@ void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost
     // FSDP2's own kernels (foreach over the unit's tensors, chunk_cat, split_with_sizes_copy) at
     // the rates calibrate/scripts/torch_microbench.py --parts fsdp_kernels measured for them, where a
     // profile has them (CostModel::kernel_seconds falls back to the plain kernel of the same traffic).
-    fwd.kernels.push_back({"torch:foreach_cast_fp32_to_bf16", gathers * 6 * params / d.N});
+    // The copy-in runs on FSDP2's all-gather copy-in stream, its shard accumulation on its
+    // reduce-scatter stream: costed here, launched beside the compute stream.
+    fwd.kernels.push_back({"torch:foreach_cast_fp32_to_bf16", gathers * 6 * params / d.N, false});
     // Each all-gather's copy-in (foreach_all_gather's all_gather_copy_in, a foreach copy): the
     // cast bf16 shard read and written into the flat all-gather input, 4 bytes per parameter of
     // the shard per gather. The profiled ZeRO-3 Llama step holds as many of these launches as of
     // the casts (872 each in h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2's trace, 31 and 42 ms: 4 and
     // 6 bytes per shard parameter at one rate, call 41).
-    fwd.kernels.push_back({"torch:foreach_copy_bf16", gathers * 4 * params / d.N});
+    fwd.kernels.push_back({"torch:foreach_copy_bf16", gathers * 4 * params / d.N, false});
     // Each all-gather's copy-out on the compute stream (foreach_all_gather_copy_out's
     // split_with_sizes_copy): the gathered buffer read and the unit's unsharded parameters written,
     // in param_dtype, once per gather: the forward's, and under ZeRO-3 the backward's again.
@@ -109,7 +112,7 @@ void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost
     if (s.zero_stage >= 3) bwd.kernels.push_back({"torch:split_copy_bf16", copy_out});
     // The unsharded bf16 gradients into the fp32 reduce-scatter input (foreach_reduce's chunk_cat).
     if (s.stack.reduce_dtype == TensorDtype::FP32) bwd.kernels.push_back({"torch:chunk_cat_bf16_to_fp32", 6 * params});
-    bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params / d.N});
+    bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params / d.N, false});
     return;
   }
   fwd.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * params});
@@ -160,27 +163,6 @@ LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s) {
   return l;
 }
 
-namespace {
-// The costed kernel entries of a pass that are compute-stream launches: not FSDP2's copy-in (the
-// cast and the foreach copy run on its all-gather copy-in stream) nor its shard accumulation (on its
-// reduce-scatter stream), nor the forward's reshape copy of the attention output (the traces hold no
-// such kernel; it stays costed), nor an entry of no bytes.
-double compute_stream_entries(const PassCost& pass, bool fsdp_stack, bool forward) {
-  double n = 0;
-  for (const MemoryKernel& k : pass.kernels) {
-    const std::string_view name = k.name;
-    if (k.bytes <= 0) continue;
-    if (fsdp_stack && (name == "torch:foreach_cast_fp32_to_bf16" || name == "torch:foreach_copy_bf16" ||
-                       name == "torch:add_inplace_fp32")) {
-      continue;
-    }
-    if (forward && name == "torch:copy_fp32") continue;
-    ++n;
-  }
-  return n;
-}
-}  // namespace
-
 double linear_params_per_layer(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
   const double kv = static_cast<double>(m.kv_hidden());
@@ -203,8 +185,6 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
   const LayerLaunches l = torch_layer_launches(m, s);
   c.forward.launches = l.forward;
   c.backward.launches = l.backward;
-  c.forward.launches_in_entries = compute_stream_entries(c.forward, fsdp(s), true);
-  c.backward.launches_in_entries = compute_stream_entries(c.backward, fsdp(s), false);
   return c;
 }
 
@@ -228,7 +208,6 @@ PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
   add_layer_kernels(m, s, d, c.forward, unused);
   if (!fsdp(s)) c.forward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * d.lp});
   c.forward.launches = torch_layer_launches(m, s).recompute;
-  c.forward.launches_in_entries = compute_stream_entries(c.forward, fsdp(s), true);
   return c.forward;
 }
 

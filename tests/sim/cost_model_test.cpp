@@ -143,7 +143,6 @@ TEST(CostModel, KernelsQueuedBackToBackWaitTheCalibratedGapEach) {
   const double without = c.pass_seconds(pass);
   EXPECT_EQ(c.launch_gap_seconds(pass), 0);
   pass.launches = 30;
-  pass.launches_in_entries = 5;
   EXPECT_NEAR(c.launch_gap_seconds(pass), 25 * 1.629e-6, 1e-15);
   EXPECT_NEAR(c.pass_seconds(pass) - without, 25 * 1.629e-6, 1e-12);
   EXPECT_NEAR(c.pass_classes(pass).gaps, 25 * 1.629e-6, 1e-15);

@@ -300,9 +300,9 @@ TEST(TorchLayerLaunches, CountTheKernelsTheRowsTracesHoldPerLayer) {
   // its own, so only its norm, add, GELU and copy-out entries count: 7 gaps.
   ModelSpec g1, f1;
   const LayerCost autocast_gpt = torch_layer_cost(g1, torch_strategy(StackKind::PYTORCH_DDP, gpt, g1));
-  EXPECT_EQ(autocast_gpt.forward.launches - autocast_gpt.forward.launches_in_entries, 15);
+  EXPECT_EQ(autocast_gpt.forward.launches - autocast_gpt.forward.launches_in_entries(), 15);
   const LayerCost fsdp_gpt = torch_layer_cost(f1, torch_strategy(StackKind::PYTORCH_FSDP, gpt, f1, 3));
-  EXPECT_EQ(fsdp_gpt.forward.launches - fsdp_gpt.forward.launches_in_entries, 7);
+  EXPECT_EQ(fsdp_gpt.forward.launches - fsdp_gpt.forward.launches_in_entries(), 7);
   // Two micro-batches: the second adds into each parameter's .grad (12 tensors of the GPT layer,
   // 6 of the Llama layer, whose QKV and gate-up are fused and whose norms have no bias): the mean of
   // the traces' 35 and 47, 42 and 48.
