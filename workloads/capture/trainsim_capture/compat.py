@@ -1,0 +1,274 @@
+"""Everything that differs between the PyTorch versions the capture runs on.
+
+Primary target: PyTorch 2.11 (the GPU machines: fake tensors claim `cuda:0`, so autocast and
+dtype rules are CUDA's). Also runs on PyTorch 1.13 (Debian's python3-torch on CPU-only CI): fake
+tensors claim `cpu` there, since a CPU-only build cannot dispatch a CUDA-keyed tensor; CPU
+autocast's op lists apply, and `scaled_dot_product_attention` and `nn.RMSNorm` do not exist, so
+the stand-ins below provide them (SCHEMA.md, "Stand-ins"). Each branch on the version says why.
+"""
+import contextlib
+import functools
+import math
+import re
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+TORCH_VERSION = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+TORCH2 = TORCH_VERSION >= (2, 0)
+
+
+def has_aten(name):
+    try:
+        getattr(torch.ops.aten, name)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def make_fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    if TORCH2:
+        # 2.x: refuse real tensors mixing in (a real tensor would mean memory we do not see)
+        return FakeTensorMode(allow_non_fake_inputs=False)
+    return FakeTensorMode()
+
+
+def cuda_fake_possible():
+    """Fake tensors can claim CUDA only in a CUDA build (the dispatcher needs CUDA's device guard)."""
+    return torch.cuda.is_available()
+
+
+def default_device():
+    return "cuda" if cuda_fake_possible() else "cpu"
+
+
+_current_node = getattr(torch._C, "_current_autograd_node", None)
+
+
+def current_autograd_node_name():
+    """The autograd node running a backward op (2.x only; None on 1.13)."""
+    if _current_node is None:
+        return None
+    try:
+        n = _current_node()
+        return n.name() if n is not None else None
+    except Exception:
+        return None
+
+
+_POINTWISE = getattr(getattr(torch, "Tag", None), "pointwise", None)
+
+
+def is_pointwise(func):
+    if _POINTWISE is None:
+        return True
+    try:
+        return _POINTWISE in func.tags
+    except Exception:
+        return True
+
+
+def autocast(device_type, dtype):
+    return torch.autocast(device_type=device_type, dtype=dtype)
+
+
+def grad_scaler(device_type):
+    """GradScaler for fp16: torch.amp.GradScaler(device) from 2.3; torch.cuda.amp.GradScaler before."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device_type)
+    if device_type != "cuda":
+        raise RuntimeError(f"fp16-scaler needs CUDA or PyTorch >= 2.3 (GradScaler on {device_type}); "
+                           f"this is PyTorch {torch.__version__}")
+    return torch.cuda.amp.GradScaler()
+
+
+def checkpoint(fn, *args, **kwargs):
+    """Non-reentrant activation checkpointing as torchtitan applies it (no RNG state kept: no dropout).
+
+    Keyword arguments are bound with functools.partial: 1.13's checkpoint takes none."""
+    from torch.utils.checkpoint import checkpoint as ckpt
+    f = functools.partial(fn, **kwargs) if kwargs else fn
+    return ckpt(f, *args, use_reentrant=False, preserve_rng_state=False)
+
+
+@contextlib.contextmanager
+def no_profiler_ranges():
+    """Optimizer.step opens torch.autograd.profiler.record_function ranges, whose op
+    (profiler::_record_function_enter) returns a handle fake tensors cannot make; no kernel either."""
+    import torch.autograd.profiler as ap
+    saved = ap.record_function
+    saved_p = getattr(torch.profiler, "record_function", None)
+
+    class _NoRange(contextlib.ContextDecorator):
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    ap.record_function = _NoRange
+    if saved_p is not None:
+        torch.profiler.record_function = _NoRange
+    try:
+        yield
+    finally:
+        ap.record_function = saved
+        if saved_p is not None:
+            torch.profiler.record_function = saved_p
+
+
+# ---------------------------------------------------------------------------------------------
+# Scaled dot-product attention stand-in (SCHEMA.md, "Stand-ins"). PyTorch picks an SDPA backend
+# by querying the GPU; fake tensors have no GPU to ask, so the capture decides by a stated rule:
+#   flash     : 2.x, q in fp16/bf16, no attn_mask, head_dim <= 256 (head_dim padded to a multiple of
+#               8 first, as SDPA does for flash), key/value heads as given (flash does grouped-query
+#               attention natively);
+#   efficient : 2.x, not flash, an additive/boolean mask or fp32, head_dim <= 512 (memory-efficient
+#               attention; grouped-query key/value repeated to the query heads first);
+#   math      : otherwise, and always on 1.13 (no fused SDPA kernels there): SDPA's math path.
+# The rule is recorded in each attention op ("backend") and in the capture's stand-ins.
+
+_ORIG_SDPA = getattr(F, "scaled_dot_product_attention", None)
+SDPA_POLICY = {"mode": "auto"}  # "auto" (the rule above) or "flash" / "efficient" / "math" forced
+
+
+def sdpa_backend(q, k, v, attn_mask, dropout_p):
+    mode = SDPA_POLICY["mode"]
+    d = q.shape[-1]
+    flash_ok = (TORCH2 and has_aten("_scaled_dot_product_flash_attention") and q.dtype in (torch.float16, torch.bfloat16)
+                and attn_mask is None and d <= 256 and k.shape[-1] == d and v.shape[-1] == d)
+    eff_ok = TORCH2 and has_aten("_scaled_dot_product_efficient_attention") and d <= 512
+    if mode == "flash" and flash_ok:
+        return "flash"
+    if mode == "efficient" and eff_ok:
+        return "efficient"
+    if mode == "math":
+        return "math"
+    if flash_ok:
+        return "flash"
+    if eff_ok:
+        return "efficient"
+    return "math"
+
+
+def _repeat_kv(t, groups):
+    """Key/value heads repeated to the query heads as transformers' repeat_kv does (expand, then a
+    copying reshape); a view-free repeat_interleave would need the repeats' values."""
+    if groups == 1:
+        return t
+    b, kv, s, d = t.shape
+    return t[:, :, None, :, :].expand(b, kv, groups, s, d).reshape(b, kv * groups, s, d)
+
+
+def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    backend = sdpa_backend(query, key, value, attn_mask, dropout_p)
+    groups = query.shape[-3] // key.shape[-3] if key.shape[-3] else 1
+    if groups != 1 and not enable_gqa:
+        raise RuntimeError("scaled_dot_product_attention: key/value heads differ from query heads without enable_gqa")
+    if backend == "flash":
+        d = query.shape[-1]
+        pad = (-d) % 8
+        q, k, v = query, key, value
+        if pad:
+            q, k, v = (F.pad(t, (0, pad)) for t in (q, k, v))
+        if scale is None:
+            scale = 1.0 / math.sqrt(d)
+        out = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, False, scale=scale)[0]
+        return out[..., :d] if pad else out
+    if backend == "efficient":
+        k, v = _repeat_kv(key, groups), _repeat_kv(value, groups)
+        bias = attn_mask
+        if bias is not None and bias.dtype == torch.bool:
+            # SDPA turns a boolean mask into an additive one (convert_boolean_attn_mask)
+            bias = torch.where(bias, torch.zeros((), dtype=query.dtype, device=query.device),
+                               torch.full((), float("-inf"), dtype=query.dtype, device=query.device))
+        need_lse = query.requires_grad or key.requires_grad or value.requires_grad
+        return torch.ops.aten._scaled_dot_product_efficient_attention(
+            query, k, v, bias, need_lse, dropout_p, is_causal, scale=scale)[0]
+    return sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, groups)
+
+
+def sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, groups):
+    """SDPA's math path as aten/src/ATen/native/transformers/attention.cpp writes it
+    (_scaled_dot_product_attention_math): q and k scaled by sqrt(scale), a boolean causal mask made
+    additive, softmax, dropout, product with v. On 2.x the ATen op itself runs (its decomposition is
+    what PyTorch dispatches); on 1.13 this Python mirror of it."""
+    if TORCH2 and has_aten("_scaled_dot_product_attention_math"):
+        try:
+            return torch.ops.aten._scaled_dot_product_attention_math(
+                query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=groups != 1)[0]
+        except TypeError:
+            key, value = _repeat_kv(key, groups), _repeat_kv(value, groups)
+            return torch.ops.aten._scaled_dot_product_attention_math(
+                query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale)[0]
+    key, value = _repeat_kv(key, groups), _repeat_kv(value, groups)
+    L, S, d = query.shape[-2], key.shape[-2], query.shape[-1]
+    sf = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(d))
+    # 1.13's fake tensors cannot unpack a saved Python-scalar operand in the backward: scale by a
+    # 0-dim tensor instead (same kernels)
+    sf = torch.full((), sf, dtype=query.dtype, device=query.device)
+    q = query * sf
+    mask = attn_mask
+    if is_causal:
+        mask = torch.ones(L, S, dtype=torch.bool, device=query.device).tril()
+    if mask is not None and mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(mask.logical_not(), float("-inf"))
+    attn = torch.matmul(q, key.transpose(-2, -1) * sf)
+    if mask is not None:
+        attn = attn.add(mask)
+    attn = torch.softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = F.dropout(attn, p=dropout_p)
+    return torch.matmul(attn, value)
+
+
+@contextlib.contextmanager
+def sdpa_installed():
+    saved = getattr(F, "scaled_dot_product_attention", None)
+    F.scaled_dot_product_attention = sdpa_standin
+    try:
+        yield
+    finally:
+        if saved is None:
+            del F.scaled_dot_product_attention
+        else:
+            F.scaled_dot_product_attention = saved
+
+
+class RMSNorm(nn.Module):
+    """nn.RMSNorm for PyTorch < 2.4 (model_llama.py uses it): the composite rms_norm of 2.x
+    (aten/src/ATen/native/layer_norm.cpp: upcast, pow, mean, add eps, rsqrt, mul, cast back, mul weight)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(self.normalized_shape, device=device, dtype=dtype)) \
+            if elementwise_affine else None
+
+    def forward(self, x):
+        dims = tuple(range(-len(self.normalized_shape), 0))
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        up = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
+        r = torch.rsqrt(up.pow(2).mean(dims, keepdim=True).add_(eps))
+        y = up.mul(r).type_as(x)
+        return y.mul(self.weight) if self.weight is not None else y
+
+
+@contextlib.contextmanager
+def rmsnorm_installed():
+    if hasattr(nn, "RMSNorm"):
+        yield False
+        return
+    nn.RMSNorm = RMSNorm
+    try:
+        yield True
+    finally:
+        del nn.RMSNorm
