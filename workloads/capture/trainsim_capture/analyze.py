@@ -16,9 +16,9 @@ BEFORE_STEP = ("param", "model_buffer", "input", "existing", "optimizer_state", 
 # embedding split the vocabulary.
 TP_COLUMN = {"q_proj", "k_proj", "v_proj", "qkv_proj", "qkv", "c_attn", "query_key_value", "wqkv", "query", "key",
              "value", "gate_proj", "up_proj", "gate_up_proj", "gate_up", "fc1", "c_fc", "dense_h_to_4h", "w1", "w3",
-             "in_proj", "fc_in"}
+             "in_proj", "fc_in", "gate", "up", "w_qkv", "wq", "wk", "wv"}
 TP_ROW = {"o_proj", "out_proj", "proj", "c_proj", "dense", "down_proj", "fc2", "dense_4h_to_h", "w2", "fc_out",
-          "o", "wo"}
+          "o", "wo", "down", "attn_out"}
 TP_VOCAB = {"lm_head", "embed_out", "wte", "embed_tokens", "word_embeddings", "tok_embeddings", "output"}
 
 
@@ -227,6 +227,6 @@ def position_of(sk, pos, alloc_layer=None, for_ends=False, what=None):
             d["layer_offset"] = li - alloc_layer
         else:
             d["layer_index"] = li if li < sk.n_layers - 1 or li == 0 else li - sk.n_layers
-            if 0 < li < sk.n_layers - 1:
+            if 0 < li < sk.n_layers - 1 and what == "free":
                 sk.notes.append(f"a buffer of the model's ends is freed in captured layer {li}, neither first nor last")
     return d

@@ -188,8 +188,6 @@ def assemble(c, source, run, values_t, space, raw, symbolic):
     if run.device == "cpu":
         stand.append("fake tensors claim the CPU (no CUDA in this PyTorch build): CPU autocast op lists and CPU "
                       "kernel choices apply, not CUDA's")
-    if compat.TORCH_VERSION < (2, 4) and any("RMSNorm" in str(type(m)) for m in []):
-        pass
     doc["stand_ins"] = sorted(set(stand))
     symbols = dict(sorted(values_t.items()))
     if space is not None:
@@ -240,17 +238,11 @@ def assemble(c, source, run, values_t, space, raw, symbolic):
     doc["phases"] = phases
     doc["layers"] = layers
     doc["buffers"] = [finalize_buffer(b) for b in c.buffers]
-    _alloc_free_lists(doc)
     doc["notes"] = sorted(set(c.sk.notes))
     strip_private(doc)
     from .replay import replay, totals
     doc["totals"] = totals(doc)
     doc["memory"] = replay(doc)
-    return doc
-
-
-def _alloc_free_lists(doc):
-    """Per op, the buffers it allocates ('alloc') and those freed right after it ('free')."""
     return doc
 
 

@@ -261,7 +261,7 @@ def _free_pos(sk, c, b, alloc_layer):
         return None
     if ph == "optimizer":
         return dict(_opt_pos(sk, c, b.free, b), after=True)
-    d = position_of(sk, b.free, alloc_layer)
+    d = position_of(sk, b.free, alloc_layer, what="free")
     d["after"] = True
     return d
 

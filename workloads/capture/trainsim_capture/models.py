@@ -94,31 +94,47 @@ class ModuleSource(Source):
         self.loss = loss or getattr(self.factory, "trainsim_loss", None)
         self.full_layers = int(layers)
         self.dims = dict(dims)
-        for s in self.symbols:
-            if s not in self.dims and s not in self.ties:
-                raise CaptureError(f"the factory takes symbol {s!r}: give it in --dims", key=s)
+        needed = set(self.symbols) | set(self.ties)
+        for t in self.ties.values():
+            needed |= set(_symbols_in(t))
+        self.needed = needed - set(RUN_SYMBOLS)
         for k in self.dims:
-            if k not in self.symbols and k not in self.ties and k != "g":
-                raise CaptureError(f"--dims {k}: the factory takes {', '.join(self.symbols)}", key=k)
+            if k not in self.needed:
+                raise CaptureError(f"--dims {k}: this model's symbols are {', '.join(sorted(self.needed))}", key=k)
 
     def target_values(self, run):
+        from .poly import parse
         v = dict(self.dims)
         v["b"], v["s"] = run.micro_batch, run.seq
-        if "a" in self.ties and self.ties["a"] == "kv*g" and "g" not in v:
+        # alternative spellings: heads and kv heads give the group size, hidden and heads the head width
+        if "g" in self.needed and "g" not in v and "a" in v and "kv" in v:
             if v["a"] % v["kv"]:
-                raise CaptureError(f"heads ({v['a']}) not divisible by kv heads ({v['kv']})", key="kv")
+                raise CaptureError(f"heads a={v['a']} is not a multiple of kv heads kv={v['kv']}", key="kv")
             v["g"] = v["a"] // v["kv"]
+        if "d" in self.needed and "d" not in v and "h" in v and "a" in v:
+            if v["h"] % v["a"]:
+                raise CaptureError(f"hidden h={v['h']} is not a multiple of heads a={v['a']}", key="h")
+            v["d"] = v["h"] // v["a"]
+        for _ in range(len(self.ties) + 1):
+            for k, t in self.ties.items():
+                try:
+                    val = parse(t).evaluate(v)
+                except KeyError:
+                    continue
+                if k in self.dims and self.dims[k] != val:
+                    raise CaptureError(f"--dims {k}={self.dims[k]} contradicts {k} = {t} = {val}", key=k)
+                v[k] = val
+        missing = sorted(s for s in self.needed if s not in v)
+        if missing:
+            raise CaptureError(f"give {', '.join(missing)} in --dims (this model's symbols: "
+                               f"{', '.join(sorted(self.needed))})", key=missing[0])
         return v
 
     def space(self, values_t):
         indep = list(RUN_SYMBOLS)
-        for s in self.symbols:
-            if s not in self.ties:
+        for s in sorted(self.needed, key=lambda x: "bshakvgdfVPE".find(x) if x in "bshakvgdfVPE" else 99):
+            if s not in self.ties and s not in indep:
                 indep.append(s)
-        for t in self.ties.values():
-            for tok in _symbols_in(t):
-                if tok not in indep and tok not in self.ties:
-                    indep.append(tok)
         return _space_for(values_t, indep, self.ties)
 
     def generic_overrides(self, values_t):

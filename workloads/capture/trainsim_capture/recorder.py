@@ -95,6 +95,7 @@ class Recorder(TorchDispatchMode):
         self.cpu_work = False   # optimizer offload: CPU ops are real work, not host bookkeeping
         self.param_names = {}   # storage key -> parameter name (set by the driver)
         self.notes = set()
+        self.timings = []
         self.node_name = compat.current_autograd_node_name
 
     # positions ------------------------------------------------------------------------------
@@ -216,7 +217,9 @@ class Recorder(TorchDispatchMode):
         in_meta = [self._meta(t, b) for t, b in zip(ins, in_bufs)]
         in_keys = {b.key for b in in_bufs}
 
+        token = self.before_call()
         out = func(*args, **kwargs)
+        self.after_call(token)
 
         outs = _flatten_out(out)
         gidx = len(self.ops)
@@ -260,10 +263,18 @@ class Recorder(TorchDispatchMode):
             "node": self.node_name() if self.in_backward else None,
         }
         self.ops.append(rec)
+        if token is not None:
+            self.timings.append((gidx, token))
         for b in in_bufs:
             if b.first_use is None:
                 b.first_use = (occ, idx)
         return out
+
+    def before_call(self):
+        return None
+
+    def after_call(self, token):
+        pass
 
     def _meta(self, t, buf):
         return {

@@ -77,6 +77,7 @@ class Raw:
         self.params = params
         self.optimizer = optimizer_info
         self.stand_ins = stand_ins
+        self.timings = list(getattr(rec, "timings", []))
 
 
 def _first_tensor(x):
@@ -171,21 +172,26 @@ def make_optimizer(params, kind):
     return torch.optim.AdamW(params, **kw)
 
 
-def record_step(build, run):
-    """build(): returns a Built (called inside the fake mode). Returns a Raw."""
+def record_step(build, run, recorder_cls=Recorder, real=False, vocab=None, warmup=0):
+    """build(): returns a Built (called inside the fake mode). Returns a Raw.
+
+    real=True (the --time mode, untested without a GPU): no fake mode, a real model on the GPU,
+    token ids drawn below `vocab`, `warmup` untimed steps first."""
     stand_ins = []
-    fake = compat.make_fake_mode()
+    import contextlib as _cl
+    fake = compat.make_fake_mode() if not real else _cl.nullcontext()
     dev = torch.device(f"{run.device}:0" if run.device == "cuda" else run.device)
     pdtype = torch.bfloat16 if run.precision == "bf16" else torch.float32
     gc_was = gc.isenabled()
     gc.collect()
     gc.disable()
-    rec = Recorder(run.device)
+    rec = recorder_cls(run.device)
     compat.SDPA_POLICY["mode"] = run.sdpa
     try:
         with fake, compat.sdpa_installed(), compat.no_profiler_ranges():
             built = build()
-            model = built.model.to(device=dev, dtype=pdtype)
+            model = built.model.to(device=dev, dtype=pdtype) if not getattr(built, "dtype_applied", False) \
+                else built.model.to(device=dev)
             model.train()
             named = list(model.named_parameters())
             params = [p for _, p in named]
@@ -193,14 +199,28 @@ def record_step(build, run):
             from .recorder import storage_key
             for pname, p in named:
                 rec.param_names[storage_key(p)] = pname
-            ids = torch.empty(run.micro_batch, run.seq, dtype=torch.long, device=dev)
-            targets = torch.empty(run.micro_batch, run.seq, dtype=torch.long, device=dev)
+            if real:
+                ids = torch.randint(0, vocab, (run.micro_batch, run.seq), device=dev)
+                targets = torch.randint(0, vocab, (run.micro_batch, run.seq), device=dev)
+            else:
+                ids = torch.empty(run.micro_batch, run.seq, dtype=torch.long, device=dev)
+                targets = torch.empty(run.micro_batch, run.seq, dtype=torch.long, device=dev)
             opt_params = params
             if run.optimizer_device == "cpu":
                 opt_params = None  # made after the backward
             _wrap_layers(built, rec, run)
             handles = _module_hooks(model, rec, built)
             scaler = compat.grad_scaler(run.device) if run.precision == "fp16-scaler" else None
+            for _ in range(warmup if real else 0):
+                # untimed forward/backward passes (cuBLAS handles, allocator, autotuning) before the
+                # recorded step; the recorded step's first optimizer step is not the measured one
+                _warm = _autocast_ctx(run)
+                with _warm:
+                    wl = built.forward_loss(model, ids, targets)
+                (scaler.scale(wl) if scaler is not None else wl).backward()
+                del wl
+                for p in params:
+                    p.grad = None
             with rec, torch.autograd.graph.saved_tensors_hooks(rec.pack, rec.unpack):
                 # parameters, buffers and inputs exist before the step
                 for pname, p in named:
@@ -290,6 +310,13 @@ def record_step(build, run):
         if gc_was:
             gc.enable()
     return Raw(rec, built, run, param_info, opt_info, stand_ins)
+
+
+def _autocast_ctx(run):
+    import contextlib as _cl
+    if run.precision in ("autocast-bf16", "fp16-scaler"):
+        return compat.autocast(run.device, torch.bfloat16 if run.precision == "autocast-bf16" else torch.float16)
+    return _cl.nullcontext()
 
 
 def _optimizer_states(opt, opt_params, named, rec):

@@ -30,17 +30,19 @@ class SymbolError(Exception):
 # Generic values of the independent symbols at the points A, B, C (SCHEMA.md, "Symbols"). Every
 # symbol differs between points, so a dimension that is constant across them is a constant.
 GENERIC = {
-    "b": (2, 3, 5),
-    "s": (20, 36, 52),
-    "h": (56, 88, 72),
-    "a": (3, 5, 4),       # when heads are independent (no grouped-query ties)
-    "kv": (2, 3, 4),
-    "g": (3, 4, 2),       # query heads per key/value head
-    "d": (16, 24, 40),
-    "f": (48, 80, 112),
-    "V": (97, 131, 113),
-    "P": (64, 96, 128),
-    "E": (44, 68, 92),    # a second width some architectures have (e.g. an embedding width)
+    # chosen by a search for three points at which no two monomials of degree <= 4 in these symbols,
+    # with coefficients from COEFFS, agree unless the ties make them equal (so a dimension matches
+    # one expression); P > s at every point (learned positions), h != a*d (head width independent)
+    "b": (4, 3, 5),
+    "s": (58, 20, 21),
+    "h": (48, 64, 128),
+    "a": (5, 7, 4),       # when heads are independent (no grouped-query ties)
+    "kv": (6, 2, 3),
+    "g": (2, 3, 2),       # query heads per key/value head: a = kv*g = 12, 6, 6
+    "d": (16, 40, 56),
+    "f": (112, 96, 48),
+    "V": (97, 123, 81),
+    "P": (144, 128, 80),
 }
 
 
