@@ -272,3 +272,57 @@ def rmsnorm_installed():
         yield True
     finally:
         del nn.RMSNorm
+
+
+# ---------------------------------------------------------------------------------------------
+# foreach ops under fake tensors on 1.13: there are no meta kernels for them, so the fake mode
+# runs the real CPU kernel on zero-filled tensors of full size (minutes and tens of GiB for a
+# 70B-class layer). Their outputs are simple (in place: nothing; otherwise one tensor like each
+# member of the first list), so the recorder makes them itself there. PyTorch 2.x has meta kernels.
+FOREACH_SHIM = TORCH_VERSION < (2, 1)
+_FOREACH_SIMPLE = ("add", "sub", "mul", "div", "addcmul", "addcdiv", "sqrt", "lerp", "neg", "zero", "copy",
+                   "maximum", "minimum", "clamp_min", "clamp_max", "exp", "pow", "sign", "abs", "reciprocal",
+                   "sigmoid", "log", "tanh")
+
+
+def foreach_shim(func, args, kwargs):
+    """(handled, result) for a simple foreach op on 1.13."""
+    if not FOREACH_SHIM:
+        return False, None
+    name = func._schema.name.split("::")[-1]
+    if not name.startswith("_foreach_"):
+        return False, None
+    base = name[len("_foreach_"):].rstrip("_")
+    if base not in _FOREACH_SIMPLE:
+        return False, None
+    first = args[0] if args else kwargs.get("self")
+    if any(getattr(t, "constant", None) is not None for t in first):
+        return False, None  # constant scalars (the optimizer's step counts): keep the fake mode's values
+    if name.endswith("_"):
+        return True, None
+    return True, [torch.empty_like(t) for t in first]
+
+
+@contextlib.contextmanager
+def fallback_watch(notes):
+    """Notes every op the fake mode could only run with its real kernel on zero-filled tensors."""
+    try:
+        import torch._subclasses.fake_tensor as ft
+    except ImportError:
+        yield
+        return
+    orig = getattr(ft, "run_fallback_kernel", None)
+    if orig is None:
+        yield
+        return
+
+    def spy(fake_mode, func, *a, **k):
+        notes.add(f"{func} has no meta kernel in PyTorch {torch.__version__}: the fake mode ran its real kernel "
+                  "on zero-filled tensors (time and host memory, not the result, are affected)")
+        return orig(fake_mode, func, *a, **k)
+
+    ft.run_fallback_kernel = spy
+    try:
+        yield
+    finally:
+        ft.run_fallback_kernel = orig

@@ -218,7 +218,9 @@ class Recorder(TorchDispatchMode):
         in_keys = {b.key for b in in_bufs}
 
         token = self.before_call()
-        out = func(*args, **kwargs)
+        handled, out = compat.foreach_shim(func, args, kwargs)
+        if not handled:
+            out = func(*args, **kwargs)
         self.after_call(token)
 
         outs = _flatten_out(out)

@@ -188,7 +188,7 @@ def record_step(build, run, recorder_cls=Recorder, real=False, vocab=None, warmu
     rec = recorder_cls(run.device)
     compat.SDPA_POLICY["mode"] = run.sdpa
     try:
-        with fake, compat.sdpa_installed(), compat.no_profiler_ranges():
+        with fake, compat.sdpa_installed(), compat.no_profiler_ranges(), compat.fallback_watch(rec.notes):
             built = build()
             model = built.model.to(device=dev, dtype=pdtype) if not getattr(built, "dtype_applied", False) \
                 else built.model.to(device=dev)
