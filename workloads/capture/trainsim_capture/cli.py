@@ -30,8 +30,9 @@ def parser():
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--precision", default="autocast-bf16", choices=("fp32", "bf16", "autocast-bf16", "fp16-scaler"))
     p.add_argument("--recompute", action="store_true", help="non-reentrant activation checkpointing of each layer")
-    p.add_argument("--optimizer", default="adamw-fused",
-                   choices=("adamw-fused", "adamw-foreach", "adamw-forloop", "none"))
+    p.add_argument("--optimizer", default=None,
+                   choices=("adamw-fused", "adamw-foreach", "adamw-forloop", "none"),
+                   help="default: adamw-fused (PyTorch >= 2.0; adamw-foreach before)")
     p.add_argument("--optimizer-device", default="gpu", choices=("gpu", "cpu"),
                    help="cpu: the optimizer steps fp32 host copies (CPU offload)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
@@ -79,6 +80,7 @@ def _main(args):
     from .models import HFSource, ModuleSource, load_hf_config, parse_dims
     from .capture import capture
 
+    optimizer = args.optimizer or ("adamw-fused" if compat.TORCH2 else "adamw-foreach")
     device = args.device
     if device == "auto":
         device = compat.default_device()
@@ -88,14 +90,6 @@ def _main(args):
     for name, v in (("--micro-batch", args.micro_batch), ("--seq", args.seq)):
         if v <= 0:
             raise CaptureError(f"{name} {v}: expected a positive integer")
-    if args.precision == "fp16-scaler" and device == "cpu" and compat.TORCH_VERSION < (2, 3):
-        raise CaptureError(f"--precision fp16-scaler on the CPU needs PyTorch >= 2.3 (CPU autocast fp16, "
-                           f"torch.amp.GradScaler('cpu')); this is {torch.__version__}")
-    if args.optimizer == "adamw-fused" and compat.TORCH_VERSION < (2, 0):
-        raise CaptureError(f"--optimizer adamw-fused needs PyTorch >= 2.0 (this is {torch.__version__}); use "
-                           "adamw-foreach or adamw-forloop")
-    run = RunSpec(args.micro_batch, args.seq, args.precision, args.recompute, args.optimizer, args.optimizer_device,
-                  device, args.sdpa)
     if args.hf_config:
         d = load_hf_config(args.hf_config)
         source = HFSource(d, args.hf_config, full_layers=args.layers)
@@ -104,6 +98,14 @@ def _main(args):
             raise CaptureError("--module needs --layers (the full model's layer count)")
         sys.path.insert(0, os.getcwd())
         source = ModuleSource(args.module, parse_dims(args.dims), args.layers, layers_attr=args.layers_attr)
+    if args.precision == "fp16-scaler" and device == "cpu" and compat.TORCH_VERSION < (2, 3):
+        raise CaptureError(f"--precision fp16-scaler on the CPU needs PyTorch >= 2.3 (CPU autocast fp16, "
+                           f"torch.amp.GradScaler('cpu')); this is {torch.__version__}")
+    if optimizer == "adamw-fused" and compat.TORCH_VERSION < (2, 0):
+        raise CaptureError(f"--optimizer adamw-fused needs PyTorch >= 2.0 (this is {torch.__version__}); use "
+                           "adamw-foreach or adamw-forloop")
+    run = RunSpec(args.micro_batch, args.seq, args.precision, args.recompute, optimizer, args.optimizer_device,
+                  device, args.sdpa)
     t0 = time.time()
     try:
         doc = capture(source, run, symbolic=not args.no_symbols, progress=say)

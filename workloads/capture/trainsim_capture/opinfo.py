@@ -220,10 +220,17 @@ def derive(rec, ins, outs, mutated):
     fresh_outs = [o for o, is_new in zip(outs, rec["out_fresh"]) if is_new]
     written = sum((o.bytes() for o in fresh_outs), 0) + sum((m.bytes() for m in mutated), 0)
     read = sum((t.unique_bytes() for t in ins), 0)
-    # FLOPs of a memory-bound op: nominally one per element of its largest operand (they are costed
-    # by bytes; SCHEMA.md, "FLOPs")
-    biggest_c = max(ins + outs, key=lambda t: prod(t.shape_c), default=None)
-    nominal = biggest_c.numel() if biggest_c is not None else 0
+    # FLOPs of a memory-bound op: nominally one per element (they are costed by bytes; SCHEMA.md,
+    # "FLOPs"): of the first input for reductions, norms, softmax and losses, else of the first output
+    # (the first written input for in-place ops)
+    if cls in ("reduction", "normalization", "softmax", "loss") and ins:
+        nominal = ins[0].numel()
+    elif outs:
+        nominal = outs[0].numel()
+    elif mutated:
+        nominal = mutated[0].numel()
+    else:
+        nominal = ins[0].numel() if ins else 0
     flops = nominal
     if cls == "gemm":
         A, B = _gemm_operands(b, ins)
