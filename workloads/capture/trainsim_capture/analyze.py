@@ -19,7 +19,7 @@ TP_COLUMN = {"q_proj", "k_proj", "v_proj", "qkv_proj", "qkv", "c_attn", "query_k
              "in_proj", "fc_in", "gate", "up", "w_qkv", "wq", "wk", "wv"}
 TP_ROW = {"o_proj", "out_proj", "proj", "c_proj", "dense", "down_proj", "fc2", "dense_4h_to_h", "w2", "fc_out",
           "o", "wo", "down", "attn_out"}
-TP_VOCAB = {"lm_head", "embed_out", "wte", "embed_tokens", "word_embeddings", "tok_embeddings", "output"}
+TP_VOCAB = {"lm_head", "head", "embed_out", "wte", "embed_tokens", "word_embeddings", "tok_embeddings", "output"}
 
 
 def tp_mode(module_name):
