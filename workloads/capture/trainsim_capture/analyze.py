@@ -146,6 +146,7 @@ def analyze(raw):
     sk.owner = owner
 
     # ---- GEMM weights: which parameter a GEMM reads, or whose gradient it makes ----------------
+    module_type = {p["name"]: p.get("module_type", "") for p in raw.params}
     param_of_buf = {}
     for b in bufs:
         if b.kind == "param":
@@ -163,6 +164,7 @@ def analyze(raw):
             if pn is not None:
                 o["weight"] = pn
                 o["weight_operand"] = which
+                o["weight_module_type"] = module_type.get(pn, "")
                 other = B if which == "a" else A
                 if o["occ"][0] in ("embed.forward", "layer.forward", "layer.recompute", "head.forward"):
                     last_x[pn] = other["buf"]
@@ -177,6 +179,7 @@ def analyze(raw):
             o = ops[g]
             if o["class"] in ("gemm", "batched_gemm"):
                 o["wgrad_of"] = b.param
+                o["weight_module_type"] = module_type.get(b.param, "")
                 x = last_x.get(b.param)
                 A, B = _operands(o)
                 if x is not None:

@@ -30,8 +30,9 @@ def has_aten(name):
 def make_fake_mode():
     from torch._subclasses.fake_tensor import FakeTensorMode
     if TORCH2:
-        # 2.x: refuse real tensors mixing in (a real tensor would mean memory we do not see)
-        return FakeTensorMode(allow_non_fake_inputs=False)
+        # 2.x: a real tensor reaching an op (a module-level constant of some library) is converted to
+        # a fake one rather than refused; it shows as a pre-existing buffer ("existing")
+        return FakeTensorMode(allow_non_fake_inputs=True)
     return FakeTensorMode()
 
 
@@ -167,9 +168,9 @@ def _repeat_kv(t, groups):
 
 def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     backend = sdpa_backend(query, key, value, attn_mask, dropout_p)
+    # key/value heads fewer than the query heads: grouped-query attention (enable_gqa, or a model
+    # relying on broadcasting a single key/value head)
     groups = query.shape[-3] // key.shape[-3] if key.shape[-3] else 1
-    if groups != 1 and not enable_gqa:
-        raise RuntimeError("scaled_dot_product_attention: key/value heads differ from query heads without enable_gqa")
     if backend == "flash":
         d = query.shape[-1]
         pad = (-d) % 8

@@ -600,8 +600,8 @@ def _tp_split(o, g, mode):
     forward's input activation sits (wgrad)."""
     if mode not in ("column", "row", "vocab"):
         return None
-    wbuf = None
-    module_is_conv1d = False
+    # transformers' Conv1D (GPT-2) stores its weight [in, out], nn.Linear [out, in]
+    module_is_conv1d = o.get("weight_module_type") == "Conv1D"
     A, B = _operands(o)
     if g["pass"] in ("fwd", "dgrad"):
         t = A if o.get("weight_operand") == "a" else B
@@ -617,7 +617,6 @@ def _tp_split(o, g, mode):
         return None
     if g["pass"] == "wgrad":
         x = o.get("wgrad_x")
-        del wbuf
         if x is None:
             return None
         # dW = dY^T X (X as operand b: C is [out, in]) or dW^T = X^T dY (X as operand a: C is [in, out])

@@ -296,7 +296,7 @@ def record_step(build, run, recorder_cls=Recorder, real=False, vocab=None, warmu
                     rec.set_occ("optimizer")
                     for p in params:
                         p.grad = None
-                param_info = _param_info(named, rec)
+                param_info = _param_info(named, rec, model)
                 rec.set_occ("end")
             for h in handles:
                 h.remove()
@@ -336,9 +336,12 @@ def _optimizer_states(opt, opt_params, named, rec):
     return out
 
 
-def _param_info(named, rec):
+def _param_info(named, rec, model):
+    types = {n: type(m).__name__ for n, m in model.named_modules()}
     out = []
     for n, p in named:
         b = rec.buffer_of(p)
-        out.append({"name": n, "buf": b.id if b else None, "shape": list(p.shape), "dtype": str(p.dtype)})
+        mod = n.rsplit(".", 1)[0] if "." in n else ""
+        out.append({"name": n, "buf": b.id if b else None, "shape": list(p.shape), "dtype": str(p.dtype),
+                    "module_type": types.get(mod, "")})
     return out

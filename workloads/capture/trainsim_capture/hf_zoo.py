@@ -1,0 +1,138 @@
+"""Capture a list of Hugging Face architectures at one small size each, from configs written here
+(no downloads): for the GPU machines, where transformers is installed.
+
+    PYTHONPATH=workloads/capture python3 -m trainsim_capture.hf_zoo OUTDIR [--jobs 8] [--only llama,gpt2]
+
+Writes OUTDIR/<name>.<variant>.json (a capture), OUTDIR/<name>.config.json (the config it was made
+from) and OUTDIR/summary.json (per capture: status, seconds, error). Each capture runs in its own
+process (one architecture failing does not stop the others), several at once. Exit 0 when every
+capture succeeded, 1 otherwise. The sizes are small but not degenerate (micro-batch 2, so b stays a
+symbol; grouped-query attention where the architecture has it; head_dim set apart from
+hidden/heads where the config allows it)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+H, A, KV, D, F, V, P, L = 256, 8, 2, 32, 704, 1024, 512, 4
+
+CONFIGS = {
+    "llama": {"model_type": "llama", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+              "num_key_value_heads": KV, "head_dim": D, "num_hidden_layers": L, "vocab_size": V,
+              "max_position_embeddings": P, "architectures": ["LlamaForCausalLM"]},
+    "mistral": {"model_type": "mistral", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+                "num_key_value_heads": KV, "head_dim": D, "num_hidden_layers": L, "vocab_size": V,
+                "max_position_embeddings": P, "sliding_window": 4096, "architectures": ["MistralForCausalLM"]},
+    "qwen2": {"model_type": "qwen2", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+              "num_key_value_heads": KV, "num_hidden_layers": L, "vocab_size": V, "max_position_embeddings": P,
+              "architectures": ["Qwen2ForCausalLM"]},
+    "qwen3": {"model_type": "qwen3", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+              "num_key_value_heads": KV, "head_dim": D, "num_hidden_layers": L, "vocab_size": V,
+              "max_position_embeddings": P, "architectures": ["Qwen3ForCausalLM"]},
+    "gemma": {"model_type": "gemma", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+              "num_key_value_heads": 1, "head_dim": 64, "num_hidden_layers": L, "vocab_size": V,
+              "max_position_embeddings": P, "architectures": ["GemmaForCausalLM"]},
+    "gemma2": {"model_type": "gemma2", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+               "num_key_value_heads": KV, "head_dim": 64, "num_hidden_layers": L, "vocab_size": V,
+               "max_position_embeddings": P, "sliding_window": 64, "architectures": ["Gemma2ForCausalLM"]},
+    "gemma3_text": {"model_type": "gemma3_text", "hidden_size": H, "intermediate_size": F,
+                    "num_attention_heads": A, "num_key_value_heads": KV, "head_dim": 64, "num_hidden_layers": 6,
+                    "vocab_size": V, "max_position_embeddings": P, "sliding_window": 64,
+                    "architectures": ["Gemma3ForCausalLM"]},
+    "phi3": {"model_type": "phi3", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+             "num_key_value_heads": KV, "num_hidden_layers": L, "vocab_size": V, "max_position_embeddings": P,
+             "original_max_position_embeddings": P, "architectures": ["Phi3ForCausalLM"]},
+    "olmo2": {"model_type": "olmo2", "hidden_size": H, "intermediate_size": F, "num_attention_heads": A,
+              "num_key_value_heads": KV, "num_hidden_layers": L, "vocab_size": V, "max_position_embeddings": P,
+              "architectures": ["Olmo2ForCausalLM"]},
+    "starcoder2": {"model_type": "starcoder2", "hidden_size": H, "intermediate_size": 4 * H,
+                   "num_attention_heads": A, "num_key_value_heads": KV, "num_hidden_layers": L, "vocab_size": V,
+                   "max_position_embeddings": P, "sliding_window": 4096, "architectures": ["Starcoder2ForCausalLM"]},
+    "gpt2": {"model_type": "gpt2", "n_embd": H, "n_head": A, "n_layer": L, "n_positions": P, "vocab_size": V,
+             "architectures": ["GPT2LMHeadModel"]},
+    "gpt_neox": {"model_type": "gpt_neox", "hidden_size": H, "intermediate_size": 4 * H, "num_attention_heads": A,
+                 "num_hidden_layers": L, "vocab_size": V, "max_position_embeddings": P, "rotary_pct": 0.25,
+                 "architectures": ["GPTNeoXForCausalLM"]},
+    "falcon": {"model_type": "falcon", "hidden_size": H, "num_attention_heads": A, "num_hidden_layers": L,
+               "vocab_size": V, "new_decoder_architecture": True, "num_kv_heads": KV, "parallel_attn": True,
+               "bias": False, "architectures": ["FalconForCausalLM"]},
+    "falcon_mqa": {"model_type": "falcon", "hidden_size": H, "num_attention_heads": A, "num_hidden_layers": L,
+                   "vocab_size": V, "new_decoder_architecture": False, "multi_query": True, "parallel_attn": True,
+                   "bias": False, "architectures": ["FalconForCausalLM"]},
+}
+
+VARIANTS = {
+    "autocast-bf16": ["--precision", "autocast-bf16"],
+    "autocast-bf16.recompute": ["--precision", "autocast-bf16", "--recompute"],
+    "bf16": ["--precision", "bf16"],
+}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m trainsim_capture.hf_zoo", description=__doc__.split("\n\n")[0])
+    p.add_argument("outdir")
+    p.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1))
+    p.add_argument("--only", help="comma-separated names (default: all): " + ",".join(CONFIGS))
+    p.add_argument("--variants", default="autocast-bf16,autocast-bf16.recompute",
+                   help="comma-separated: " + ",".join(VARIANTS))
+    p.add_argument("--micro-batch", type=int, default=2)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--optimizer", default="adamw-fused")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per capture")
+    args = p.parse_args(argv)
+    names = args.only.split(",") if args.only else list(CONFIGS)
+    for n in names:
+        if n not in CONFIGS:
+            p.error(f"unknown architecture {n!r}; known: {', '.join(CONFIGS)}")
+    variants = args.variants.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            p.error(f"unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+    os.makedirs(args.outdir, exist_ok=True)
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    jobs = []
+    for n in names:
+        cfg_path = os.path.join(args.outdir, f"{n}.config.json")
+        with open(cfg_path, "w") as f:
+            json.dump(CONFIGS[n], f, indent=1, sort_keys=True)
+            f.write("\n")
+        for v in variants:
+            out = os.path.join(args.outdir, f"{n}.{v}.json")
+            cmd = [sys.executable, "-m", "trainsim_capture", "--hf-config", cfg_path, "--micro-batch",
+                   str(args.micro_batch), "--seq", str(args.seq), "--optimizer", args.optimizer, "-q", "-o", out] \
+                + VARIANTS[v]
+            jobs.append((f"{n}.{v}", cmd))
+
+    def run(job):
+        name, cmd = job
+        t0 = time.time()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+            code, err = r.returncode, r.stderr.strip()[-4000:]
+        except subprocess.TimeoutExpired:
+            code, err = -1, f"timed out after {args.timeout} s"
+        dt = round(time.time() - t0, 1)
+        print(f"{'ok  ' if code == 0 else 'FAIL'} {name} ({dt} s)" + ("" if code == 0 else f": {err.splitlines()[-1] if err else code}"),
+              flush=True)
+        return name, {"status": "ok" if code == 0 else "failed", "exit": code, "seconds": dt,
+                      "error": None if code == 0 else err}
+
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        results = dict(ex.map(run, jobs))
+    summary = {"total_seconds": round(time.time() - t0, 1), "captures": results}
+    with open(os.path.join(args.outdir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+        f.write("\n")
+    failed = [k for k, r in results.items() if r["status"] != "ok"]
+    print(f"{len(results) - len(failed)} of {len(results)} captures written to {args.outdir} in "
+          f"{summary['total_seconds']} s" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
