@@ -95,9 +95,13 @@ def capture(source, run, symbolic=True, progress=None):
                 for i, col in enumerate(zip(*vecs, vt)):
                     kind_, pos = labels[i][1], labels[i]
                     if kind_ == "stride" and _size_one(layouts, pos):
-                        # a size-1 dimension's stride is meaningless: match where it is not 1, else
-                        # take the contiguous stride if it fits (below)
-                        p = _match_stride_of_size_one(matcher_abc, col, layouts, pos)
+                        # a size-1 dimension's stride carries no meaning, but PyTorch's value is
+                        # still some expression: all four points, else those where the size is not
+                        # 1, else the contiguous stride if it fits (below), else the value
+                        try:
+                            p = matcher.match(col, _label(layouts[0], pos))
+                        except SymbolError:
+                            p = _match_stride_of_size_one(matcher_abc, col, layouts, pos)
                         if p is None:
                             deferred.append((i, col))
                     else:
@@ -107,7 +111,8 @@ def capture(source, run, symbolic=True, progress=None):
                 assign_polys(c_t, polys)
                 last_err = None
                 break
-            except (SymbolError, CaptureError, RuntimeError, TypeError, ValueError) as e:
+            except (SymbolError, CaptureError, RuntimeError, TypeError, ValueError, AttributeError, KeyError,
+                    IndexError) as e:
                 last_err = e
                 if not getattr(source, "head_dim_free", False) or tied:
                     break

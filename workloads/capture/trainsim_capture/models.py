@@ -307,8 +307,12 @@ class HFSource(Source):
         self.full_layers = int(full_layers or L)
         lt = getattr(c, "layer_types", None)
         self.layer_types = list(lt) if isinstance(lt, (list, tuple)) and len(lt) == L else None
-        self.head_dim_free = getattr(c, "head_dim", None) is not None or self.model_type in (
-            "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2")
+        # head_dim can be set apart from hidden/heads where the config stores it as a plain attribute
+        # (falcon's is a read-only property); whether the model uses it is found out by capturing
+        # (a capture that cannot be expressed is retried with h = a*d)
+        self.head_dim_free = _settable(c, "head_dim") and (
+            getattr(c, "head_dim", None) is not None or self.model_type in (
+                "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo2"))
         self.force_tied = False
 
     def _make_config(self, d):
@@ -438,7 +442,7 @@ class HFSource(Source):
             _set(c, kv_key, values["kv"])
         if self.head_dim_free and not self.force_tied:
             _set(c, "head_dim", values["d"])
-        elif getattr(c, "head_dim", None) is not None:
+        elif _settable(c, "head_dim") and getattr(c, "head_dim", None) is not None:
             _set(c, "head_dim", values["h"] // values["a"])
         fk = self._f_attr()
         if fk is not None:
@@ -539,6 +543,14 @@ def _get(c, k):
 
 def _set(c, k, v):
     setattr(c, k, v)
+
+
+def _settable(c, k):
+    """An attribute a config stores (not a read-only property of its class)."""
+    prop = getattr(type(c), k, None)
+    if isinstance(prop, property):
+        return prop.fset is not None
+    return True
 
 
 def load_hf_config(path):
