@@ -140,4 +140,15 @@ with tempfile.TemporaryDirectory() as tmp:
     a, b = jsonio.dumps(z), jsonio.dumps(doc2)
     diff = next((f"{p!r} vs {q!r}" for p, q in zip(a.splitlines(), b.splitlines()) if p != q), "")
     c.check(a == b, "scaled == captured through the HF path", diff[:500])
+    from trainsim_capture.scale import scale_to_config, ScaleError
+    z2 = scale_to_config(doc, dict(cfg2, num_hidden_layers=6), micro_batch=3, seq=24)
+    z2.pop("provenance")
+    c.check(jsonio.dumps(z2) == b, "scale_to_config(capture, config.json) == the capture of that config")
+    try:
+        scale_to_config(doc, dict(cfg2, model_type="llama"), micro_batch=1, seq=24)
+        c.check(True, "scaling to b = 1 from a b = 2 capture is allowed (b is a symbol)")
+    except ScaleError as e:
+        c.check(False, "scaling to b = 1 from a b = 2 capture is allowed (b is a symbol)", str(e))
+    except AssertionError:
+        pass
 c.done()

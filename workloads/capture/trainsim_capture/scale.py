@@ -111,3 +111,64 @@ def scale(doc, changes):
     out["totals"] = totals(out)
     out["memory"] = replay(out)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# from a Hugging Face config (what the C++ side does with a user's config.json)
+
+HF_KEYS = {
+    "h": ("hidden_size", "n_embd", "d_model"),
+    "a": ("num_attention_heads", "n_head", "n_heads"),
+    "kv": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
+    "d": ("head_dim",),
+    "f": ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"),
+    "V": ("vocab_size",),
+    "P": ("max_position_embeddings", "n_positions"),
+    "L": ("num_hidden_layers", "n_layer", "n_layers"),
+}
+
+
+def symbols_from_hf_config(cfg):
+    """The symbols of a config.json dict, with transformers' usual defaults (kv = a; d = h / a;
+    f = 4h where the MLP width is unset; falcon's multi_query: kv = 1). A text model inside a
+    multimodal config is read from its text_config."""
+    if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
+        cfg = cfg["text_config"]
+
+    def get(sym):
+        for k in HF_KEYS[sym]:
+            if cfg.get(k) is not None:
+                return int(cfg[k])
+        return None
+
+    v = {s: get(s) for s in HF_KEYS}
+    if v["h"] is None or v["a"] is None:
+        raise ScaleError("the config has no hidden size or attention heads")
+    if v["kv"] is None:
+        v["kv"] = 1 if cfg.get("multi_query") and not cfg.get("new_decoder_architecture") else v["a"]
+    if v["d"] is None:
+        v["d"] = v["h"] // v["a"]
+    if v["f"] is None:
+        v["f"] = 4 * v["h"]
+    v["g"] = v["a"] // v["kv"]
+    return {k: x for k, x in v.items() if x is not None}
+
+
+def scale_to_config(doc, cfg, micro_batch=None, seq=None):
+    """scale() to the sizes of another config of the same architecture (and a micro-batch and
+    sequence length): its independent symbols are taken from the config, the tied ones must agree."""
+    want = symbols_from_hf_config(cfg)
+    if micro_batch is not None:
+        want["b"] = micro_batch
+    if seq is not None:
+        want["s"] = seq
+    sp = doc["symbol_space"] or {"independent": [], "ties": {}, "fixed": {}}
+    changes = {k: want[k] for k in sp["independent"] if k in want}
+    if "L" in want:
+        changes["L"] = want["L"]
+    out = scale(doc, changes)
+    for k in list(sp["ties"]) + list(sp["fixed"]):
+        if k in want and k in out["symbols"] and out["symbols"][k] != want[k]:
+            raise ScaleError(f"the config's {k} = {want[k]} does not follow this capture's architecture "
+                             f"({k} = {sp['ties'].get(k, sp['fixed'].get(k))} gives {out['symbols'][k]})")
+    return out

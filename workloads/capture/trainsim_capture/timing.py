@@ -7,8 +7,8 @@ before and after every ATen op of the recorded step, and after a synchronize eac
 `measured_us` is the time between its two events (the GPU time of its kernels and the gaps between
 them; 0-kernel ops measure about nothing). Ops are matched to the capture by (phase, layer, index)
 and their names must agree, else the op gets no measurement and the document a note. The
-capture's stand-ins do not apply to the timed run (SDPA picks its backend on the real GPU), so an
-attention op whose backend differs is reported, not matched.
+capture's stand-ins apply to the timed run too (the SDPA rule calls the same backend op), so the
+op sequences match; what the GPU would have chosen itself is not measured.
 """
 import torch
 
