@@ -188,6 +188,10 @@ def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
             # SDPA turns a boolean mask into an additive one (convert_boolean_attn_mask)
             bias = torch.where(bias, torch.zeros((), dtype=query.dtype, device=query.device),
                                torch.full((), float("-inf"), dtype=query.dtype, device=query.device))
+        if bias is not None:
+            # broadcast to [b, heads, s_q, s_kv] as a view, as SDPA's preprocessing does (its
+            # alignment padding of the last dimension to 16 is not modelled)
+            bias = bias.expand(query.shape[0], query.shape[1], query.shape[2], k.shape[2])
         need_lse = query.requires_grad or key.requires_grad or value.requires_grad
         return torch.ops.aten._scaled_dot_product_efficient_attention(
             query, k, v, bias, need_lse, dropout_p, is_causal, scale=scale)[0]

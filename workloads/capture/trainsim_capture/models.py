@@ -327,6 +327,14 @@ class HFSource(Source):
                                key="model_type")
         from transformers import AutoModelForCausalLM
         mapping = getattr(AutoModelForCausalLM, "_model_mapping", None)
+        # a multimodal config (gemma3, ...) whose text model is a causal LM of its own: capture that
+        tc = getattr(cfg, "text_config", None)
+        if tc is not None and tc is not cfg and mapping is not None:
+            try:
+                mapping[type(tc)]
+                return tc
+            except KeyError:
+                pass
         ok = True
         if mapping is not None:
             try:
