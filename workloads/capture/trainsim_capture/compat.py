@@ -301,6 +301,9 @@ def foreach_shim(func, args, kwargs):
     if base not in _FOREACH_SIMPLE:
         return False, None
     first = args[0] if args else kwargs.get("self")
+    from torch._subclasses.fake_tensor import FakeTensor
+    if not first or not all(isinstance(t, FakeTensor) for t in first):
+        return False, None  # real tensors (--time): run the op
     if any(getattr(t, "constant", None) is not None for t in first):
         return False, None  # constant scalars (the optimizer's step counts): keep the fake mode's values
     if name.endswith("_"):
