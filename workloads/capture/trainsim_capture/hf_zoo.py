@@ -1,7 +1,7 @@
 """Capture a list of Hugging Face architectures at one small size each, from configs written here
 (no downloads): for the GPU machines, where transformers is installed.
 
-    PYTHONPATH=workloads/capture python3 -m trainsim_capture.hf_zoo OUTDIR [--jobs 8] [--only llama,gpt2]
+    PYTHONPATH=workloads/capture python3 -m trainsim_capture.hf_zoo OUTDIR [--jobs 12] [--only llama,gpt2]
 
 Writes OUTDIR/<name>.<variant>.json (a capture), OUTDIR/<name>.config.json (the config it was made
 from) and OUTDIR/summary.json (per capture: status, seconds, error). Each capture runs in its own
@@ -74,7 +74,7 @@ VARIANTS = {
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m trainsim_capture.hf_zoo", description=__doc__.split("\n\n")[0])
     p.add_argument("outdir")
-    p.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1))
+    p.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 1))
     p.add_argument("--only", help="comma-separated names (default: all): " + ",".join(CONFIGS))
     p.add_argument("--variants", default="autocast-bf16,autocast-bf16.recompute",
                    help="comma-separated: " + ",".join(VARIANTS))
