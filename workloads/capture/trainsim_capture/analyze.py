@@ -221,7 +221,7 @@ def _operands(o):
     return ins[0], ins[1]
 
 
-def position_of(sk, pos, alloc_layer=None, for_ends=False, what=None):
+def position_of(sk, pos, alloc_layer=None, what=None):
     """A recorder position ((phase, layer), idx) as emitted: phase plus layer offset/index."""
     (ph, li), idx = pos
     d = {"phase": ph, "op": idx}

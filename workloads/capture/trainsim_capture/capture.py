@@ -1,11 +1,10 @@
 """One capture: record the step at the requested size and at three generic sizes, match every
 dimension to an expression, and assemble the document (SCHEMA.md)."""
 import platform
-import sys
 
 import torch
 
-from . import __version__, SCHEMA_VERSION, compat
+from . import __version__, SCHEMA_VERSION
 from .analyze import analyze, END_PHASES, LAYER_PHASES
 from .emit import (collect, slot_values, layout_slots, assign_polys, literal_polys, finalize_op, finalize_buffer, strip_private,
                    PHASE_NAMES, ALLOC_BLOCK)
@@ -131,7 +130,6 @@ def _size_one(layouts, pos):
 
 
 def _match_stride_of_size_one(matcher, col, layouts, pos):
-    from .poly import Poly
     n, _k, i = pos
     if all(ls[n]["shape"][i] != 1 for ls in layouts[1:]):
         try:

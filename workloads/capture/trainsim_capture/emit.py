@@ -81,7 +81,6 @@ def collect(sk):
     # ---- buffers -------------------------------------------------------------------------------
     by_id = {b.id: b for b in bufs}
     for b in bufs:
-        own = sk.owner.get(b.id)
         if b.alloc is None and b.kind in BEFORE_STEP:
             if b.id not in sk.canon or sk.canon[b.id][0] == b.id:
                 emitted.add(b.id)
@@ -96,7 +95,6 @@ def collect(sk):
                 emitted.add(b.id)
             elif ph == "optimizer" and b.id in c.opt_pos["emit"]:
                 emitted.add(b.id)
-        del own
     # canonical ids: by raw id
     order = sorted(emitted)
     cid = {rid: i for i, rid in enumerate(order)}
@@ -384,7 +382,7 @@ def _optimizer_segments(sk, op_entry, tref):
                     owner_layer = sk.param_group[p2][1]
             if owner_layer is not None:
                 rep_of_buf[b.id] = owner_layer
-                m = posmap.get(b.alloc[0:1] + (b.alloc[1],)) if False else posmap.get((b.alloc[0], b.alloc[1]))
+                m = posmap.get((b.alloc[0], b.alloc[1]))
                 if m is not None:
                     body_pos[(m["segment"], m["op"], owner_layer, b.out_pos[1])] = b
             if owner_layer is None or owner_layer in reps:

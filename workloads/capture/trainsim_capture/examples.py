@@ -2,7 +2,6 @@
 layer timing). Factories follow the `--module` contract (README.md): keyword arguments are the
 capture's symbols plus `layers`; attributes say which symbols they take, their ties, where the
 layers are and how the loss is computed."""
-import math
 
 import torch
 import torch.nn as nn

@@ -16,7 +16,7 @@ import torch
 
 from .errors import CaptureError
 from .step import Built
-from .symbols import SymbolSpace, GENERIC
+from .symbols import SymbolSpace
 
 RUN_SYMBOLS = ("b", "s")
 
@@ -262,7 +262,7 @@ def check_hf_dict(cfg, path):
         if dmt in ENC_DEC_TYPES:
             raise CaptureError(f"{dmt!r} is an encoder-decoder architecture: not supported (decoder-only causal "
                                "LMs only; no cross-attention capability)", file=path, key=where + "model_type")
-    base = text if isinstance(text, dict) and mt not in _text_only_types() else cfg
+    base = text if isinstance(text, dict) and "hidden_size" not in cfg else cfg
     for sym, keys in HF_SYMBOL_KEYS.items():
         if not any(k in base for k in keys) and base.get("model_type") not in ("gpt2",):
             # transformers supplies defaults for many keys; only a wrong type is refused here
@@ -275,10 +275,6 @@ def check_hf_dict(cfg, path):
             a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in arch):
         raise CaptureError(f"{arch!r}: not a causal language model (decoder-only *ForCausalLM / *LMHeadModel)",
                            file=path, key="architectures")
-
-
-def _text_only_types():
-    return ()
 
 
 def config_hash(cfg):
@@ -319,7 +315,6 @@ class HFSource(Source):
         AutoConfig = self.transformers.AutoConfig
         d = dict(d)
         mt = d.pop("model_type")
-        text = d.get("text_config")
         try:
             cfg = AutoConfig.for_model(mt, **d)
         except Exception as e:
@@ -349,7 +344,6 @@ class HFSource(Source):
                     return tc
                 except KeyError:
                     pass
-            del text
             raise CaptureError(f"model_type {mt!r} has no causal-LM class in transformers "
                                f"{self.transformers.__version__}", file=self.path, key="model_type")
         return cfg
@@ -589,5 +583,3 @@ def parse_dims(text):
             raise CaptureError(f"--dims {k}={v}: expected a positive integer", key=k)
     return dims
 
-
-GENERIC_SYMBOLS = sorted(GENERIC)

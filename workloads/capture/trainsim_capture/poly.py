@@ -193,7 +193,6 @@ def parse(text):
     while True:
         coef = Fraction(sign)
         mono = {}
-        first = True
         while True:
             if pos >= len(toks):
                 raise ValueError(f"bad expression {text!r}")
@@ -209,7 +208,6 @@ def parse(text):
                 mono[t] = mono.get(t, 0) + p
             else:
                 raise ValueError(f"bad expression {text!r}")
-            first = False
             if pos < len(toks) and toks[pos] == "*":
                 pos += 1
                 continue
@@ -217,7 +215,6 @@ def parse(text):
                 coef /= int(toks[pos + 1])
                 pos += 2
             break
-        del first
         result = result + Poly({tuple(sorted(mono.items())): coef})
         if pos >= len(toks):
             return result

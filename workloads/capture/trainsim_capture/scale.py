@@ -106,8 +106,6 @@ def scale(doc, changes):
         if b.get("bytes_expr"):
             b["bytes"] = ev(b["bytes_expr"])
         b["alloc_bytes"] = round_alloc(b["bytes"])
-    for p in out["params"]:
-        pass
     out["totals"] = totals(out)
     out["memory"] = replay(out)
     return out
