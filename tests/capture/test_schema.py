@@ -9,7 +9,7 @@ import tempfile
 import _common
 
 _common.require_torch()
-from trainsim_capture import examples, jsonio, ours  # noqa: E402
+from trainsim_capture import examples, jsonio  # noqa: E402
 from trainsim_capture.validate import validate  # noqa: E402
 
 c = _common.Checks("test_schema")
