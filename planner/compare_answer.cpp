@@ -21,7 +21,11 @@ std::string main_reason(const std::map<std::string, long>& counts, long enumerat
   for (const auto& [reason, c] : counts) {
     if (c > n) n = c, best = reason;
   }
-  if (best.empty()) return enumerated == 0 ? "no strategy of this family on this cluster" : "nothing fits";
+  if (best.empty()) {
+    return enumerated == 0 ? "no strategy of this family that the framework runs on this cluster (asynchronous families need "
+                             "--allow-async)"
+                           : "nothing fits";
+  }
   return fmt::format("nothing fits ({} of {} strategies: {})", n, enumerated, best);
 }
 
@@ -73,7 +77,7 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
   std::vector<Config> configs;
   for (const std::string& path : strategy_files) {
     models.push_back(pq.model);
-    configs.push_back({&models.back(), &pq.profile, resolve_file(path, pq, models.back())});
+    configs.push_back({&models.back(), &pq.profile, resolve_file(path, pq, models.back()), pq.memory_headroom});
   }
   std::vector<ReplayJob> jobs;
   std::vector<std::size_t> job_row;
@@ -106,13 +110,14 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     CompareRow& row = a.rows[job_row[j]];
     row.replayed = 1;
-    if (!outcomes[j].error.empty() || !outcomes[j].result.fits) {
-      const bool error = !outcomes[j].error.empty();
-      row.infeasible[error ? "replay-error" : "simulated-peak"] = 1;
-      row.why_not = error ? outcomes[j].error : outcomes[j].result.infeasible_reason.value_or("does not fit");
+    const bool error = !outcomes[j].error.empty();
+    const sim::SimResult r = error ? outcomes[j].result : fitted_to(outcomes[j].result, jobs[j].config);
+    if (error || !r.fits) {
+      row.infeasible[error ? "replay-error" : "replayed-memory"] = 1;
+      row.why_not = error ? outcomes[j].error : r.infeasible_reason.value_or("does not fit");
       row.entry.reset();
     } else {
-      row.entry->result = outcomes[j].result;
+      row.entry->result = r;
     }
   }
   return a;

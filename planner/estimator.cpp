@@ -50,10 +50,10 @@ std::optional<Issue> gpu_states_misfit(const Config& c, double total_params) {
   const double grads = optimizer_off ? 0.0 : s.zero_stage >= 2 ? bytes.grads / dp : bytes.grads;
   const double optimizer = optimizer_off ? 0.0 : s.zero_stage >= 1 ? bytes.optimizer / dp : bytes.optimizer;
   const double floor = total_params / (static_cast<double>(s.tp) * s.pp) * (params + grads + optimizer);
-  const double usable = c.profile->gpu_usable_bytes();
-  if (floor <= usable) return std::nullopt;
-  return Issue{"gpu-memory", fmt::format("GPU memory: at least {:.2f} GiB of model states needed, {:.2f} GiB usable",
-                                         floor / GiB, usable / GiB)};
+  const MemoryLimits limits = memory_limits(*c.profile, c.memory_headroom);
+  if (model_verdict(floor, limits.gpu_limit_bytes) != Verdict::OVERFLOWS) return std::nullopt;
+  return Issue{"gpu-memory", fmt::format("GPU memory: at least {:.2f} GiB of model states needed, {:.2f} GiB usable less {:g}% headroom",
+                                         floor / GiB, limits.gpu_limit_bytes / GiB, 100 * limits.headroom)};
 }
 
 }  // namespace
@@ -65,17 +65,18 @@ Bound bound(const Config& c) {
     if (b.misfit) return b;
   }
   b.memory = wl::estimate_memory(*c.model, c.strategy, c.profile->gpus_per_node());
-  b.fit = check_memory_fit(b.memory, *c.profile);
+  b.fit = check_memory_fit(b.memory, *c.profile, c.memory_headroom);
   const auto& st = b.memory.stages[static_cast<std::size_t>(b.memory.peak_stage)];
-  if (!b.fit.fits_gpu) {
-    b.misfit = Issue{"gpu-memory", fmt::format("GPU memory: {:.2f} GiB needed, {:.2f} GiB usable", st.gpu_bytes() / GiB,
-                                               b.fit.gpu_usable_bytes / GiB)};
-  } else if (!b.fit.fits_cpu) {
+  const MemoryLimits& l = b.fit.limits;
+  if (b.fit.gpu == Verdict::OVERFLOWS) {
+    b.misfit = Issue{"gpu-memory", fmt::format("GPU memory: {:.2f} GiB needed by the memory model, {:.2f} GiB usable less {:g}% headroom",
+                                               st.gpu_bytes() / GiB, l.gpu_limit_bytes / GiB, 100 * l.headroom)};
+  } else if (b.fit.cpu == Verdict::OVERFLOWS) {
     b.misfit = Issue{"host-memory", fmt::format("host memory: {:.1f} GiB needed per node, {:.1f} GiB available",
-                                                b.memory.peak_node.cpu_bytes / GiB, b.fit.cpu_capacity_bytes / GiB)};
-  } else if (!b.fit.fits_nvme) {
+                                                b.memory.peak_node.cpu_bytes / GiB, l.host_bytes / GiB)};
+  } else if (b.fit.nvme == Verdict::OVERFLOWS) {
     b.misfit = Issue{"nvme-capacity", fmt::format("storage: {:.1f} TB needed per node, {:.1f} TB available",
-                                                  b.memory.peak_node.nvme_bytes / 1e12, b.fit.nvme_capacity_bytes / 1e12)};
+                                                  b.memory.peak_node.nvme_bytes / 1e12, l.storage_bytes / 1e12)};
   }
   if (!b.misfit) b.step = sim::step_time_lower_bound(*c.model, c.strategy, *c.profile, b.memory);
   return b;
@@ -89,12 +90,17 @@ std::optional<Issue> replay_size_issue(const Config& c) {
 }
 
 sim::SimResult replay(const Config& c, const wl::MemoryEstimate& memory, const sim::SimOptions& options) {
-  sim::SimResult r = sim::simulate(*c.model, c.strategy, *c.profile, memory, options);
-  const double usable = c.profile->gpu_usable_bytes();
-  if (r.peak_memory_bytes > usable) {
+  return sim::simulate(*c.model, c.strategy, *c.profile, memory, options);
+}
+
+sim::SimResult fitted_to(sim::SimResult r, const Config& c) {
+  if (!r.simulated) return r;
+  if (const std::optional<MemoryMisfit> misfit = replay_misfit(r, memory_limits(*c.profile, c.memory_headroom))) {
     r.fits = false;
-    r.infeasible_reason = fmt::format("the simulated peak ({:.2f} GiB) exceeds the usable {:.2f} GiB",
-                                      r.peak_memory_bytes / GiB, usable / GiB);
+    r.infeasible_reason = misfit->message;
+  } else {
+    r.fits = true;
+    r.infeasible_reason.reset();
   }
   return r;
 }

@@ -17,6 +17,7 @@
 
 #include "cluster_profile.hpp"
 #include "feasibility.hpp"
+#include "memory_fit.hpp"
 #include "memory_model.hpp"
 #include "model.hpp"
 #include "simulator.hpp"
@@ -29,6 +30,9 @@ struct Config {
   const wl::ModelSpec* model = nullptr;
   const hw::ClusterProfile* profile = nullptr;
   wl::Strategy strategy;
+  // The share of usable GPU memory left free at the peak (memory_fit.hpp); not part of a replay's
+  // answer (nor of its cache key), only of whether it fits.
+  double memory_headroom = DEFAULT_MEMORY_HEADROOM;
 };
 
 struct Issue {
@@ -44,8 +48,10 @@ std::vector<Issue> validate(const Config& c);
 struct Bound {
   wl::MemoryEstimate memory;
   MemoryFit fit;
-  std::optional<Issue> misfit;  // "gpu-memory", "host-memory" or "nvme-capacity" (the first tier that overflows)
-  sim::StepBound step;          // only computed when it fits
+  // "gpu-memory", "host-memory" or "nvme-capacity": the first tier the memory model shows
+  // overflowing beyond its tolerance (memory_fit.hpp); the replay decides the rest.
+  std::optional<Issue> misfit;
+  sim::StepBound step;          // only computed when it may fit
 };
 // For a configuration validate() accepted. Misfits found by a floor under the model states
 // come back without a memory estimate (Bound::memory empty).
@@ -54,8 +60,11 @@ Bound bound(const Config& c);
 // The largest replay the simulator takes (sim::MAX_REPLAY_OPS): "replay-too-large" beyond it.
 std::optional<Issue> replay_size_issue(const Config& c);
 
-// The replay; a simulated peak beyond the usable GPU memory comes back with fits = false and
-// its reason ("simulated-peak" when the planner counts it).
+// The replay, as the simulator answers it (whether it fits is fitted_to's).
 sim::SimResult replay(const Config& c, const wl::MemoryEstimate& memory, const sim::SimOptions& options = {});
+
+// The replay's result with its verdict: fits = false and the reason where a peak overflows
+// (memory_fit.hpp, replay_misfit), for the configuration's cluster and headroom.
+sim::SimResult fitted_to(sim::SimResult r, const Config& c);
 
 }  // namespace trainsim::planner

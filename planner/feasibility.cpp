@@ -4,18 +4,15 @@
 
 namespace trainsim::planner {
 
-MemoryFit check_memory_fit(const wl::MemoryEstimate& est, const hw::ClusterProfile& profile) {
+MemoryFit check_memory_fit(const wl::MemoryEstimate& est, const hw::ClusterProfile& profile, double headroom) {
   MemoryFit fit;
-  fit.gpu_capacity_bytes = profile.gpu_memory_bytes();
-  fit.gpu_usable_bytes = profile.gpu_usable_bytes();
-  fit.cpu_capacity_bytes = profile.host_memory_bytes();
-  fit.nvme_capacity_bytes = profile.storage_capacity_bytes();
-  fit.fits_gpu = est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes() <= fit.gpu_usable_bytes;
-  fit.fits_cpu = est.peak_node.cpu_bytes <= fit.cpu_capacity_bytes;
-  fit.fits_nvme = est.peak_node.nvme_bytes <= fit.nvme_capacity_bytes;
-  if (!fit.fits_gpu) fit.overflow.push_back("gpu");
-  if (!fit.fits_cpu) fit.overflow.push_back("cpu");
-  if (!fit.fits_nvme) fit.overflow.push_back("nvme");
+  fit.limits = memory_limits(profile, headroom);
+  fit.gpu = model_verdict(est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes(), fit.limits.gpu_limit_bytes);
+  fit.cpu = model_verdict(est.peak_node.cpu_bytes, fit.limits.host_bytes);
+  fit.nvme = model_verdict(est.peak_node.nvme_bytes, fit.limits.storage_bytes);
+  if (fit.gpu == Verdict::OVERFLOWS) fit.overflow.push_back("gpu");
+  if (fit.cpu == Verdict::OVERFLOWS) fit.overflow.push_back("cpu");
+  if (fit.nvme == Verdict::OVERFLOWS) fit.overflow.push_back("nvme");
   return fit;
 }
 

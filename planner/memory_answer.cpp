@@ -12,6 +12,8 @@ namespace {
 
 constexpr double GiB = 1073741824.0;
 
+std::string mark(Verdict v) { return v == Verdict::FITS ? "fits" : v == Verdict::NEAR_LIMIT ? "NEAR THE LIMIT" : "OVERFLOWS"; }
+
 // Bytes are whole numbers in the JSON: ZeRO pads shards to whole elements, and activation terms
 // with a /t split are rounded to the nearest byte (byte_counts.hpp: exact below 2^53).
 nlohmann::ordered_json whole(double bytes) { return json_bytes(bytes); }
@@ -24,7 +26,7 @@ double activations_total(const wl::StageMemory& st) {
   return st.activations.stored_bytes + st.activations.checkpoint_bytes + st.activations.working_bytes;
 }
 
-nlohmann::ordered_json stage_json(const wl::StageMemory& st, const MemoryFit& fit, bool is_peak_fits) {
+nlohmann::ordered_json stage_json(const wl::StageMemory& st, const MemoryFit& fit) {
   nlohmann::ordered_json j;
   j["stage"] = st.stage;
   j["params_on_rank"] = st.params_on_rank;
@@ -35,9 +37,12 @@ nlohmann::ordered_json stage_json(const wl::StageMemory& st, const MemoryFit& fi
   j["activations_bytes"] = whole(activations_total(st));
   j["buffers_bytes"] = whole(st.buffers.gpu_total());
   j["total_bytes"] = whole(st.gpu_bytes());
-  j["capacity_bytes"] = whole(fit.gpu_capacity_bytes);
-  j["usable_bytes"] = whole(fit.gpu_usable_bytes);
-  j["fits"] = is_peak_fits;
+  j["capacity_bytes"] = whole(fit.limits.gpu_capacity_bytes);
+  j["usable_bytes"] = whole(fit.limits.gpu_usable_bytes);
+  j["limit_bytes"] = whole(fit.limits.gpu_limit_bytes);
+  const Verdict verdict = model_verdict(st.gpu_bytes(), fit.limits.gpu_limit_bytes);
+  j["fits"] = verdict == Verdict::FITS;
+  j["verdict"] = to_string(verdict);
   nlohmann::ordered_json placement;
   placement["params"] = placement_json(st.params_at);
   placement["grads"] = placement_json(st.grads_at);
@@ -90,7 +95,7 @@ MemoryAnswer answer_memory(Request request) {
   MemoryAnswer a;
   a.request = std::move(request);
   a.estimate = wl::estimate_memory(a.request.inputs.model, a.request.inputs.strategy, a.request.profile.gpus_per_node());
-  a.fit = check_memory_fit(a.estimate, a.request.profile);
+  a.fit = check_memory_fit(a.estimate, a.request.profile, a.request.memory_headroom);
   return a;
 }
 
@@ -98,20 +103,25 @@ nlohmann::ordered_json memory_json(const MemoryAnswer& a) {
   const auto& est = a.estimate;
   nlohmann::ordered_json j = result_header(a.request, "memory", MEMORY_SCHEMA_VERSION);
   const auto& peak = est.stages[static_cast<std::size_t>(est.peak_stage)];
-  j["per_gpu"] = stage_json(peak, a.fit, a.fit.fits_gpu);
+  j["per_gpu"] = stage_json(peak, a.fit);
   j["per_stage"] = nlohmann::ordered_json::array();
-  for (const auto& st : est.stages) j["per_stage"].push_back(stage_json(st, a.fit, st.gpu_bytes() <= a.fit.gpu_usable_bytes));
+  for (const auto& st : est.stages) j["per_stage"].push_back(stage_json(st, a.fit));
   const auto& s = a.request.inputs.strategy;
   const int gpn = a.request.profile.gpus_per_node();
   j["per_node"] = {{"node", est.peak_node_index},
                    {"gpus", std::min(gpn, s.gpus - est.peak_node_index * gpn)},
                    {"cpu_bytes", whole(est.peak_node.cpu_bytes)},
                    {"nvme_bytes", whole(est.peak_node.nvme_bytes)},
-                   {"cpu_capacity_bytes", whole(a.fit.cpu_capacity_bytes)},
-                   {"nvme_capacity_bytes", whole(a.fit.nvme_capacity_bytes)},
-                   {"fits_cpu", a.fit.fits_cpu},
-                   {"fits_nvme", a.fit.fits_nvme}};
+                   {"cpu_capacity_bytes", whole(a.fit.limits.host_bytes)},
+                   {"nvme_capacity_bytes", whole(a.fit.limits.storage_bytes)},
+                   {"fits_cpu", a.fit.cpu == Verdict::FITS},
+                   {"fits_nvme", a.fit.nvme == Verdict::FITS},
+                   {"verdict_cpu", to_string(a.fit.cpu)},
+                   {"verdict_nvme", to_string(a.fit.nvme)}};
   j["fits"] = a.fits();
+  j["verdict"] = a.request.infeasible_reason ? "infeasible" : a.fit.fits() ? "fits" : a.fit.may_fit() ? "near the limit: simulate decides" : "overflows";
+  j["memory_headroom"] = a.request.memory_headroom;
+  j["model_tolerance"] = MEMORY_MODEL_TOLERANCE;
   j["overflow"] = a.fit.overflow;
   j["infeasible_reason"] = a.request.infeasible_reason ? nlohmann::ordered_json(*a.request.infeasible_reason)
                                                        : nlohmann::ordered_json(nullptr);
@@ -177,31 +187,35 @@ std::string memory_table(const MemoryAnswer& a) {
   detail("logits for the loss", buf.logits_loss_bytes);
   detail("stashed weight versions", buf.weight_stash_bytes);
   detail("pipeline receive buffers", buf.receive_buffer_bytes);
-  const char* gpu_mark = a.fit.fits_gpu ? "fits" : "OVERFLOWS";
-  out += fmt::format("  {:<42}{} of {:.2f} usable ({:.0f} GiB less {:.2f} reserved)  {}\n", "resident on the GPU",
-                     gib(st.gpu_bytes()), a.fit.gpu_usable_bytes / GiB, a.fit.gpu_capacity_bytes / GiB,
-                     r.profile.gpu.reserved_GiB, gpu_mark);
+  const MemoryLimits& lim = a.fit.limits;
+  out += fmt::format("  {:<42}{} of {:.2f} ({:.0f} GiB less {:.2f} reserved, less {:g}% headroom)  {}\n", "resident on the GPU",
+                     gib(st.gpu_bytes()), lim.gpu_limit_bytes / GiB, lim.gpu_capacity_bytes / GiB, r.profile.gpu.reserved_GiB,
+                     100 * lim.headroom, mark(a.fit.gpu));
 
   const int gpn = r.profile.gpus_per_node();
   out += fmt::format("\nPer node (node {}, {} GPUs)\n", est.peak_node_index,
                      std::min(gpn, s.gpus - est.peak_node_index * gpn));
-  out += fmt::format("  {:<42}{} of {:.2f}  {}\n", "host memory (GiB)", gib(est.peak_node.cpu_bytes),
-                     a.fit.cpu_capacity_bytes / GiB, a.fit.fits_cpu ? "fits" : "OVERFLOWS");
+  out += fmt::format("  {:<42}{} of {:.2f}  {}\n", "host memory (GiB)", gib(est.peak_node.cpu_bytes), lim.host_bytes / GiB,
+                     mark(a.fit.cpu));
   out += fmt::format("  {:<42}{} of {:.2f}  {}\n", fmt::format("{} (GiB)", hw::to_string(r.profile.storage.kind)),
-                     gib(est.peak_node.nvme_bytes), a.fit.nvme_capacity_bytes / GiB,
-                     a.fit.fits_nvme ? "fits" : "OVERFLOWS");
+                     gib(est.peak_node.nvme_bytes), lim.storage_bytes / GiB, mark(a.fit.nvme));
   const double whole_model = est.total_params * (b.params + b.grads + b.optimizer);
   out += fmt::format("\nModel states of the whole model: {:.2f} TB ({:.2f} TiB)\n", whole_model / 1e12,
                      whole_model / 1099511627776.0);
   if (r.infeasible_reason) {
     out += "Infeasible: " + *r.infeasible_reason + "\n";
   } else if (a.fit.fits()) {
-    out += "Fits: yes\n";
+    out += fmt::format("Fits: yes (by the memory model, with its {:g}% tolerance against the replay to spare)\n",
+                       100 * MEMORY_MODEL_TOLERANCE);
+  } else if (a.fit.may_fit()) {
+    out += fmt::format("Fits: near the limit (within the memory model's {:g}% tolerance of it): `trainsim simulate` decides, "
+                       "from the replayed peak\n",
+                       100 * MEMORY_MODEL_TOLERANCE);
   } else {
     std::string tiers;
     for (const auto& t : a.fit.overflow) tiers += (tiers.empty() ? "" : ", ") + t;
     out += "Fits: NO (" + tiers + " overflows)\n";
-    if (!a.fit.fits_gpu && s.recompute == wl::Recompute::NONE && est.activations_modeled) {
+    if (a.fit.gpu == Verdict::OVERFLOWS && s.recompute == wl::Recompute::NONE && est.activations_modeled) {
       out += "  hint: activations dominate? try --recompute full (and --offload-activations cpu)\n";
     }
   }
@@ -224,7 +238,8 @@ std::string memory_csv(const MemoryAnswer& a) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", st.stage, bytes_text(st.params_bytes),
                        bytes_text(st.grads_bytes), bytes_text(st.optimizer_bytes), bytes_text(st.model_states_bytes()),
                        bytes_text(activations_total(st)), bytes_text(st.buffers.gpu_total()), bytes_text(st.gpu_bytes()),
-                       bytes_text(st.cpu_bytes()), bytes_text(st.nvme_bytes()), st.gpu_bytes() <= a.fit.gpu_usable_bytes ? "true" : "false");
+                       bytes_text(st.cpu_bytes()), bytes_text(st.nvme_bytes()),
+                       model_verdict(st.gpu_bytes(), a.fit.limits.gpu_limit_bytes) == Verdict::FITS ? "true" : "false");
   }
   return out;
 }

@@ -41,6 +41,7 @@ EntryMetrics metrics_of(const RankedEntry& e, const PlanQuestion& q) {
   m.tflops_per_gpu = r.tflops_per_gpu;
   m.tokens_per_s = r.tokens_per_s;
   m.peak_memory_bytes = r.peak_memory_bytes;
+  m.peak_reserved_bytes = r.peak_reserved_bytes;
   m.host_peak_bytes = r.host_peak_bytes;
   m.storage_peak_bytes = r.storage_peak_bytes;
   m.time_to_train_s = r.tokens_per_s > 0 ? q.tokens / r.tokens_per_s : 0.0;
@@ -88,6 +89,8 @@ SweepInputs sweep_inputs_for(const PlanQuestion& q, const SweepInputs& base) {
   in.global_batch = q.global_batch;
   in.seq = q.seq;
   in.gap = q.gap;
+  in.framework = &q.framework;
+  in.memory_headroom = q.memory_headroom;
   return in;
 }
 
@@ -234,10 +237,13 @@ nlohmann::ordered_json entry_json(const RankedEntry& e, const PlanQuestion& q) {
   j["family"] = family_of(e.candidate.strategy);
   j["description"] = describe(e.candidate.strategy);
   j["strategy"] = strategy_json(e.candidate.strategy);
+  const std::string caveat = async_caveat(e.candidate.strategy);
+  j["changes_optimizer_math"] = caveat.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(caveat);
   j["step_time_s"] = m.step_time_s;
   j["tflops_per_gpu"] = m.tflops_per_gpu;
   j["tokens_per_s"] = m.tokens_per_s;
   j["peak_memory_bytes"] = json_bytes(m.peak_memory_bytes);
+  j["peak_reserved_bytes"] = json_bytes(m.peak_reserved_bytes);
   j["host_peak_bytes"] = json_bytes(m.host_peak_bytes);
   j["storage_peak_bytes"] = json_bytes(m.storage_peak_bytes);
   j["time_to_train_days"] = m.time_to_train_days;
@@ -286,6 +292,12 @@ nlohmann::ordered_json plan_header(const PlanQuestion& q, std::string_view comma
   in["power_per_node_kW"] = q.profile.cost.power_per_node_kW;
   in["cost_source"] = q.profile.cost.source;
   in["grid_kgco2_per_kwh"] = q.grid_kg_per_kwh;
+  const Framework& f = q.framework;
+  in["framework"] = {{"stack", wl::to_string(f.stack.kind)},
+                     {"source", f.named() ? nlohmann::ordered_json(f.source) : nlohmann::ordered_json()},
+                     {"allow_async", f.allow_async},
+                     {"no_effect", f.no_effect}};
+  in["memory_headroom"] = q.memory_headroom;
   in["notes"] = q.notes;
   j["inputs"] = in;
   return j;

@@ -20,7 +20,7 @@ inline constexpr int PLAN_SCHEMA_VERSION = 1;
 struct EntryMetrics {
   int nodes = 0, gpus = 0;
   double step_time_s = 0, tflops_per_gpu = 0, tokens_per_s = 0;
-  double peak_memory_bytes = 0, host_peak_bytes = 0, storage_peak_bytes = 0;
+  double peak_memory_bytes = 0, peak_reserved_bytes = 0, host_peak_bytes = 0, storage_peak_bytes = 0;
   double time_to_train_s = 0, time_to_train_days = 0, gpu_hours = 0, cost_usd = 0, energy_kwh = 0, co2_kg = 0;
 };
 EntryMetrics metrics_of(const RankedEntry& e, const PlanQuestion& q);

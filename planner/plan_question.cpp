@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -66,6 +67,7 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
   if (!q.model.has_architecture()) throw ConfigError("--model", "--model", "a model with an architecture", "a raw count");
   if (f.precision) q.model.numerics = parse_choice("--precision", *f.precision, wl::names::NUMERICS);
   if (f.attention) q.model.attention = parse_choice("--attention", *f.attention, wl::names::ATTENTION);
+  q.framework = resolve_framework(f.framework, q.model);
   if (q.profile.gpu.peak_TFLOPs.count(sim::compute_precision(q.model.numerics)) == 0) {
     throw ConfigError("--precision", "--precision",
                       fmt::format("numerics the {} of {} has a peak for", q.profile.gpu.model, q.profile.name),
@@ -85,16 +87,40 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
   } else {
     throw ConfigError("--nodes", "--nodes", "--nodes N, --nodes A..B or --gpus G", "none of them");
   }
+  // Node counts the cluster does not have are answered at once, not searched.
+  const int cluster_nodes = q.profile.node_count;
+  if (q.nodes.front() > cluster_nodes) {
+    const std::string flag = f.gpus ? "--gpus" : "--nodes";
+    throw ConfigError(flag, flag,
+                      fmt::format("at most the cluster's size: {} has {} nodes ({} GPUs)", q.profile.name, cluster_nodes,
+                                  cluster_nodes * gpn),
+                      f.gpus ? std::to_string(*f.gpus) + " GPUs" : f.nodes);
+  }
+  if (q.nodes.back() > cluster_nodes) {
+    q.notes.push_back(fmt::format("node counts {}..{} not searched: {} has {} nodes", cluster_nodes + 1, q.nodes.back(),
+                                  q.profile.name, cluster_nodes));
+    q.nodes.erase(std::upper_bound(q.nodes.begin(), q.nodes.end(), cluster_nodes), q.nodes.end());
+  }
 
-  if (f.global_batch) {
-    if (!wl::limits::GLOBAL_BATCH.contains(*f.global_batch)) {
-      throw ConfigError("--global-batch", "--global-batch", wl::limits::GLOBAL_BATCH.text(), std::to_string(*f.global_batch));
+  // The framework's configuration may fix the batch and the sequence; a flag must then agree.
+  const FixedQuestion fixed = fixed_question(q.framework);
+  if (fixed.global_batch && f.global_batch && *fixed.global_batch != *f.global_batch) {
+    throw ConfigError("--global-batch", "--global-batch", fmt::format("{} ({} sets it)", *fixed.global_batch, fixed.global_batch_origin),
+                      std::to_string(*f.global_batch));
+  }
+  if (fixed.seq && f.seq && *fixed.seq != *f.seq) {
+    throw ConfigError("--seq", "--seq", fmt::format("{} ({} sets it)", *fixed.seq, fixed.seq_origin), std::to_string(*f.seq));
+  }
+  const std::optional<std::int64_t> global_batch = f.global_batch ? f.global_batch : fixed.global_batch;
+  if (global_batch) {
+    if (!wl::limits::GLOBAL_BATCH.contains(*global_batch)) {
+      throw ConfigError("--global-batch", "--global-batch", wl::limits::GLOBAL_BATCH.text(), std::to_string(*global_batch));
     }
-    q.global_batch = *f.global_batch;
+    q.global_batch = *global_batch;
   } else {
     q.notes.push_back("no --global-batch: one sequence per GPU and step");
   }
-  q.seq = f.seq.value_or(q.model.seq_len);
+  q.seq = f.seq ? *f.seq : fixed.seq ? *fixed.seq : q.model.seq_len;
   if (q.seq < 1 || q.seq > wl::limits::SEQ.max || (q.model.position == wl::PositionKind::LEARNED && q.seq > q.model.seq_len)) {
     throw ConfigError("--seq", "--seq",
                       fmt::format("a sequence length in [1, {}]", q.model.position == wl::PositionKind::LEARNED ? q.model.seq_len
@@ -139,6 +165,8 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
     q.grid_default = false;
   }
   if (!f.families.empty()) q.families = parse_families(f.families, "--families");
+  if (f.memory_headroom) q.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
+  for (std::string& note : framework_notes(q.framework)) q.notes.push_back(std::move(note));
   return q;
 }
 

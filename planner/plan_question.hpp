@@ -10,6 +10,8 @@
 
 #include "cluster_profile.hpp"
 #include "families.hpp"
+#include "framework.hpp"
+#include "memory_fit.hpp"
 #include "model.hpp"
 
 namespace trainsim::planner {
@@ -38,6 +40,8 @@ struct PlanFlags {
   std::optional<double> grid_kg_per_kwh;
   std::string families;  // comma-separated, empty: all
   std::optional<std::string> precision, attention;
+  FrameworkFlags framework;               // --stack, --deepspeed, --megatron-args, --allow-async
+  std::optional<double> memory_headroom;  // --memory-headroom
 };
 
 struct PlanQuestion {
@@ -58,6 +62,8 @@ struct PlanQuestion {
   double grid_kg_per_kwh = DEFAULT_GRID_KG_PER_KWH;
   bool grid_default = true;
   std::vector<const Family*> families;  // empty: every strategy
+  Framework framework;                   // what the user trains with (framework.hpp)
+  double memory_headroom = DEFAULT_MEMORY_HEADROOM;
   std::vector<std::string> notes;
   bool range() const { return nodes.size() > 1; }
 };

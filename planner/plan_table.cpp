@@ -14,11 +14,12 @@ constexpr double GiB = 1073741824.0;
 
 std::string metrics_lines(const RankedEntry& e, const PlanQuestion& q, bool explain) {
   const EntryMetrics m = metrics_of(e, q);
-  std::string out = fmt::format("     step {:.4g} s   {:.1f} TFLOP/s per GPU   {:.4g} tokens/s   GPU {:.2f} GiB   host {:.1f} GiB/node",
-                                m.step_time_s, m.tflops_per_gpu, m.tokens_per_s, m.peak_memory_bytes / GiB, m.host_peak_bytes / GiB);
+  std::string out = fmt::format("     step {:.4g} s   {:.1f} TFLOP/s per GPU   {:.4g} tokens/s   GPU {:.2f} GiB reserved   host {:.1f} GiB/node",
+                                m.step_time_s, m.tflops_per_gpu, m.tokens_per_s, m.peak_reserved_bytes / GiB, m.host_peak_bytes / GiB);
   if (m.storage_peak_bytes > 0) out += fmt::format("   NVMe {:.2f} TB/node", m.storage_peak_bytes / 1e12);
   out += fmt::format("\n     {} tokens: {:.4g} days, {:.4g} GPU-hours, USD {:.4g}, {:.4g} kWh, {:.4g} kg CO2\n", human_count(q.tokens),
                      m.time_to_train_days, m.gpu_hours, m.cost_usd, m.energy_kwh, m.co2_kg);
+  if (const std::string caveat = async_caveat(e.candidate.strategy); !caveat.empty()) out += "     " + caveat + "\n";
   if (explain) {
     const Breakdown b = average_breakdown(e.result);
     out += fmt::format("     per step: compute {:.4g} s, exposed communication {:.4g} s, exposed offload I/O {:.4g} s, optimizer "
@@ -51,6 +52,18 @@ std::string search_line(const GroupResult& g) {
                      g.enumerated, g.candidates, g.replayed, g.pruned.size());
 }
 
+// The framework searched for and what it leaves out, in a line: "  framework: megatron (--stack
+// megatron); asynchronous schemes not searched (--allow-async)".
+std::string framework_line(const PlanQuestion& q) {
+  const Framework& f = q.framework;
+  std::string out = f.named() ? fmt::format("  framework: {} ({})", wl::to_string(f.stack.kind), f.source)
+                              : std::string("  framework: none named (every strategy; --stack, --deepspeed, --megatron-args)");
+  out += f.allow_async ? "; asynchronous schemes searched (--allow-async): each marked where it ranks\n"
+                       : "; asynchronous schemes not searched (--allow-async)\n";
+  for (const std::string& k : f.no_effect) out += "  no effect on what trainsim computes: " + k + "\n";
+  return out;
+}
+
 std::string header(const PlanAnswer& a) {
   const PlanQuestion& q = a.question;
   const std::string nodes = q.gpus ? fmt::format("{} GPUs", *q.gpus)
@@ -68,6 +81,7 @@ std::string header(const PlanAnswer& a) {
     for (const Family* f : q.families) names.emplace_back(f->name);
     out += fmt::format("  families: {}\n", fmt::join(names, ", "));
   }
+  out += framework_line(q);
   return out;
 }
 
@@ -120,12 +134,6 @@ std::string plan_table(const PlanAnswer& a) {
                      "days", "GPU-hours", "cost USD", "energy kWh");
   for (const GroupResult& g : a.groups) {
     if (g.ranked.empty()) {
-      // More nodes than the cluster has: every strategy fails on that (the counts below name only
-      // each one's first reason, which may be a rule checked before it).
-      if (g.group.nodes > q.profile.node_count) {
-        out += fmt::format(" {:>5}  nothing fits: {} has {} nodes\n", g.group.nodes, q.profile.name, q.profile.node_count);
-        continue;
-      }
       std::string why;
       long best = -1;
       for (const auto& [reason, n] : g.infeasible) {

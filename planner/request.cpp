@@ -127,6 +127,7 @@ Request resolve_request(const InputFlags& f) {
   r.infeasible_reason = r.inputs.infeasible_reason;
   if (!r.infeasible_reason) r.infeasible_reason = cluster_infeasibility(r.inputs.strategy, r.profile);
   if (!r.infeasible_reason) r.infeasible_reason = missing_peak(r);
+  if (f.memory_headroom) r.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cluster_profile.hpp"
+#include "memory_fit.hpp"
 #include "strategy_input.hpp"
 
 namespace trainsim::planner {
@@ -26,6 +27,7 @@ struct InputFlags {
   std::optional<std::string> schedule, offload_params, offload_optimizer, offload_activations, recompute,
       precision, attention, stack;
   std::optional<std::int64_t> micro_batch, global_batch, seq;
+  std::optional<double> memory_headroom;  // --memory-headroom (memory_fit.hpp)
   // A strategy already read (a measured run's), merged first: files and flags override it.
   std::optional<wl::StrategyInput> base_strategy;
 };
@@ -34,6 +36,7 @@ struct Request {
   wl::ResolvedInputs inputs;
   hw::ClusterProfile profile;
   std::optional<std::string> infeasible_reason;
+  double memory_headroom = DEFAULT_MEMORY_HEADROOM;  // memory_fit.hpp
 };
 
 // Throws ConfigError for malformed or contradictory inputs.

@@ -29,6 +29,7 @@ nlohmann::ordered_json result_json(const sim::SimResult& r) {
   j["samples_per_s"] = number_or_null(r.samples_per_s);
   j["bubble_fraction"] = number_or_null(r.bubble_fraction);
   j["peak_memory_bytes"] = bytes_or_null(r.peak_memory_bytes);
+  j["peak_reserved_bytes"] = bytes_or_null(r.peak_reserved_bytes);
   j["per_gpu"] = nlohmann::ordered_json::array();
   for (std::size_t g = 0; g < r.per_gpu.size(); ++g) {
     const auto& x = r.per_gpu[g];
@@ -38,6 +39,7 @@ nlohmann::ordered_json result_json(const sim::SimResult& r) {
                             {"stage", x.stage},
                             {"ranks", x.copies},
                             {"peak_memory_bytes", exact_bytes(x.peak_memory_bytes)},
+                            {"peak_reserved_bytes", exact_bytes(x.peak_reserved_bytes)},
                             {"memory_at_peak", {{"resident_bytes", exact_bytes(x.baseline_bytes)}, {"transient_bytes", transient}}},
                             {"busy_s",
                              {{"compute", x.compute_s},
@@ -75,11 +77,13 @@ sim::SimResult result_from_json(const nlohmann::json& j) {
   r.samples_per_s = number(j, "samples_per_s");
   r.bubble_fraction = number(j, "bubble_fraction");
   r.peak_memory_bytes = number(j, "peak_memory_bytes");
+  r.peak_reserved_bytes = number(j, "peak_reserved_bytes");
   for (const auto& g : j.at("per_gpu")) {
     sim::GpuResult x;
     x.stage = g.at("stage").get<int>();
     x.copies = g.at("ranks").get<int>();
     x.peak_memory_bytes = g.at("peak_memory_bytes").get<double>();
+    x.peak_reserved_bytes = g.at("peak_reserved_bytes").get<double>();
     x.baseline_bytes = g.at("memory_at_peak").at("resident_bytes").get<double>();
     for (const auto& [cls, bytes] : g.at("memory_at_peak").at("transient_bytes").items()) x.at_peak.emplace_back(cls, bytes.get<double>());
     const auto& b = g.at("busy_s");

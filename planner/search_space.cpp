@@ -147,7 +147,11 @@ namespace {
 void walk(std::size_t axis, wl::Strategy& s, const SpaceShape& shape, const std::function<void(const wl::Strategy&)>& visit) {
   const auto& axes = search_axes();
   if (axis == axes.size()) {
-    visit(s);
+    if (shape.framework == nullptr) {
+      visit(s);
+    } else if (const std::optional<wl::Strategy> run = as_run_by(*shape.framework, s, *shape.model)) {
+      visit(*run);
+    }
     return;
   }
   const Axis& a = axes[axis];

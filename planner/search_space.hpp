@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "framework.hpp"
 #include "strategy.hpp"
 
 namespace trainsim::planner {
@@ -29,6 +30,9 @@ struct SpaceShape {
   int gpu_count = 0;  // 0: every GPU of the nodes (--gpus may leave the last node part-used)
   std::int64_t global_batch = 1;
   std::int64_t seq = 0;
+  // What the user's framework runs (framework.hpp): the strategies it cannot run are not visited,
+  // the others carry its stack. None: the idealized space, asynchronous schemes included.
+  const Framework* framework = nullptr;
   int gpus() const { return gpu_count > 0 ? gpu_count : nodes * gpus_per_node; }
 };
 
@@ -43,7 +47,8 @@ struct Axis {
 // The axes, in the order they are chosen.
 const std::vector<Axis>& search_axes();
 
-// Calls `visit` with every strategy of the space, in a fixed order (the same on every machine).
+// Calls `visit` with every strategy of the space the framework runs, in a fixed order (the same on
+// every machine).
 void enumerate_space(const SpaceShape& shape, const std::function<void(const wl::Strategy&)>& visit);
 
 // The positive divisors of n, ascending.

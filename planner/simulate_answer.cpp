@@ -18,25 +18,6 @@ namespace trainsim::planner {
 namespace {
 constexpr double GiB = 1073741824.0;
 
-std::string fits_reason(const MemoryAnswer& m) {
-  const auto& st = m.estimate.stages[static_cast<std::size_t>(m.estimate.peak_stage)];
-  std::vector<std::string> parts;
-  if (!m.fit.fits_gpu) {
-    parts.push_back(fmt::format("GPU memory: {:.2f} GiB needed, {:.2f} GiB usable", st.gpu_bytes() / GiB,
-                                m.fit.gpu_usable_bytes / GiB));
-  }
-  if (!m.fit.fits_cpu) {
-    parts.push_back(fmt::format("host memory: {:.1f} GiB needed per node, {:.1f} GiB available",
-                                m.estimate.peak_node.cpu_bytes / GiB, m.fit.cpu_capacity_bytes / GiB));
-  }
-  if (!m.fit.fits_nvme) {
-    parts.push_back(fmt::format("storage: {:.1f} TB needed per node, {:.1f} TB available",
-                                m.estimate.peak_node.nvme_bytes / 1e12, m.fit.nvme_capacity_bytes / 1e12));
-  }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
-}
 // Combinations the stacks do not run (or trainsim does not model) are refused with the reason,
 // naming the flag to change: the REPLAY rules of workloads/strategy_rules.hpp.
 void reject_unsimulated(const wl::ModelSpec& m, const wl::Strategy& s) {
@@ -60,11 +41,6 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
     a.result.infeasible_reason = r.infeasible_reason;
     return a;
   }
-  if (!a.memory.fit.fits()) {
-    a.result.fits = false;
-    a.result.infeasible_reason = "does not fit: " + fits_reason(a.memory);
-    return a;
-  }
   const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile, options);
   if (ops > sim::MAX_REPLAY_OPS) {
     a.result.fits = false;
@@ -77,26 +53,21 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
   const auto start = std::chrono::steady_clock::now();
   a.result = sim::simulate(r.inputs.model, s, r.profile, a.memory.estimate, options);
   a.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (a.result.peak_memory_bytes > a.memory.fit.gpu_usable_bytes) {
+  // One truth for memory (memory_fit.hpp): the replay's peaks, whatever the memory model said.
+  if (const std::optional<MemoryMisfit> misfit = replay_misfit(a.result, a.memory.fit.limits)) {
     a.result.fits = false;
-    a.result.infeasible_reason = fmt::format("the simulated peak ({:.2f} GiB) exceeds the usable {:.2f} GiB",
-                                             a.result.peak_memory_bytes / GiB, a.memory.fit.gpu_usable_bytes / GiB);
+    a.result.infeasible_reason = "does not fit: " + misfit->message;
   }
   return a;
 }
 
 namespace {
 
-double reserved_peak(const sim::SimResult& r) {
-  double peak = 0;
-  for (const auto& g : r.per_gpu) peak = std::max(peak, g.peak_reserved_bytes);
-  return peak;
-}
-
 constexpr const char* RESERVED_BASIS =
     "reserved peak: the replay's memory events through a model of PyTorch's caching allocator, one request an event "
     "(sim/caching_allocator.hpp; its error against the measured runs' max_memory_reserved is in "
-    "reports/validation/report.md, peak_reserved)";
+    "reports/validation/report.md, peak_reserved); it decides whether the step fits, within the usable memory less the "
+    "headroom (planner/memory_fit.hpp, --memory-headroom)";
 
 }  // namespace
 
@@ -118,9 +89,10 @@ nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
     if (key == "fits") j["memory_model_gpu_bytes"] = json_bytes(est.stages[static_cast<std::size_t>(est.peak_stage)].gpu_bytes());
     j[key] = std::move(value);
   }
-  if (a.result.simulated && a.memory.request.inputs.strategy.stack.caching_allocator()) {
-    j["peak_reserved_bytes"] = json_bytes(reserved_peak(a.result));
+  if (a.result.simulated) {
     j["peak_reserved_basis"] = RESERVED_BASIS;
+    j["memory_limit_bytes"] = json_bytes(a.memory.fit.limits.gpu_limit_bytes);
+    j["memory_headroom"] = a.memory.fit.limits.headroom;
   }
   j["accuracy"] = accuracy_json(accuracy_card(a.memory.request.inputs.strategy, a.memory.request.profile));
   return j;
@@ -150,13 +122,11 @@ std::string simulate_table(const SimulateAnswer& a) {
                      r.hardware_tflops_per_gpu);
   out += fmt::format("  {:<34}{:>12.0f} tokens/s, {:.2f} samples/s\n", "throughput", r.tokens_per_s, r.samples_per_s);
   out += fmt::format("  {:<34}{:>12.1f} %\n", "bubble (idle)", 100 * r.bubble_fraction);
-  out += fmt::format("  {:<34}{:>12.2f} GiB of {:.2f} usable  {}\n", "peak GPU memory (simulated)", r.peak_memory_bytes / GiB,
-                     a.memory.fit.gpu_usable_bytes / GiB, r.fits ? "fits" : "OVERFLOWS");
-  const bool caching = s.stack.caching_allocator();
-  const double reserved = reserved_peak(r);
-  if (caching) {
-    out += fmt::format("  {:<34}{:>12.2f} GiB (PyTorch's caching allocator, modeled)\n", "peak GPU memory reserved", reserved / GiB);
-  }
+  const MemoryLimits& lim = a.memory.fit.limits;
+  out += fmt::format("  {:<34}{:>12.2f} GiB\n", "peak GPU memory allocated", r.peak_memory_bytes / GiB);
+  out += fmt::format("  {:<34}{:>12.2f} GiB of {:.2f} ({:.2f} usable less {:g}% headroom)  {}\n", "peak GPU memory reserved",
+                     r.peak_reserved_bytes / GiB, lim.gpu_limit_bytes / GiB, lim.gpu_usable_bytes / GiB, 100 * lim.headroom,
+                     r.peak_reserved_bytes <= lim.gpu_limit_bytes ? "fits" : "OVERFLOWS");
   out += fmt::format("  {:<34}{:>12.2f} GiB per node\n", "peak host memory", r.host_peak_bytes / GiB);
   if (r.storage_peak_bytes > 0) out += fmt::format("  {:<34}{:>12.2f} TB per node\n", "storage in use", r.storage_peak_bytes / 1e12);
   const auto& g = r.per_gpu.front();
@@ -199,16 +169,8 @@ std::string simulate_table(const SimulateAnswer& a) {
                      r.simulated_nodes, r.ops, r.activities, a.wall_s);
   for (const auto& note : r.folding) out += "Folded: " + note + "\n";
   for (const auto& note : r.notes) out += "Note: " + note + "\n";
-  if (caching && r.fits && reserved > a.memory.fit.gpu_usable_bytes) {
-    // PyTorch returns its cached free blocks to the driver and retries before it gives up, so a
-    // reserved peak above the memory is not yet an out-of-memory error.
-    out += fmt::format("Note: the modeled reserved peak ({:.2f} GiB) is above the usable {:.2f} GiB: PyTorch frees its cached "
-                       "blocks and retries before it fails, so the step may run with allocator retries (slower) or fail on "
-                       "fragmentation\n",
-                       reserved / GiB, a.memory.fit.gpu_usable_bytes / GiB);
-  }
   for (const auto& note : r.assumptions) out += "Basis: " + note + "\n";
-  if (caching) out += std::string("Basis: ") + RESERVED_BASIS + "\n";
+  out += std::string("Basis: ") + RESERVED_BASIS + "\n";
   return out + "\n" + accuracy_text(accuracy_card(s, q.profile), "this configuration");
 }
 

@@ -15,8 +15,10 @@
 namespace trainsim::planner {
 namespace {
 
-// The walk bound of a candidate (sim/critical_path.hpp); -1 where the walk does not apply.
+// The walk bound of a candidate (sim/critical_path.hpp); -1 where the walk does not apply or
+// proves nothing (an asynchronous step is a difference of two ends: step_bound.hpp).
 double walk_bound(const SweepInputs& in, const Candidate& c) {
+  if (wl::asynchronous(c.strategy)) return -1;
   const wl::MemoryEstimate memory = wl::estimate_memory(*in.model, c.strategy, in.profile->gpus_per_node());
   const std::optional<sim::StepWalk> walk = sim::contention_free_step(*in.model, c.strategy, *in.profile, memory);
   return walk ? sim::walk_bound_s(*walk) : -1;
@@ -160,6 +162,7 @@ void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std:
   shape.gpu_count = group_gpus(in, group);
   shape.global_batch = group_global_batch(in, group);
   shape.seq = in.seq;
+  shape.framework = in.framework;
   std::vector<GroupState*> members;
   enumerate_space(shape, [&](const wl::Strategy& s) {
     members.clear();
@@ -168,7 +171,7 @@ void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std:
     }
     if (members.empty()) return;
     for (GroupState* g : members) ++g->out.enumerated;
-    const Config c{in.model, in.profile, s};
+    const Config c{in.model, in.profile, s, in.memory_headroom};
     const std::vector<Issue> issues = validate(c);
     if (!issues.empty()) {
       for (GroupState* g : members) g->count(issues.front());
@@ -286,7 +289,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
         const Candidate& c = s.candidates[*i];
         assigned.emplace_back(&s, *i);
         if (memo.count(c.text) || std::find(job_texts.begin(), job_texts.end(), c.text) != job_texts.end()) continue;
-        const Config config{in.model, in.profile, c.strategy};
+        const Config config{in.model, in.profile, c.strategy, in.memory_headroom};
         jobs.push_back({config, ResultCache::key_text(config, in.options)});
         job_texts.push_back(c.text);
       }
@@ -298,13 +301,15 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
       const Candidate& c = state->candidates[index];
       const ReplayOutcome& o = memo.at(c.text);
       ++state->out.replayed;
+      const sim::SimResult r = o.error.empty() ? fitted_to(o.result, {in.model, in.profile, c.strategy, in.memory_headroom})
+                                               : o.result;
       if (!o.error.empty()) {
         state->count({"replay-error", o.error});
         state->out.errors.push_back(c.text + ": " + o.error);
-      } else if (!o.result.fits) {
-        state->count({"simulated-peak", o.result.infeasible_reason.value_or("the simulated peak does not fit")});
+      } else if (!r.fits) {
+        state->count({"replayed-memory", r.infeasible_reason.value_or("the replayed peak does not fit")});
       } else {
-        insert_ranked(state->out.replayed_entries, {c, o.result});
+        insert_ranked(state->out.replayed_entries, {c, r});
       }
     }
   }

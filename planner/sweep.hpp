@@ -26,6 +26,8 @@
 
 #include "estimator.hpp"
 #include "families.hpp"
+#include "framework.hpp"
+#include "memory_fit.hpp"
 #include "progress.hpp"
 #include "replay_executor.hpp"
 #include "result_cache.hpp"
@@ -43,6 +45,9 @@ struct SweepGroup {
 struct SweepInputs {
   const wl::ModelSpec* model = nullptr;
   const hw::ClusterProfile* profile = nullptr;
+  const Framework* framework = nullptr;  // none: every strategy of the space (search_space.hpp)
+  // The share of the usable GPU memory left free at a replayed reserved peak (memory_fit.hpp).
+  double memory_headroom = DEFAULT_MEMORY_HEADROOM;
   std::optional<std::int64_t> global_batch;  // default: one sequence per GPU
   std::int64_t seq = 0;
   sim::SimOptions options;

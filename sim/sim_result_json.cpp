@@ -20,6 +20,7 @@ nlohmann::ordered_json to_json(const SimResult& r) {
   j["samples_per_s"] = r.samples_per_s;
   j["bubble_fraction"] = r.bubble_fraction;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["peak_reserved_bytes"] = r.peak_reserved_bytes;
   j["host_peak_bytes"] = r.host_peak_bytes;
   j["storage_peak_bytes"] = r.storage_peak_bytes;
   j["per_gpu"] = nlohmann::ordered_json::array();
@@ -71,6 +72,7 @@ SimResult sim_result_from_json(const nlohmann::json& j) {
   r.samples_per_s = j.at("samples_per_s").get<double>();
   r.bubble_fraction = j.at("bubble_fraction").get<double>();
   r.peak_memory_bytes = j.at("peak_memory_bytes").get<double>();
+  r.peak_reserved_bytes = j.at("peak_reserved_bytes").get<double>();
   r.host_peak_bytes = j.at("host_peak_bytes").get<double>();
   r.storage_peak_bytes = j.at("storage_peak_bytes").get<double>();
   for (const auto& g : j.at("per_gpu")) {

@@ -339,6 +339,7 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
     gr.other_kernel_s = b.other_kernel_s;
     gr.optimizer_kernel_s = b.optimizer_kernel_s;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, gr.peak_memory_bytes);
+    r.peak_reserved_bytes = std::max(r.peak_reserved_bytes, gr.peak_reserved_bytes);
     // Averages over all ranks: each simulated GPU counts for the ranks it stands for.
     idle += gr.idle_s * gr.copies;
     hardware += gr.hardware_flops * gr.copies;
@@ -376,8 +377,7 @@ double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const
   const std::vector<FoldTry> tries = options.fold_micro_batches ? fold_tries(s, static_cast<int>(s.micro_batches()), kinds)
                                                                 : std::vector<FoldTry>{};
   const double replayed = tries.empty() ? m_total : 3.0 * tries.front().b + 3.0 * tries.front().k;
-  const bool asynchronous = s.pp > 1 && (s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW);
-  const double steps = program_steps(s.delayed_update || asynchronous, TrailingStep::SIMULATE);
+  const double steps = program_steps(wl::asynchronous(s), TrailingStep::SIMULATE);
   return 16.0 * gpus * units * replayed * steps;
 }
 

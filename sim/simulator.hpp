@@ -30,7 +30,6 @@ struct GpuResult {
   int copies = 1;  // identical ranks of its node it stands for (itself included)
   double peak_memory_bytes = 0;
   // What PyTorch's caching allocator would reserve for the same events (reserved_memory.hpp).
-  // Carried from the simulating child; not in planner results.
   double peak_reserved_bytes = 0;
   double baseline_bytes = 0;                  // model states and buckets at the peak
   std::vector<std::pair<std::string, double>> at_peak;  // the rest of the peak, by class
@@ -56,6 +55,9 @@ struct SimResult {
   double samples_per_s = 0;
   double bubble_fraction = 0;
   double peak_memory_bytes = 0;
+  // The largest GpuResult::peak_reserved_bytes: what PyTorch's caching allocator would reserve at
+  // the busiest GPU, the figure the planner fits against the usable memory (planner/memory_fit.hpp).
+  double peak_reserved_bytes = 0;
   double host_peak_bytes = 0;
   double storage_peak_bytes = 0;
   std::vector<GpuResult> per_gpu;  // the simulated GPUs (one per stage when ranks are folded)

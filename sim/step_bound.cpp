@@ -188,9 +188,12 @@ StepBound data_parallel_bound(const wl::ModelSpec& m, const wl::Strategy& s, con
       const double written = b.optimizer + (s.offload_params == OffloadTarget::NVME ? b.params : 0.0);
       optimizer = std::max({optimizer, ratio(node_params * (b.optimizer + b.grads), r.read), ratio(node_params * written, r.write)});
     }
-    // The updated 16-bit parameters go back to the GPU.
-    const double back = shard * b.params;
-    optimizer += std::max(ratio(back, r.pcie), ratio(ranks_per_node * back, r.host_path));
+    // The updated 16-bit parameters go back to the GPU after the update, where they live there
+    // (data_parallel_schedule: update_params); offloaded parameters stay on their tier.
+    if (s.offload_params == OffloadTarget::NONE) {
+      const double back = shard * b.params;
+      optimizer += std::max(ratio(back, r.pcie), ratio(ranks_per_node * back, r.host_path));
+    }
   }
 
   StepBound out;
@@ -198,13 +201,8 @@ StepBound data_parallel_bound(const wl::ModelSpec& m, const wl::Strategy& s, con
   out.communication_s = comm;
   out.offload_io_s = io;
   out.optimizer_s = optimizer;
-  const double passes = std::max({compute, comm, io});
-  // With the delayed update (Ren et al. 2021, Sec. 5.2) the optimizer of step k overlaps the
-  // passes of step k + 1: in the steady state the replay measures (simulator.cpp: two steps
-  // between step ends) a step takes the longer of the two. The optimizer chain alone proves
-  // its half (each step's optimizer waits for the previous one); the passes' half assumes the
-  // first step's optimizer runs at its rate, which the bound tests check against replays.
-  out.seconds = s.delayed_update ? std::max(passes, optimizer) : passes + optimizer;
+  // The optimizer waits for every reduction and offload of the passes (data_parallel_schedule).
+  out.seconds = std::max({compute, comm, io}) + optimizer;
   return out;
 }
 
@@ -240,7 +238,6 @@ StepBound pipeline_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw
     if (vs > 0) f += receive_gather;
     if (vs < V - 1) k += receive_gather;
   }
-  const bool asynchronous = s.schedule == wl::Schedule::PIPEDREAM || s.schedule == wl::Schedule::TWO_BW;
   std::vector<double> work(static_cast<std::size_t>(P), 0.0), optimizer(static_cast<std::size_t>(P), 0.0);
   for (int st = 0; st < P; ++st) {
     for (int ch = 0; ch < part.chunks; ++ch) {
@@ -264,25 +261,6 @@ StepBound pipeline_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw
     slowest = std::max(slowest, work[static_cast<std::size_t>(st)] + optimizer[static_cast<std::size_t>(st)]);
   }
   out.compute_s = busiest;
-  if (asynchronous) {
-    // No flush: the step is measured in the steady state, over two steps between step ends
-    // (simulator.cpp). The stage that ends the first of them last spends that window on two
-    // steps' work, less the forwards of the next step it ran ahead of its update (at most
-    // min(m, p - s) in flight). Not knowing which stage that is, the least of them is proven;
-    // in the steady state every stage keeps the pace of the busiest (a pipeline runs at the rate
-    // of its slowest stage, Narayanan et al. 2019, PipeDream), less the room (step_bound.hpp).
-    double least = 0, busiest_steady = 0;
-    for (int st = 0; st < P; ++st) {
-      const auto i = static_cast<std::size_t>(st);
-      const double ahead = std::min(mb, static_cast<double>(P - st)) * fwd[i] / 2;
-      const double t = std::max(0.0, work[i] + optimizer[i] - ahead);
-      least = st == 0 ? t : std::min(least, t);
-      busiest_steady = std::max(busiest_steady, t);
-    }
-    out.seconds = std::max(least, busiest_steady * (1 - STEADY_STATE_ROOM));
-    out.optimizer_s = *std::min_element(optimizer.begin(), optimizer.end());
-    return out;
-  }
   // Synchronous: the last backward of stage s ends no earlier than the first micro-batch's
   // forwards before it plus its own work, nor earlier than the last backward of stage s + 1 plus
   // its own backward of that micro-batch (GPipe and 1F1B end with the last micro-batch).
@@ -313,6 +291,14 @@ StepBound pipeline_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw
 
 StepBound step_time_lower_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                                 const wl::MemoryEstimate& memory) {
+  if (wl::asynchronous(s)) {
+    // Measured between the ends of two of several replayed steps (sim/program/program.hpp): a
+    // difference of two ends, which no per-resource or per-path argument bounds from below (an
+    // earlier end that comes late shortens it). No bound is claimed: such a step is replayed.
+    StepBound none;
+    none.dominant = "none (an asynchronous step is replayed, not bounded)";
+    return none;
+  }
   const CostModel c(profile, m.numerics, s.stack);
   Rates r = rates_of(profile);
   // Data parallelism alone: the step is no shorter than rank 0's collectives over its ring. (A

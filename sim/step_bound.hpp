@@ -12,14 +12,13 @@
 //   (the fill and drain of GPipe and 1F1B, Huang et al. 2019, Narayanan et al. 2021);
 // - every resource a step uses (storage reads and writes, the host memory path, a GPU's PCIe
 //   link, the node's NICs, CPU-Adam) works no faster than its capacity in the profile;
-// - the optimizer step starts after the last backward (except with ZeRO-Offload's delayed update,
-//   where the two overlap).
-// Tests replay configurations of every family and check bound <= replay (tests/planner/).
-// One assumption, not a proof, for what is simulated over several steps (the delayed update,
-// PipeDream, 2BW): there the replay's step is the difference of the first and the last step's
-// ends (simulator.cpp), and a stage that ended the first step late could, in principle, need
-// less than its steady share of work in between. The bound takes every stage's steady share,
-// less STEADY_STATE_ROOM of it.
+// - the optimizer step starts after the last backward.
+// Each term is work some resource or chain of the replay must do after a point it cannot start
+// before, at no more than that resource's capacity: a proof, not an estimate. tests/planner/
+// replay every configuration a search prunes and fail on any replay below its bound.
+// Asynchronous steps (wl::asynchronous: the delayed update, PipeDream, 2BW) are measured as the
+// difference of two step ends over several replayed steps; no such argument bounds a difference
+// from below, so they get no bound (0) and the planner replays them.
 
 #include <string>
 #include <vector>
@@ -41,16 +40,6 @@ struct StepBound {
   double optimizer_s = 0;      // the optimizer step after the passes (CPU, NVMe or GPU)
   std::string dominant;        // "compute", "communication", "offload I/O", "optimizer"
 };
-
-// Room left under the closed forms' steady-state figure where several steps are simulated
-// (above). Before the replay ran its trailing step (program/program.hpp), the replay came out
-// below its contention-free walk by up to 0.17% over every candidate of gpt2-1.5b on two DGX-2
-// (494 at global batch 64, about a fifth over several steps), since the first measured step's
-// end met contention from the step after it and the last one's did not; the room is about six
-// times that. The walk (critical_path.hpp) now measures the same ends as the trailing-step
-// replay and keeps only the single-step room; the closed forms keep this one, a bound far below
-// the walk wherever it matters.
-inline constexpr double STEADY_STATE_ROOM = 0.01;
 
 StepBound step_time_lower_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                                 const wl::MemoryEstimate& memory);

@@ -35,17 +35,23 @@ double StageMemory::cpu_bytes() const {
 }
 double StageMemory::nvme_bytes() const { return params_at.nvme + grads_at.nvme + optimizer_at.nvme; }
 
+bool gradients_accumulate_on_gpu(const Strategy& s) {
+  return s.offload_optimizer != OffloadTarget::NONE && s.zero_stage < 2 && !s.l2l && s.schedule != Schedule::HYDRA;
+}
+
 double in_flight_microbatches(const Strategy& s, int stage) {
   const double m = static_cast<double>(s.micro_batches());
   if (s.pp == 1) return 1.0;  // gradient accumulation runs micro-batches one after another
   switch (s.schedule) {
     // GPipe (Huang et al. 2019): every micro-batch's forward runs before any backward.
     case Schedule::GPIPE: return m;
-    // 1F1B (PipeDream-Flush, PipeDream, 2BW; Narayanan et al. 2021 Sec. 2.2.1): stage i warms up
-    // with p - i forwards before its first backward.
+    // 1F1B (PipeDream-Flush, 2BW; Narayanan et al. 2021 Sec. 2.2.1): stage i warms up with p - i
+    // forwards before its first backward.
     case Schedule::ONE_F_ONE_B:
-    case Schedule::PIPEDREAM:
     case Schedule::TWO_BW: return std::min(m, static_cast<double>(s.pp - stage));
+    // PipeDream never flushes: the next step's micro-batches keep entering, so in the steady state
+    // stage i holds p - i however few micro-batches a step has (Narayanan et al. 2019 Sec. 3.2).
+    case Schedule::PIPEDREAM: return static_cast<double>(s.pp - stage);
     // Interleaved 1F1B (Megatron-LM schedules.py): (p - i - 1) * 2 + (v - 1) * p warm-up chunks
     // plus the one in steady state, each chunk 1/v of the stage's layers; on the first stage this
     // is p (1 + (p - 1)/(p v)) stage micro-batches (Korthikanti et al. 2022, Sec. 4.3).
@@ -75,7 +81,7 @@ double shard(double elems, int dp) { return std::ceil(elems / dp); }
 // micro-batch; PipeDream-2BW, Narayanan et al. 2021: two, double-buffered).
 double weight_versions(const Strategy& s, int stage) {
   if (s.pp == 1) return 1;
-  if (s.schedule == Schedule::PIPEDREAM) return std::min<double>(s.micro_batches(), s.pp - stage);
+  if (s.schedule == Schedule::PIPEDREAM) return s.pp - stage;  // one per micro-batch in flight (above)
   // 2BW double-buffers where micro-batches of the next step are in flight when a stage updates
   // (its p - i - 1 warm-up forwards); the last stage has none and updates in place.
   if (s.schedule == Schedule::TWO_BW) return s.pp - stage > 1 ? 2 : 1;
@@ -124,6 +130,19 @@ void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gp
   // ZeRO-Offload (Ren et al. 2021, Sec. 4.1) moves the gradient partition to the host with the
   // optimizer; ZeRO-Infinity keeps it beside the optimizer states it updates.
   st.grads_at = place(st.grads_bytes, s.offload_optimizer);
+  if (gradients_accumulate_on_gpu(s)) {
+    // Below ZeRO-2 the backward does not partition gradients: every micro-batch adds into the
+    // 16-bit .grad of every parameter on the GPU, reduced once after the last micro-batch, and only
+    // then is the optimizer's partition copied to its tier (DeepSpeed 0.16.5,
+    // deepspeed/runtime/zero/stage_1_and_2.py: reduce_ready_partitions_and_remove_grads reduces
+    // before the accumulation boundary only when partition_gradients, i.e. stage 2;
+    // copy_grads_in_partition then copies the partition to the CPU's fp32 buffer).
+    const double on_gpu = psi * state_bytes(m.numerics).grads;
+    const double partition = o_elems * b.grads;
+    st.grads_bytes = on_gpu + partition;
+    st.grads_at = place(partition, s.offload_optimizer);
+    st.grads_at.gpu = on_gpu;
+  }
 }
 
 void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int stage_layers) {
@@ -155,9 +174,14 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   const double embedding = s.stack.is_reference() ? ref.embedding : embedding_activation_bytes(m, shape);
   const double output = s.stack.is_reference() ? ref.output : output_norm_activation_bytes(m, shape);
   if (st.stage == 0) a.stored_bytes += embedding * a.in_flight_microbatches;
+  // Micro-batches whose head (final norm, logits) the last stage holds at once: every one under
+  // GPipe; otherwise the one between its last chunk's forward and backward, since 1F1B's last stage
+  // (p - i = 1) and the interleaved schedule's (after its warm-up of the earlier chunks, Megatron-LM
+  // schedules.py) run each last-chunk backward right after its forward.
+  const double head_in_flight = s.pp > 1 && s.schedule != Schedule::GPIPE ? 1.0 : a.in_flight_microbatches;
   if (st.stage == s.pp - 1) {
     // The reference's final LayerNorm buffers exist once (its head runs forward and backward at once).
-    a.stored_bytes += output * (s.stack.is_reference() ? 1.0 : a.in_flight_microbatches);
+    a.stored_bytes += output * (s.stack.is_reference() ? 1.0 : head_in_flight);
     a.head_bytes = s.stack.is_reference() ? 0.0 : output;
   }
   a.at.gpu = a.stored_bytes + a.checkpoint_bytes;
@@ -183,11 +207,11 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     a.at.gpu = a.stored_bytes + resident;
   }
   st.buffers.logits_loss_bytes =
-      st.stage == s.pp - 1 ? logits_bytes(m, shape) * std::min(a.in_flight_microbatches, 1.0 * s.micro_batches()) : 0;
+      st.stage == s.pp - 1 ? logits_bytes(m, shape) * std::min(head_in_flight, 1.0 * s.micro_batches()) : 0;
   if (s.stack.is_pytorch() && st.stage == s.pp - 1) {
     // Each in-flight micro-batch's loss tensors, and the backward of one log_softmax.
     const TorchLossBytes loss = torch_loss_bytes(m, s);
-    st.buffers.logits_loss_bytes = loss.kept * std::min(a.in_flight_microbatches, 1.0 * s.micro_batches()) + loss.backward_extra;
+    st.buffers.logits_loss_bytes = loss.kept * std::min(head_in_flight, 1.0 * s.micro_batches()) + loss.backward_extra;
   }
   if (s.stack.is_reference()) st.buffers.logits_loss_bytes = 0;  // in its resident buffers
   if (s.stack.kind == StackKind::PYTORCH_PIPELINING && s.pp > 1) {

@@ -90,6 +90,11 @@ struct MemoryEstimate {
 
 MemoryEstimate estimate_memory(const ModelSpec& m, const Strategy& s, int gpus_per_node);
 
+// With the optimizer off the GPU and no gradient partitioning in the backward (ZeRO 0-1, not L2L or
+// Hydra), the full gradients accumulate on the GPU over the micro-batches and only the reduced
+// partition goes to the optimizer's tier, once per step (memory_model.cpp cites DeepSpeed).
+bool gradients_accumulate_on_gpu(const Strategy& s);
+
 // Stage-sized micro-batches whose activations stage `stage` holds at its peak.
 double in_flight_microbatches(const Strategy& s, int stage);
 

@@ -16,5 +16,6 @@ set(TRAINSIM_WORKLOADS_SOURCES
   layer_costs.cpp
   stage_partition.cpp
   training_stack.cpp
+  stack_capabilities.cpp
   stack_layer.cpp
   reference_stack.cpp)

@@ -4,6 +4,7 @@
 #include "config_error.hpp"
 #include "enum_names.hpp"
 #include "model_loader.hpp"
+#include "stack_capabilities.hpp"
 #include "strategy_input.hpp"
 #include "strategy_rules.hpp"
 
@@ -128,56 +129,9 @@ ModelSpec apply_model_overrides(const ModelOverrides& o, std::optional<ModelSpec
   return m;
 }
 
-// What each stack can run (workloads/training_stacks.md): PyTorch's wrappers are one parallelism
-// each; Megatron-LM and DeepSpeed keep their own rules (checked above).
-static void check_stack(const Strategy& s, const StrategyInput& in, bool raw, const ModelSpec& model) {
-  const std::string& at = in.stack.origin;
-  const std::string name(to_string(s.stack.kind));
-  auto need = [&](bool ok, const std::string& what, const std::string& got) {
-    if (!ok) fail(at, fmt::format("{} for stack {}", what, name), got);
-  };
-  if (s.stack.is_pytorch()) {
-    need(s.tp == 1, "tp = 1 (no tensor parallelism in plain PyTorch)", fmt::format("tp {}", s.tp));
-    need(!s.l2l && s.schedule != Schedule::HYDRA, "no L2L or Hydra", "one of them");
-    // torch.utils.checkpoint around each layer is full recompute; selective recompute is Megatron's.
-    need(s.recompute != Recompute::SELECTIVE, "recompute none or full (PyTorch checkpoints whole layers)",
-         std::string(to_string(s.recompute)));
-    need(!raw && model.numerics == Numerics::BF16_MIXED, "a model architecture trained in bf16-mixed",
-         raw ? std::string("--params") : std::string(to_string(model.numerics)));
-  }
-  switch (s.stack.kind) {
-    case StackKind::PYTORCH:
-      need(s.gpus == 1 && s.dp == 1 && s.pp == 1, "one GPU (dp = pp = 1)", fmt::format("{} GPUs", s.gpus));
-      need(s.zero_stage == 0, "ZeRO stage 0", fmt::format("stage {}", s.zero_stage));
-      break;
-    case StackKind::PYTORCH_DDP:
-      need(s.pp == 1 && s.zero_stage == 0, "pp = 1 and ZeRO stage 0", fmt::format("pp {}, stage {}", s.pp, s.zero_stage));
-      break;
-    case StackKind::PYTORCH_FSDP:
-      need(s.pp == 1 && (s.zero_stage == 2 || s.zero_stage == 3),
-           "pp = 1 and ZeRO stage 2 (reshard_after_forward=False) or 3 (True)", fmt::format("pp {}, stage {}", s.pp, s.zero_stage));
-      need(s.offload_params == s.offload_optimizer && s.offload_params != OffloadTarget::NVME,
-           "offload of both parameters and optimizer to cpu (CPUOffloadPolicy) or of neither", "another offload");
-      break;
-    case StackKind::PYTORCH_PIPELINING:
-      need(s.dp == 1 && s.zero_stage == 0, "dp = 1 and ZeRO stage 0", fmt::format("dp {}, stage {}", s.dp, s.zero_stage));
-      need(s.schedule == Schedule::GPIPE || s.schedule == Schedule::ONE_F_ONE_B, "schedule gpipe or 1f1b",
-           std::string(to_string(s.schedule)));
-      break;
-    case StackKind::MEGATRON:
-      need(s.offload_params == OffloadTarget::NONE && s.offload_optimizer == OffloadTarget::NONE && s.zero_stage <= 1,
-           "no offload and ZeRO stage 0 or 1 (the distributed optimizer)", "another setting");
-      break;
-    case StackKind::TRAINSIM_REFERENCE:
-      need(s.tp == 1 && !s.l2l && s.schedule != Schedule::HYDRA, "tp = 1, no L2L or Hydra (what the reference runs)",
-           fmt::format("tp {}", s.tp));
-      need(s.recompute != Recompute::SELECTIVE, "recompute none or full (--recompute layer)", "selective");
-      need(!raw && model.numerics == Numerics::BF16_MIXED, "a model architecture trained in bf16-mixed",
-           raw ? std::string("--params") : std::string(to_string(model.numerics)));
-      break;
-    case StackKind::IDEALIZED:
-    case StackKind::DEEPSPEED: break;
-  }
+// What each stack can run (stack_capabilities.hpp), as an error naming where the stack was given.
+static void check_stack(const Strategy& s, const StrategyInput& in, const ModelSpec& model) {
+  if (auto refusal = stack_cannot_run(s, model)) fail(in.stack.origin, refusal->expected, refusal->got);
 }
 
 ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const ClusterShape& cluster) {
@@ -261,7 +215,7 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   if (s.sp && s.tp == 1) out.notes.push_back("sequence parallelism has no effect with tp = 1");
   if (in.stack) {
     s.stack = *in.stack;
-    check_stack(s, in, raw, model);
+    check_stack(s, in, model);
   }
 
   // Batch shape.

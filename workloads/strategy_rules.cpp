@@ -22,7 +22,6 @@ struct Rule {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 bool raw(const ModelSpec& m) { return !m.has_architecture(); }
-bool asynchronous(const Strategy& s) { return s.schedule == Schedule::PIPEDREAM || s.schedule == Schedule::TWO_BW; }
 
 // The first and last stage layers of Megatron-LM (--decoder-first/last-pipeline-num-layers): the
 // middle stages split what is left evenly, each stage over its chunks.
@@ -262,7 +261,7 @@ const std::vector<Rule>& rules() {
        }},
       {{"asynchronous-pipeline-no-zero", S::REPLAY, "PipeDream and 2BW keep each stage's full optimizer state"},
        [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
-         if (s.pp == 1 || !asynchronous(s) || s.zero_stage == 0) return std::nullopt;
+         if (!weight_stashing_pipeline(s) || s.zero_stage == 0) return std::nullopt;
          return Broken{Field::ZERO, "0 with PipeDream and 2BW (each stage keeps and updates its own full optimizer state)",
                        str(s.zero_stage)};
        }},

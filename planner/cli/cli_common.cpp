@@ -89,6 +89,10 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_option("--offload-activations", f.offload_activations, "Activation-checkpoint offload: none, cpu")
       ->group("Strategy");
   app.add_option("--recompute", f.recompute, "Activation recompute: none, selective, full")->group("Strategy");
+  app.add_option("--memory-headroom", f.memory_headroom,
+                 fmt::format("Share of the usable GPU memory left free at the replayed reserved peak (default {:g})",
+                             planner::DEFAULT_MEMORY_HEADROOM))
+      ->group("Cluster");
   app.add_option("--stack", f.stack,
                  "Training stack: idealized (default), megatron, deepspeed, pytorch, pytorch-ddp, pytorch-fsdp, "
                  "pytorch-pipelining (workloads/training_stacks.md)")

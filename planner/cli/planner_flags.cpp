@@ -29,6 +29,24 @@ void add_question_flags(CLI::App& app, planner::PlanFlags& f, bool nodes_range) 
   app.add_option("--grid-kgco2-per-kwh", f.grid_kg_per_kwh,
                  "Grid carbon intensity in kg CO2 per kWh (default 0.429, US average, Patterson et al. 2021)")
       ->group("Question");
+  app.add_option("--stack", f.framework.stack,
+                 "The framework you train with, searching only what it runs: idealized (default: every strategy), megatron, "
+                 "deepspeed, pytorch (DDP, FSDP2, pipelining), pytorch-ddp, pytorch-fsdp, pytorch-pipelining")
+      ->group("Framework");
+  app.add_option("--deepspeed", f.framework.deepspeed_file,
+                 "A DeepSpeed ds_config.json: what it fixes (ZeRO stage, offload, buckets, batch) is kept; implies --stack deepspeed")
+      ->group("Framework");
+  app.add_option("--megatron-args", f.framework.megatron_args,
+                 "Megatron-LM arguments, quoted: what they fix is kept; implies --stack megatron")
+      ->group("Framework");
+  app.add_flag("--allow-async", f.framework.allow_async,
+               "Also search schemes that change the optimizer's math (ZeRO-Offload's delayed update, PipeDream, 2BW); "
+               "each is replayed (no bound holds for them) and marked in the answer")
+      ->group("Framework");
+  app.add_option("--memory-headroom", f.memory_headroom,
+                 fmt::format("Share of the usable GPU memory left free at the replayed reserved peak (default {:g})",
+                             planner::DEFAULT_MEMORY_HEADROOM))
+      ->group("Framework");
 }
 
 void add_run_flags(CLI::App& app, RunFlags& r) {

@@ -172,8 +172,17 @@ void DataParallelBuilder::allocate_model_states() {
   // Gradients a stack frees at every step (set_to_none) appear with each unit's first backward.
   // The trainsim reference keeps its fp32 gradient copy in pinned host memory when the states
   // are on storage (training_stacks.md, "trainsim-reference").
-  if (stack_.grads_per_step) grads_per_step_bytes_ = grads * bytes_.grads;
-  else add(states_at == Tier::STORAGE && !grads_on_storage() ? Tier::HOST : states_at, MemClass::GRADS, grads * bytes_.grads);
+  const Tier grads_at = states_at == Tier::STORAGE && !grads_on_storage() ? Tier::HOST : states_at;
+  if (stack_.grads_per_step) {
+    grads_per_step_bytes_ = grads * bytes_.grads;
+  } else if (wl::gradients_accumulate_on_gpu(s_)) {
+    // The 16-bit gradients of every parameter accumulate on the GPU; the optimizer's tier holds
+    // its reduced partition (wl::gradients_accumulate_on_gpu, memory_model.cpp).
+    add(Tier::GPU, MemClass::GRADS, grads * wl::state_bytes(m_.numerics).grads);
+    add(grads_at, MemClass::GRADS, optimizer * bytes_.grads);
+  } else {
+    add(grads_at, MemClass::GRADS, grads * bytes_.grads);
+  }
   add(states_at, MemClass::OPTIMIZER, optimizer * bytes_.optimizer);
   if (!transient_reduce_) add(Tier::GPU, MemClass::BUCKETS, st_.buffers.comm_bucket_bytes);
   add(Tier::HOST, MemClass::STAGING, st_.buffers.pinned_host_bytes);
