@@ -50,13 +50,40 @@ TEE_PID=$!
 elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { echo "[+$(elapsed)s] $*"; }
 
-# CPUs: the measured runs on the first quarter of the cores, the captures on the rest
+# CPUs: the measured runs on a quarter of them (whole cores: a CPU's hyperthread siblings go with it),
+# the captures on the others
 NCPU=$(nproc 2>/dev/null || echo 1)
 RUN_PIN=(); CAP_PIN=()
 if command -v taskset >/dev/null 2>&1 && [ "$NCPU" -ge 8 ]; then
-  RUN_PIN=(taskset -c "0-$((NCPU / 4 - 1))")
-  CAP_PIN=(taskset -c "$((NCPU / 4))-$((NCPU - 1))")
-  CAP_JOBS=${CAPTURE_JOBS:-$(( NCPU - NCPU / 4 < 8 ? NCPU - NCPU / 4 : 8 ))}
+  read -r RUN_CPUS CAP_CPUS < <("$PY" - <<'EOF'
+import os
+cpus = sorted(os.sched_getaffinity(0))
+def siblings(c):
+    try:
+        text = open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list").read().strip()
+    except OSError:
+        return {c}
+    out = set()
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out |= set(range(int(a), int(b or a) + 1))
+    return out
+run = set()
+for c in cpus:
+    if len(run) >= max(1, len(cpus) // 4):
+        break
+    run |= siblings(c) & set(cpus)
+cap = [c for c in cpus if c not in run]
+print(",".join(map(str, sorted(run))), ",".join(map(str, cap)))
+EOF
+)
+  if [ -n "${RUN_CPUS:-}" ] && [ -n "${CAP_CPUS:-}" ]; then
+    RUN_PIN=(taskset -c "$RUN_CPUS")
+    CAP_PIN=(taskset -c "$CAP_CPUS")
+  fi
+  NCAP=$NCPU
+  [ -n "${CAP_CPUS:-}" ] && NCAP=$(echo "$CAP_CPUS" | tr ',' '\n' | wc -l)
+  CAP_JOBS=${CAPTURE_JOBS:-$(( NCAP < 8 ? NCAP : 8 ))}
 else
   CAP_JOBS=${CAPTURE_JOBS:-$(( NCPU > 1 ? NCPU : 1 ))}
 fi

@@ -98,8 +98,8 @@ SHAPE_FROM = {
     "qwen3": "Qwen3 1.7B", "gemma": "Gemma 2B", "gemma2": "Gemma 2 2B", "phi3": "Phi-3 conventions, 16 x 2560",
     "olmo2": "OLMo 2 1B", "gpt2": "GPT-2 large", "gpt_neox": "Pythia 1.4B",
     "starcoder2": "StarCoder2 3B width, 12 layers", "falcon": "Falcon 7B conventions, 24 x 2048",
-    "gpt_unfused": "GPT-2 XL width (1600, 25 heads), 24 layers, 1024 positions",
-    "llama_complex": "a 1.1B Llama (22 x 2048, 16 heads of 128, 4 KV heads, SwiGLU 5632, vocabulary 32000)",
+    "gpt_unfused": "GPT-2 XL width (1600, 25 heads of 64), 24 layers, 1024 positions",
+    "llama_complex": "1.1B Llama: 22 x 2048, 16 heads of 128, 4 KV heads, SwiGLU 5632, vocabulary 32000",
 }
 
 HAND = {
@@ -117,9 +117,9 @@ PLAN = [
     ("qwen3", 2, "bf16-mixed", False, "base", None),
     ("gpt_unfused", 4, "bf16-mixed", False, "base", None),
     ("gpt2", 8, "bf16-mixed", False, "base", None),
-    ("gpt_neox", 2, "bf16-mixed", False, "base", None),
+    ("gpt_neox", 3, "bf16-mixed", False, "base", None),
     ("olmo2", 3, "bf16-mixed", False, "base", None),
-    ("phi3", 2, "bf16-mixed", False, "base", None),
+    ("phi3", 3, "bf16-mixed", False, "base", None),
     ("starcoder2", 4, "bf16-mixed", False, "base", None),
     ("gemma", 1, "bf16-mixed", False, "base", None),
     ("gemma2", 1, "bf16-mixed", False, "base", None),
