@@ -138,7 +138,7 @@ PLAN = [
     ("qwen3", 4, "bf16-mixed", True, "variant", None),
     ("gemma", 2, "bf16", False, "variant", None),
     ("gemma2", 2, "bf16", True, "variant", None),
-    ("gpt2", 16, "bf16-mixed", True, "variant", None),
+    ("gpt2", 8, "bf16-mixed", True, "variant", None),
     ("olmo2", 4, "bf16", False, "variant", None),
     ("phi3", 4, "bf16", True, "variant", None),
     ("falcon", 8, "bf16-mixed", True, "variant", None),

@@ -317,6 +317,21 @@ def main():
         cs = json.load(f)["captures"]
     # PyTorch 1.13's fake tensors: the g = 1 Llama captures; the others fail there (README: "Dry run")
     check(cs.get("dry-llama_complex_mb2_bf16-mixed", {}).get("status") == "ok", "the g = 1 Llama's capture")
+    # the GPU session's list: unique names, every one in README.md's table, the variant counts it claims
+    sys.path.insert(0, HERE)
+    import runs as runs_mod
+    full = runs_mod.runs()
+    with open(os.path.join(HERE, "README.md")) as f:
+        readme = f.read()
+    check(all(f"`{r['name']}`" in readme for r in full), "README.md lists every run of runs.py")
+    combos = {}
+    for r in full:
+        if r["expect_oom"] is None:
+            k = (r["precision"], r["recompute"])
+            combos[k] = combos.get(k, 0) + 1
+    check(len(full) >= 27 and min(combos.values()) >= 6 and len(combos) == 4,
+          f"at least 24 timed runs, each precision/recompute combination at least 6 times: {combos}")
+    check(len({r["arch"] for r in full}) >= 12, "12 Hugging Face architectures and 2 hand-written models")
     trainsim = os.environ.get("TRAINSIM") or os.path.join(REPO, "build", "trainsim")
     if os.access(trainsim, os.X_OK):
         for p in plan:
