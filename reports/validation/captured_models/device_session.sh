@@ -8,7 +8,7 @@
 #   OUT=/tmp/x bash reports/validation/captured_models/device_session.sh --dry-run  # here: CPU, torch 1.13
 #
 # Writes only $OUT/captured_models.tar.gz and $OUT/session.log (and, only if the archive would pass
-# 15.5 MB, $OUT/captures.tar.xz and $OUT/zoo.tar.xz, split into 15 MB parts where needed). Works in a
+# 15.5 MB, $OUT/captures.tar.gz and $OUT/zoo.tar.gz, split into 15 MB parts where needed). Works in a
 # fresh temporary folder it removes at the end; earlier results in $OUT are replaced, so a rerun starts
 # clean. Time: nothing new starts after SESSION_BUDGET_S (default 495 s) from the start (a measured run
 # only with MIN_START_S = 40 s of it left); each measured run is killed at RUN_TIMEOUT_S (default 120 s)
@@ -40,7 +40,7 @@ T0=$(date +%s)
 END=$((T0 + BUDGET))
 
 # a clean start: this script's earlier outputs in $OUT go, the work happens in a fresh folder
-rm -f "$OUT/captured_models.tar.gz" "$OUT"/captures.tar.xz* "$OUT"/zoo.tar.xz* "$OUT/session.log"
+rm -f "$OUT/captured_models.tar.gz" "$OUT"/captures.tar.gz* "$OUT"/zoo.tar.gz* "$OUT/session.log"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/captured_models.XXXXXX") || exit 2
 STAGE=$WORK/captured_models
 mkdir -p "$STAGE/runs" "$STAGE/captures"
@@ -107,7 +107,7 @@ finish() {
   fi
   say "packing (session total $(elapsed) s)"
   cp "$OUT/session.log" "$STAGE/session.log" 2>/dev/null
-  local limit=16252928  # 15.5 MB: each returned file must stay under 16 MB
+  local limit=${PACK_LIMIT_BYTES:-16252928}  # 15.5 MB: each returned file must stay under 16 MB
   tar -C "$WORK" -czf "$OUT/captured_models.tar.gz" captured_models
   if [ "$(stat -c %s "$OUT/captured_models.tar.gz")" -gt $limit ]; then
     say "archive over 15.5 MB: the captures go in archives of their own"
@@ -115,10 +115,10 @@ finish() {
       --exclude=captured_models/zoo captured_models
     for part in captures zoo; do
       [ -d "$STAGE/$part" ] || continue
-      tar -C "$WORK" -cJf "$OUT/$part.tar.xz" "captured_models/$part"
-      if [ "$(stat -c %s "$OUT/$part.tar.xz")" -gt $limit ]; then
-        split -b 15000000 -d -a 1 "$OUT/$part.tar.xz" "$OUT/$part.tar.xz.part"
-        rm -f "$OUT/$part.tar.xz"
+      tar -C "$WORK" -czf "$OUT/$part.tar.gz" "captured_models/$part"
+      if [ "$(stat -c %s "$OUT/$part.tar.gz")" -gt $limit ]; then
+        split -b 15000000 -d -a 1 "$OUT/$part.tar.gz" "$OUT/$part.tar.gz.part"
+        rm -f "$OUT/$part.tar.gz"
       fi
     done
   fi
