@@ -121,7 +121,7 @@ nlohmann::ordered_json memory_json(const MemoryAnswer& a) {
   j["fits"] = a.fits();
   j["verdict"] = a.request.infeasible_reason ? "infeasible" : a.fit.fits() ? "fits" : a.fit.may_fit() ? "near the limit: simulate decides" : "overflows";
   j["memory_headroom"] = a.request.memory_headroom;
-  j["model_tolerance"] = MEMORY_MODEL_TOLERANCE;
+  j["model_tolerance"] = {{"over", MEMORY_MODEL_OVER}, {"under", MEMORY_MODEL_UNDER}, {"under_bytes", MEMORY_MODEL_UNDER_BYTES}};
   j["overflow"] = a.fit.overflow;
   j["infeasible_reason"] = a.request.infeasible_reason ? nlohmann::ordered_json(*a.request.infeasible_reason)
                                                        : nlohmann::ordered_json(nullptr);
@@ -205,12 +205,10 @@ std::string memory_table(const MemoryAnswer& a) {
   if (r.infeasible_reason) {
     out += "Infeasible: " + *r.infeasible_reason + "\n";
   } else if (a.fit.fits()) {
-    out += fmt::format("Fits: yes (by the memory model, with its {:g}% tolerance against the replay to spare)\n",
-                       100 * MEMORY_MODEL_TOLERANCE);
+    out += fmt::format("Fits: yes (by the memory model, with its tolerance against the replay to spare: {:g}% and {:g} GiB)\n",
+                       100 * MEMORY_MODEL_UNDER, MEMORY_MODEL_UNDER_BYTES / GiB);
   } else if (a.fit.may_fit()) {
-    out += fmt::format("Fits: near the limit (within the memory model's {:g}% tolerance of it): `trainsim simulate` decides, "
-                       "from the replayed peak\n",
-                       100 * MEMORY_MODEL_TOLERANCE);
+    out += "Fits: near the limit (within the memory model's tolerance of it): `trainsim simulate` decides, from the replayed peak\n";
   } else {
     std::string tiers;
     for (const auto& t : a.fit.overflow) tiers += (tiers.empty() ? "" : ", ") + t;

@@ -32,8 +32,8 @@ std::string_view to_string(Verdict v) {
 }
 
 Verdict model_verdict(double model_bytes, double limit_bytes) {
-  if (model_bytes * (1 - MEMORY_MODEL_TOLERANCE) > limit_bytes) return Verdict::OVERFLOWS;
-  if (model_bytes * (1 + MEMORY_MODEL_TOLERANCE) <= limit_bytes) return Verdict::FITS;
+  if (model_bytes * (1 - MEMORY_MODEL_OVER) > limit_bytes) return Verdict::OVERFLOWS;
+  if (model_bytes * (1 + MEMORY_MODEL_UNDER) + MEMORY_MODEL_UNDER_BYTES <= limit_bytes) return Verdict::FITS;
   return Verdict::NEAR_LIMIT;
 }
 

@@ -5,9 +5,8 @@
 // profile's reserved_GiB) less a headroom, and the host memory and storage peaks within each node's.
 //
 // The memory model (workloads/memory_model.hpp) is the fast filter in front of the replay: it drops
-// a configuration only where its bytes, less MEMORY_MODEL_TOLERANCE of them, still overflow, and
-// says "fits" only where its bytes, plus that tolerance, still fit; in between it says the replay
-// decides. tests/planner/memory_consistency_test.cpp holds the model to that tolerance against the
+// a configuration only where its bytes, less its tolerance, still overflow, and says "fits" only
+// where its bytes, plus its tolerance, still fit; in between it says the replay decides. tests/planner/memory_consistency_test.cpp holds the model to that tolerance against the
 // replay over random strategies of every family.
 
 #include <optional>
@@ -25,9 +24,15 @@ namespace trainsim::planner {
 // (reports/validation/report.md, peak_reserved).
 inline constexpr double DEFAULT_MEMORY_HEADROOM = 0.05;
 
-// How far the memory model's bytes may stand from the replay's peak, as a share of the model's
-// (tests/planner/memory_consistency_test.cpp).
-inline constexpr double MEMORY_MODEL_TOLERANCE = 0.10;
+// How far the memory model's bytes may stand from the replay's peaks (tests/planner/
+// memory_consistency_test.cpp holds every sampled strategy to it): the model may exceed a replayed
+// peak by MEMORY_MODEL_OVER of its bytes (it charges each buffer at its largest, where the replay
+// holds what its schedule leaves alive), and a replayed peak may exceed the model by
+// MEMORY_MODEL_UNDER of its bytes plus MEMORY_MODEL_UNDER_BYTES (the caching allocator's
+// fragmentation, which the model does not count, reaches a few GiB on its own).
+inline constexpr double MEMORY_MODEL_OVER = 0.12;
+inline constexpr double MEMORY_MODEL_UNDER = 0.25;
+inline constexpr double MEMORY_MODEL_UNDER_BYTES = 2.0 * 1024 * 1024 * 1024;
 
 struct MemoryLimits {
   double gpu_capacity_bytes = 0;  // HBM
@@ -41,7 +46,7 @@ MemoryLimits memory_limits(const hw::ClusterProfile& p, double headroom);
 
 enum class Verdict { FITS, NEAR_LIMIT, OVERFLOWS };
 std::string_view to_string(Verdict v);
-// The memory model's bytes against a limit, with MEMORY_MODEL_TOLERANCE.
+// The memory model's bytes against a limit, with its tolerance (above).
 Verdict model_verdict(double model_bytes, double limit_bytes);
 
 struct MemoryMisfit {

@@ -64,6 +64,7 @@ struct PlanQuestion {
   std::vector<const Family*> families;  // empty: every strategy
   Framework framework;                   // what the user trains with (framework.hpp)
   double memory_headroom = DEFAULT_MEMORY_HEADROOM;
+  std::string beyond_cluster;  // "node counts 97..128 not searched: dgx2 has 96 nodes" (a range past the cluster)
   std::vector<std::string> notes;
   bool range() const { return nodes.size() > 1; }
 };

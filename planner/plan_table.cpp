@@ -82,6 +82,7 @@ std::string header(const PlanAnswer& a) {
     out += fmt::format("  families: {}\n", fmt::join(names, ", "));
   }
   out += framework_line(q);
+  if (!q.beyond_cluster.empty()) out += "  " + q.beyond_cluster + "\n";
   return out;
 }
 

@@ -18,6 +18,28 @@ namespace trainsim::planner {
 namespace {
 constexpr double GiB = 1073741824.0;
 
+// What the memory model shows overflowing, beyond its tolerance, with the figures.
+std::string overflow_reason(const MemoryAnswer& m) {
+  const auto& st = m.estimate.stages[static_cast<std::size_t>(m.estimate.peak_stage)];
+  const MemoryLimits& l = m.fit.limits;
+  std::vector<std::string> parts;
+  if (m.fit.gpu == Verdict::OVERFLOWS) {
+    parts.push_back(fmt::format("GPU memory: {:.2f} GiB needed by the memory model, {:.2f} GiB usable less {:g}% headroom", st.gpu_bytes() / GiB,
+                                l.gpu_limit_bytes / GiB, 100 * l.headroom));
+  }
+  if (m.fit.cpu == Verdict::OVERFLOWS) {
+    parts.push_back(fmt::format("host memory: {:.1f} GiB needed per node, {:.1f} GiB available", m.estimate.peak_node.cpu_bytes / GiB,
+                                l.host_bytes / GiB));
+  }
+  if (m.fit.nvme == Verdict::OVERFLOWS) {
+    parts.push_back(fmt::format("storage: {:.1f} TB needed per node, {:.1f} TB available", m.estimate.peak_node.nvme_bytes / 1e12,
+                                l.storage_bytes / 1e12));
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out + " (beyond the memory model's tolerance: the replay would overflow too)";
+}
+
 // Combinations the stacks do not run (or trainsim does not model) are refused with the reason,
 // naming the flag to change: the REPLAY rules of workloads/strategy_rules.hpp.
 void reject_unsimulated(const wl::ModelSpec& m, const wl::Strategy& s) {
@@ -39,6 +61,12 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
   if (r.infeasible_reason) {
     a.result.fits = false;
     a.result.infeasible_reason = r.infeasible_reason;
+    return a;
+  }
+  if (!a.memory.fit.may_fit()) {
+    // Over by more than the memory model's tolerance (memory_fit.hpp): the replay would overflow too.
+    a.result.fits = false;
+    a.result.infeasible_reason = "does not fit: " + overflow_reason(a.memory);
     return a;
   }
   const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile, options);
@@ -164,7 +192,11 @@ std::string simulate_table(const SimulateAnswer& a) {
       i = j + 1;
     }
   }
-  if (!r.fits) out += "\nDoes not fit: " + r.infeasible_reason.value_or("") + "\n";
+  if (!r.fits) {
+    std::string reason = r.infeasible_reason.value_or("");
+    if (reason.starts_with("does not fit: ")) reason.erase(0, 14);
+    out += "\nDoes not fit: " + reason + "\n";
+  }
   out += fmt::format("\nSimulated {} GPUs on {} nodes ({} ops, {} SimGrid activities, {:.2f} s wall)\n", r.simulated_gpus,
                      r.simulated_nodes, r.ops, r.activities, a.wall_s);
   for (const auto& note : r.folding) out += "Folded: " + note + "\n";

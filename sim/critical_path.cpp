@@ -297,7 +297,8 @@ class Walk {
       w.run();
       steps_ = set.measured_steps;
       const auto last = static_cast<std::size_t>(set.measured_steps - 1);
-      out = set.measured_steps <= 1 ? w.makespan() : (w.step_end(last) - w.step_end(0)) / static_cast<double>(last);
+      const auto first = static_cast<std::size_t>(std::max(0, set.measured_steps - STEADY_STATE_STEPS));
+      out = set.measured_steps <= 1 ? w.makespan() : (w.step_end(last) - w.step_end(first)) / static_cast<double>(last - first);
     }
     walked_.emplace(micro_batches, out);
     return out;

@@ -134,10 +134,11 @@ class Replays {
     // trailing step (program/program.hpp).
     double from = 0, to = replay.makespan;
     int steps = 1;
+    const int first = std::max(0, lowered.measured_steps - STEADY_STATE_STEPS);
     if (lowered.measured_steps > 1) {
-      from = latest_end(replay, lowered.step_ends.front());
+      from = latest_end(replay, lowered.step_ends[static_cast<std::size_t>(first)]);
       to = latest_end(replay, lowered.step_ends[static_cast<std::size_t>(lowered.measured_steps - 1)]);
-      steps = lowered.measured_steps - 1;
+      steps = lowered.measured_steps - 1 - first;
     }
     steps_ = lowered.steps;
     Outcome o;
@@ -147,7 +148,7 @@ class Replays {
     ops_replayed_ += o.ops;
     activities_replayed_ += o.activities;
     const MemoryTimeline timeline = build_memory_timeline(*lowered.graph, replay, gpus, lowered.simulated_nodes);
-    o.busy = gpu_busy(*lowered.graph, replay, gpus, from, to, lowered.measured_steps > 1 ? 1 : 0, lowered.measured_steps - 1);
+    o.busy = gpu_busy(*lowered.graph, replay, gpus, from, to, lowered.measured_steps > 1 ? first + 1 : 0, lowered.measured_steps - 1);
     for (auto& b : o.busy) {
       b.compute_s /= steps;
       b.exposed_communication_s /= steps;
@@ -377,7 +378,7 @@ double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const
   const std::vector<FoldTry> tries = options.fold_micro_batches ? fold_tries(s, static_cast<int>(s.micro_batches()), kinds)
                                                                 : std::vector<FoldTry>{};
   const double replayed = tries.empty() ? m_total : 3.0 * tries.front().b + 3.0 * tries.front().k;
-  const double steps = program_steps(wl::asynchronous(s), TrailingStep::SIMULATE);
+  const double steps = program_steps(wl::asynchronous(s), TrailingStep::SIMULATE, static_cast<int>(s.micro_batches()), s.pp);
   return 16.0 * gpus * units * replayed * steps;
 }
 

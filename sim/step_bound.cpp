@@ -13,6 +13,7 @@
 #include "placement.hpp"
 #include "platform.hpp"
 #include "stage_partition.hpp"
+#include "training_stack.hpp"
 #include "unit_costs.hpp"
 #include "unit_work.hpp"
 
@@ -128,6 +129,7 @@ StepBound data_parallel_bound(const wl::ModelSpec& m, const wl::Strategy& s, con
   const std::vector<UnitCost> units = unit_costs(m, s, c, zero3_units);
   Passes p{&units, tp_collective_seconds(m, s, r, gpn), s.recompute, m.layers};
   const wl::StateBytes b = wl::state_bytes(m.numerics);
+  const wl::StackStates stack = wl::stack_states(s.stack, m.numerics, s.zero_stage, s.micro_batches());
   const double mb = static_cast<double>(s.micro_batches());
   const double ranks_per_node = std::min(s.gpus, gpn);
   const bool full = s.recompute == Recompute::FULL;
@@ -142,7 +144,7 @@ StepBound data_parallel_bound(const wl::ModelSpec& m, const wl::Strategy& s, con
     const double uses = 2.0 + (full && p.is_layer(uc) ? 1.0 : 0.0);
     fetched_bytes += uses * (s.l2l ? uc.params : std::ceil(uc.params / s.dp)) * b.params;
     gathered_bytes += uses * uc.params * b.params;
-    grad_bytes += uc.params * b.grads;
+    grad_bytes += owned_params(uc, m, s, stack.head_gathers_tied_embedding) * b.grads;
   }
   compute *= mb;
 

@@ -145,7 +145,23 @@ void model_states(const ModelSpec& m, const Strategy& s, StageMemory& st, int gp
   }
 }
 
-void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int stage_layers) {
+// Layers whose activations stage `stage` of an interleaved pipeline holds at its peak, the end of
+// its warm-up: Megatron-LM's order of forward chunks on a rank (schedules.py,
+// get_model_chunk_id: p micro-batches through chunk 0, the same p through chunk 1, ..., then the
+// next p), its first min(m v, (p - i - 1) 2 + (v - 1) p + 1) chunks, each with the layers the
+// partition gave that virtual stage (the first and last hold fewer where the ends cost more).
+double interleaved_layers_in_flight(const Strategy& s, const StagePartition& part, int stage) {
+  const long long m = s.micro_batches(), p = s.pp, v = s.vpp;
+  const long long n = std::min(m * v, (p - stage - 1) * 2 + (v - 1) * p + 1);
+  double layers = 0;
+  for (long long k = 0; k < n; ++k) {
+    const long long chunk = (k / p) % v;
+    layers += part.layer_count(static_cast<int>(chunk * p + stage));
+  }
+  return layers;
+}
+
+void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int stage_layers, const StagePartition& part) {
   ActivationMemory& a = st.activations;
   const ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
   LayerActivations layer = layer_activation_bytes(m, shape);
@@ -162,7 +178,10 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   a.in_flight_microbatches = in_flight_microbatches(s, st.stage);
   a.per_layer_stored_bytes = layer.stored;
   a.per_layer_full_bytes = layer.full;
-  const double layer_bytes = a.layers * layer.stored * a.in_flight_microbatches;
+  const double layers_in_flight = s.pp > 1 && s.schedule == Schedule::INTERLEAVED
+                                      ? interleaved_layers_in_flight(s, part, st.stage)
+                                      : a.layers * a.in_flight_microbatches;
+  const double layer_bytes = layers_in_flight * layer.stored;
   if (s.recompute == Recompute::FULL) {
     a.checkpoint_bytes = layer_bytes;
     a.working_bytes = layer.full;
@@ -326,7 +345,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Strategy& s, int gpus_p
     const int layers = est.activations_modeled ? partition.stage_layers(stage) : -1;
     st.params_on_rank = stage_params_per_rank(m, stage, s.pp, s.tp, layers);
     model_states(m, s, st, gpus_per_node);
-    if (est.activations_modeled) activations(m, s, st, layers);
+    if (est.activations_modeled) activations(m, s, st, layers, partition);
     buffers(m, s, st, est.activations_modeled);
     est.stages.push_back(st);
   }

@@ -20,6 +20,10 @@ std::optional<StackRefusal> stack_cannot_run(const Strategy& s, const ModelSpec&
     need(!raw && m.numerics == Numerics::BF16_MIXED, "a model architecture trained in bf16-mixed",
          raw ? std::string("--params") : std::string(to_string(m.numerics)));
     need(!s.delayed_update, "no delayed parameter update (torch.optim steps after the backward)", "delayed update");
+    // torch.utils.checkpoint keeps each layer's input on the GPU; moving checkpoints to the host is
+    // not a wrapper's option (torch.autograd.graph.save_on_cpu moves every saved tensor instead).
+    need(s.offload_activations == ActivationOffload::NONE, "checkpoints kept on the GPU (no wrapper offloads them)",
+         "offload_activations cpu");
   }
   switch (s.stack.kind) {
     case StackKind::PYTORCH:

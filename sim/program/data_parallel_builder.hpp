@@ -33,6 +33,8 @@ class DataParallelBuilder {
   const std::vector<ScheduleItem>& schedule();
 
   double shard(double elems) const { return std::ceil(elems / s_.dp); }
+  // The parameters a unit owns: its own, less a tied embedding its head only gathers.
+  double owned_params(const UnitCost& u) const;
 
   // Model states, allocated before the first instruction unit by unit from the units' own
   // parameters (ZeRO Sec. 5: 2 + 2 + K bytes per parameter, each part sharded over the data-

@@ -36,7 +36,7 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
   const bool whole_units = stack_.whole_unit_collectives;
   units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !whole_units);
   std::vector<double> grad_bytes;
-  for (const auto& u : units_) grad_bytes.push_back(u.params * stack_.wire_grad);
+  for (const auto& u : units_) grad_bytes.push_back(owned_params(u) * stack_.wire_grad);
   // Not under CPUOffloadPolicy: there the measured peaks do not show it (the 2.65 B GPT's and Llama 3
   // 8B's offload rows would go from +1.3% and -1.4% to +5.3% and +8.1%); why is not known.
   const bool root_kept = fsdp_ && whole_units && s.zero_stage >= 3 && gather_ && s.offload_params == OffloadTarget::NONE;
@@ -70,7 +70,7 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
 ProgramSet DataParallelBuilder::run(TrailingStep trailing) {
   ProgramSet out;
   out.steps = program_steps(s_.delayed_update, trailing);
-  out.measured_steps = program_steps(s_.delayed_update, TrailingStep::OMIT);
+  out.measured_steps = measured_steps(s_.delayed_update);
   program_.step_ends.assign(static_cast<std::size_t>(out.steps), {});
   allocate_model_states();
   const std::vector<ScheduleItem>& plan = schedule();
@@ -125,6 +125,10 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
   return schedule_;
 }
 
+double DataParallelBuilder::owned_params(const UnitCost& u) const {
+  return sim::owned_params(u, m_, s_, stack_.head_gathers_tied_embedding);
+}
+
 // Model states, allocated before the first instruction unit by unit from the units' own
 // parameters (ZeRO Sec. 5: 2 + 2 + K bytes per parameter, each part sharded over the data-
 // parallel ranks by stage, on the tier its offload puts it), so the replay's totals are its own
@@ -139,16 +143,7 @@ void DataParallelBuilder::allocate_model_states() {
   double params = 0, grads = 0, optimizer = 0;
   for (const auto& unit : units_) {
     UnitCost u = unit;
-    // ZeRO-3's head unit gathers the word embedding it is tied to (unit_costs.hpp); the tensor
-    // itself is held once, with the embedding. The reference's whole-layer units have a head
-    // without it (unit_costs.cpp, one unit per layer), so nothing is held twice there. (FSDP2's
-    // per-layer head has none either; its accounting is left as the committed PyTorch rows were
-    // validated with it.)
-    const bool head_holds_tied = stack_.head_gathers_tied_embedding;
-    if (u.holds_head && head_holds_tied && m_.tied_embeddings && u.layer == static_cast<int>(m_.layers) &&
-        s_.zero_stage == 3 && !s_.l2l) {
-      u.params -= static_cast<double>(m_.vocab * m_.hidden) / s_.tp;
-    }
+    u.params = owned_params(unit);
     if (s_.l2l) {
       // One copy per node in host memory, each of the node's ranks holding an equal share.
       params += u.params / ranks_per_node_;

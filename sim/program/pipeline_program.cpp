@@ -306,10 +306,10 @@ PipelineBuild build_pipeline_programs(const wl::ModelSpec& m, const wl::Strategy
   shape.stages = s.pp;
   shape.micro_batches = micro_batches > 0 ? micro_batches : static_cast<int>(s.micro_batches());
   shape.chunks = s.vpp;
-  shape.steps = program_steps(entry.asynchronous, trailing);
+  shape.steps = program_steps(entry.asynchronous, trailing, shape.micro_batches, s.pp);
   const PipelineSchedule schedule = entry.make(shape);
   out.programs.steps = shape.steps;
-  out.programs.measured_steps = program_steps(entry.asynchronous, TrailingStep::OMIT);
+  out.programs.measured_steps = measured_steps(entry.asynchronous, shape.micro_batches, s.pp);
   for (int stage = 0; stage < s.pp; ++stage) {
     StageBuilder b(m, s, costs, memory, out.partition, work, stage, shape.micro_batches);
     out.programs.stages.push_back(b.build(schedule[static_cast<std::size_t>(stage)], shape.steps));

@@ -108,9 +108,18 @@ struct Program {
 // step after all of the measured ones, and without contention nothing later moves an earlier end.
 inline constexpr int STEADY_STATE_STEPS = 3;
 enum class TrailingStep { SIMULATE, OMIT };
-// Steps a program spans: one, or STEADY_STATE_STEPS and the trailing step where asked.
-inline int program_steps(bool steady_state, TrailingStep trailing) {
-  return steady_state ? STEADY_STATE_STEPS + (trailing == TrailingStep::SIMULATE ? 1 : 0) : 1;
+// Steps measured in the steady state: STEADY_STATE_STEPS, after as many more as a pipeline that
+// never flushes (PipeDream) needs to fill: its p stages hold p - s micro-batches in flight however
+// few a step has (m), which a run of fewer than p micro-batches before the measured steps never
+// reaches. The measurement spans the last STEADY_STATE_STEPS of them.
+inline int measured_steps(bool steady_state, int micro_batches = 1, int stages = 1) {
+  if (!steady_state) return 1;
+  const int m = micro_batches > 0 ? micro_batches : 1;
+  return STEADY_STATE_STEPS + (stages > m ? (stages + m - 1) / m : 0);
+}
+// Steps a program spans: the measured ones and the trailing step where asked.
+inline int program_steps(bool steady_state, TrailingStep trailing, int micro_batches = 1, int stages = 1) {
+  return measured_steps(steady_state, micro_batches, stages) + (steady_state && trailing == TrailingStep::SIMULATE ? 1 : 0);
 }
 
 // Everything the interpreter needs besides placement and platform: one program per pipeline stage
@@ -119,7 +128,7 @@ inline int program_steps(bool steady_state, TrailingStep trailing) {
 struct ProgramSet {
   std::vector<Program> stages;
   int steps = 1;           // simulated
-  int measured_steps = 1;  // the first ones, whose ends measure the step (below)
+  int measured_steps = 1;  // the first ones; the ends of the last STEADY_STATE_STEPS of them measure the step
   // Bytes resident on each tier before the step, per rank of a stage (model states kept across
   // steps). The programs allocate them explicitly at their start; this records them for reports.
   std::vector<std::string> notes;

@@ -197,4 +197,11 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
   return units;
 }
 
+double owned_params(const UnitCost& u, const wl::ModelSpec& m, const wl::Strategy& s, bool head_gathers_tied) {
+  if (u.holds_head && head_gathers_tied && m.tied_embeddings && u.layer == static_cast<int>(m.layers) && s.zero_stage == 3 && !s.l2l) {
+    return u.params - static_cast<double>(m.vocab * m.hidden) / s.tp;
+  }
+  return u.params;
+}
+
 }  // namespace trainsim::sim

@@ -41,4 +41,9 @@ struct UnitCost {
 // ZeRO-3 gather units when `per_operator`, else the embedding, one unit per layer and the head.
 std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, const CostModel& c, bool per_operator);
 
+// The parameters a unit owns (holds, and whose gradients it reduces): its own, less the word
+// embedding that ZeRO-3's head unit gathers because it is tied to it (`head_gathers_tied`:
+// wl::StackStates::head_gathers_tied_embedding); that tensor is held once, with the embedding.
+double owned_params(const UnitCost& u, const wl::ModelSpec& m, const wl::Strategy& s, bool head_gathers_tied);
+
 }  // namespace trainsim::sim

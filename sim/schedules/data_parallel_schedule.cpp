@@ -141,6 +141,10 @@ class Emitter {
     if (t >= 0) in.after.push_back(computes_[static_cast<std::size_t>(t)]);
   }
 
+  bool first_of_layer(const Item& it) const {
+    return it.unit == 0 || plan_.unit_layer[static_cast<std::size_t>(it.unit - 1)] != it.layer;
+  }
+
   // A backward that uses the gather of the recompute just before it (recompute_shares_gather).
   bool shares_gather(int p) const {
     if (!plan_.recompute_shares_gather || p <= 0) return false;
@@ -210,6 +214,12 @@ class Emitter {
     if (gather_[position] != NONE) needs.push_back(gather_[position]);
     else if (fetch_[position] != NONE) needs.push_back(fetch_[position]);
     if (it.kind != Instr::FORWARD && cell(loaded_, it.micro_batch, it.layer) != NONE) needs.push_back(cell(loaded_, it.micro_batch, it.layer));
+    // Checkpoints leave through two GPU buffers (ZeRO-Infinity Sec. 5.1.2; the memory model's two
+    // layers): a layer's forward starts once the checkpoint of the layer two before it is out.
+    if (it.kind == Instr::FORWARD && plan_.offload_checkpoints && first_of_layer(it) && it.layer - 2 >= std::max(0, first_layer_) &&
+        cell(saved_, it.micro_batch, it.layer - 2) != NONE) {
+      needs.push_back(cell(saved_, it.micro_batch, it.layer - 2));
+    }
     // Within a layer's backward the recompute comes first; successive computes follow each other
     // on the compute stream, so only data dependencies are listed.
     const int id = emit({it.kind, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), needs});

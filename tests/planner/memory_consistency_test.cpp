@@ -10,6 +10,7 @@
 
 #include <map>
 
+#include "data_parallel_program.hpp"
 #include "estimator.hpp"
 #include "families.hpp"
 #include "memory_fit.hpp"
@@ -20,6 +21,7 @@
 #include "replay_executor.hpp"
 #include "search_space.hpp"
 #include "strategy_identity.hpp"
+#include "training_stack.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -77,6 +79,12 @@ Sampled sample(const Space& sp, std::size_t cap) {
 
 double relative(double replay, double model) { return model > 0 ? replay / model - 1 : (replay > 0 ? 1.0 : 0.0); }
 
+// The band memory_fit.hpp states: the model at most MEMORY_MODEL_OVER above the replay's peak, the
+// peak at most MEMORY_MODEL_UNDER of the model plus MEMORY_MODEL_UNDER_BYTES above it.
+bool within_band(double replay, double model) {
+  return replay >= model * (1 - MEMORY_MODEL_OVER) && replay <= model * (1 + MEMORY_MODEL_UNDER) + MEMORY_MODEL_UNDER_BYTES;
+}
+
 TEST(MemoryConsistency, TheModelStaysWithinItsToleranceOfTheReplayAcrossTheSearchSpace) {
   const std::size_t per_space = test_suite::full() ? 400 : 24;
   const ResultCache none("", "--cache");
@@ -105,24 +113,27 @@ TEST(MemoryConsistency, TheModelStaysWithinItsToleranceOfTheReplayAcrossTheSearc
       double model_gpu = 0;
       for (const auto& st : e.stages) model_gpu = std::max(model_gpu, st.gpu_bytes());
       const double gpu = relative(r.peak_reserved_bytes, model_gpu);
-      // Host and storage: small pinned buffers are compared in absolute terms (64 MiB).
-      const double floor = 64.0 * 1024 * 1024;
-      const double host = std::fabs(r.host_peak_bytes - e.peak_node.cpu_bytes) / std::max(e.peak_node.cpu_bytes, floor);
-      const double storage = std::fabs(r.storage_peak_bytes - e.peak_node.nvme_bytes) / std::max(e.peak_node.nvme_bytes, floor);
+      // Host and storage have no allocator model: their peaks against the same band.
+      const double host = relative(r.host_peak_bytes, e.peak_node.cpu_bytes);
+      const double storage = relative(r.storage_peak_bytes, e.peak_node.nvme_bytes);
       auto& [low, high] = extremes[std::string(family_of(s.strategies[i]))];
       low = std::min(low, gpu);
       high = std::max(high, gpu);
+      if (std::getenv("TRAINSIM_SUITE_VERBOSE") != nullptr && std::fabs(relative(r.peak_memory_bytes, model_gpu)) > 0.08) {
+        std::cout << fmt::format("ALLOC {:+.3f} RES {:+.3f} {}\n", relative(r.peak_memory_bytes, model_gpu), gpu, what);
+      }
       auto& [alow, ahigh] = allocated[std::string(family_of(s.strategies[i]))];
       alow = std::min(alow, relative(r.peak_memory_bytes, model_gpu));
       ahigh = std::max(ahigh, relative(r.peak_memory_bytes, model_gpu));
       worst_gpu = std::max(worst_gpu, std::fabs(gpu));
       worst_host = std::max(worst_host, host);
       worst_storage = std::max(worst_storage, storage);
- EXPECT_LE(std::fabs(gpu), MEMORY_MODEL_TOLERANCE)
+      EXPECT_TRUE(within_band(r.peak_reserved_bytes, model_gpu))
           << fmt::format("[{:+.3f} alloc {:+.3f}] ", gpu, relative(r.peak_memory_bytes, model_gpu)) << what << ": replayed reserved peak " << r.peak_reserved_bytes / 1073741824.0 << " GiB (allocated "
           << r.peak_memory_bytes / 1073741824.0 << "), memory model " << model_gpu / 1073741824.0 << " GiB";
-      EXPECT_LE(host, MEMORY_MODEL_TOLERANCE) << what << ": host " << r.host_peak_bytes << " replayed, " << e.peak_node.cpu_bytes << " modeled";
-      EXPECT_LE(storage, MEMORY_MODEL_TOLERANCE)
+      EXPECT_TRUE(within_band(r.host_peak_bytes, e.peak_node.cpu_bytes))
+          << what << ": host " << r.host_peak_bytes << " replayed, " << e.peak_node.cpu_bytes << " modeled";
+      EXPECT_TRUE(within_band(r.storage_peak_bytes, e.peak_node.nvme_bytes))
           << what << ": storage " << r.storage_peak_bytes << " replayed, " << e.peak_node.nvme_bytes << " modeled";
     }
   }
@@ -130,7 +141,9 @@ TEST(MemoryConsistency, TheModelStaysWithinItsToleranceOfTheReplayAcrossTheSearc
   for (const auto& [family, range] : extremes) by_family[family] = {range.first, range.second};
   test_suite::report({{"suite", "memory_consistency"},
                       {"cases", cases},
-                      {"tolerance", MEMORY_MODEL_TOLERANCE},
+                      {"over", MEMORY_MODEL_OVER},
+                      {"under", MEMORY_MODEL_UNDER},
+                      {"under_bytes", MEMORY_MODEL_UNDER_BYTES},
                       {"worst_gpu", worst_gpu},
                       {"worst_host", worst_host},
                       {"worst_storage", worst_storage},
@@ -141,6 +154,56 @@ TEST(MemoryConsistency, TheModelStaysWithinItsToleranceOfTheReplayAcrossTheSearc
     std::cout << fmt::format("  {:<22} reserved [{:+.4f}, {:+.4f}] allocated [{:+.4f}, {:+.4f}]\n", family, range.first, range.second,
                              allocated[family].first, allocated[family].second);
   }
+}
+
+}  // namespace
+}  // namespace trainsim::planner
+
+namespace trainsim::planner {
+namespace {
+
+// Every gradient byte a step makes is reduced once (a micro-batch's under ZeRO-2 and 3, which
+// partition gradients in the backward; the step's accumulated sum once under ZeRO 0-1) and, with the
+// optimizer off the GPU, its rank's partition copied to the host once per reduction. Worked from
+// the model's parameter count (workloads/model_params.hpp, checked against published counts by
+// zero_table_test), not from the program: data-parallel strategies without tensor parallelism,
+// whose every rank computes with all P parameters.
+TEST(GradientAccounting, EveryGradientByteIsReducedAndOffloadedOncePerStep) {
+  const std::size_t cap = test_suite::full() ? 2000 : 200;
+  int checked = 0;
+  for (const Space& sp : spaces()) {
+    if (std::string(sp.stack) != "" && std::string(sp.stack) != "deepspeed") continue;
+    const Sampled s = sample(sp, cap);
+    const double P = wl::total_params(s.model);
+    for (const wl::Strategy& st : s.strategies) {
+      if (st.pp > 1 || st.tp > 1 || st.dp < 2 || st.l2l || st.schedule == wl::Schedule::HYDRA) continue;
+      const wl::StackStates stack = wl::stack_states(st.stack, s.model.numerics, st.zero_stage, st.micro_batches());
+      const sim::CostModel costs(s.profile, s.model.numerics, st.stack);
+      const wl::MemoryEstimate memory = wl::estimate_memory(s.model, st, s.profile.gpus_per_node());
+      const sim::ProgramSet set = sim::build_data_parallel_program(s.model, st, costs, memory, s.profile.gpus_per_node(), 0,
+                                                                   sim::TrailingStep::OMIT);
+      const double reductions = st.zero_stage >= 2 ? static_cast<double>(st.micro_batches()) : 1.0;
+      double reduced = 0, offloaded = 0;
+      for (const sim::Instruction& in : set.stages.front().instructions) {
+        if (in.step != 0) continue;
+        if (std::string(in.name) == "reduce_grads") reduced += in.bytes;
+        if (std::string(in.name) == "d2h_grads") offloaded += in.bytes;
+      }
+      const std::string what = wl::canonical_text(st);
+      const double produced = P * stack.wire_grad;
+      EXPECT_NEAR(reduced, reductions * produced, 1e-9 * produced) << what;
+      const double partition = produced / st.dp;
+      // Each bucket's partition is padded to whole bytes: at most one byte per bucket and reduction.
+      if (st.offload_optimizer != wl::OffloadTarget::NONE) {
+        EXPECT_NEAR(offloaded, reductions * partition, reductions * 64) << what;
+      } else {
+        EXPECT_EQ(offloaded, 0) << what;
+      }
+      ++checked;
+    }
+  }
+  test_suite::report({{"suite", "gradient_accounting"}, {"cases", checked}});
+  EXPECT_GT(checked, 20);
 }
 
 }  // namespace

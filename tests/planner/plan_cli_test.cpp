@@ -131,13 +131,21 @@ TEST(PlanCli, NodeRangeAnswersEachCountAndTheFastestAndCheapest) {
   EXPECT_NE(table.out.find("Cheapest: "), std::string::npos);
 }
 
-// A range past the cluster's size says so for each count beyond it, not which rule each strategy
-// broke first.
+// Node counts past the cluster's size are answered at once, not searched: a range is cut at the
+// cluster's size and says so; a count wholly past it is an error naming the cluster's size, before
+// any search (the issue's `--nodes 97..1000` on 96 DGX-2 ran for minutes).
 TEST(PlanCli, RangePastTheClusterSaysHowManyNodesItHas) {
   const auto r = test::run_trainsim("plan --model bert-large --hw zhores --nodes 25..26 --global-batch 200 --families dp --quiet --no-cache");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("   26  nothing fits: zhores has 25 nodes\n"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("   25  nothing fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  node counts 26..26 not searched: zhores has 25 nodes\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("   26  "), std::string::npos) << r.out;
+  const auto past = test::run_trainsim("plan --model gpt2-1.5b --hw dgx2 --nodes 97..1000 --quiet --no-cache");
+  EXPECT_EQ(past.exit_code, 2);
+  EXPECT_NE(past.err.find("--nodes: expected at most the cluster's size: dgx2 has 96 nodes (1536 GPUs), got 97..1000"), std::string::npos)
+      << past.err;
+  const auto one = test::run_trainsim("plan --model gpt2-1.5b --hw dgx2 --nodes 200 --quiet --no-cache");
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.err.find("dgx2 has 96 nodes"), std::string::npos) << one.err;
 }
 
 TEST(PlanCli, NothingFitsGivesTheSmallestNodeCountThatDoes) {
