@@ -34,7 +34,14 @@ constexpr std::array<int, 3> INTERRUPTS{SIGINT, SIGTERM, SIGHUP};
 std::array<struct sigaction, 3> g_previous{};
 std::array<std::atomic<bool>, 3> g_installed{};
 
+std::atomic<bool> g_defer_first{false};
+std::atomic<int> g_interrupt{0};
+
 void on_signal(int sig) {
+  if (sig != SIGHUP && g_defer_first.load() && g_interrupt.load() == 0) {
+    g_interrupt.store(sig);
+    return;
+  }
   for (auto& child : g_children) {
     const pid_t pid = child.load();
     if (pid > 0) {
@@ -145,7 +152,12 @@ void install_cleanup_signal_handlers() {
   }
 }
 
+void defer_first_interrupt() noexcept { g_defer_first.store(true); }
+int interrupt_requested() noexcept { return g_interrupt.load(); }
+
 void reset_cleanup_in_child() noexcept {
+  g_defer_first.store(false);
+  g_interrupt.store(0);
   for (std::size_t i = 0; i < MAX_PATHS; ++i) {
     g_paths[i][0] = '\0';
     g_path_used[i].store(false);

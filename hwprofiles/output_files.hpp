@@ -102,6 +102,14 @@ void unregister_cleanup_child(int slot) noexcept;
 // registered files, then die of the signal. A signal the process inherited as ignored (nohup, a
 // background job) stays ignored. Idempotent.
 void install_cleanup_signal_handlers();
+// For a command that can answer with what it has found (plan, compare): the first SIGINT or
+// SIGTERM only records itself (interrupt_requested() returns it) and the command winds down and
+// writes its answer; a second one, or SIGHUP, ends the process as install_cleanup_signal_handlers
+// says. Call after install_cleanup_signal_handlers().
+void defer_first_interrupt() noexcept;
+// The signal a deferred interrupt recorded, or 0.
+int interrupt_requested() noexcept;
+
 // In a freshly forked child: forget the parent's registry (without unlinking anything) and give
 // the three signals back their dispositions from before install_cleanup_signal_handlers().
 void reset_cleanup_in_child() noexcept;

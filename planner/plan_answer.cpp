@@ -91,6 +91,7 @@ SweepInputs sweep_inputs_for(const PlanQuestion& q, const SweepInputs& base) {
   in.gap = q.gap;
   in.framework = &q.framework;
   in.memory_headroom = q.memory_headroom;
+  in.uneven_pipelines = q.uneven_pipelines;
   return in;
 }
 
@@ -106,7 +107,8 @@ PlanAnswer answer_plan(PlanQuestion q, const SweepInputs& base, ReplayExecutor& 
                                  pq.profile.name));
   a.groups = run_sweep(in, groups, executor, progress);
   const bool any = std::any_of(a.groups.begin(), a.groups.end(), [](const GroupResult& g) { return !g.ranked.empty(); });
-  if (!any) {
+  const bool stopped = std::any_of(a.groups.begin(), a.groups.end(), [](const GroupResult& g) { return !g.incomplete.empty(); });
+  if (!any && !stopped) {
     // The smallest larger node count that fits, up to the cluster's size.
     MinNodes mn;
     for (int n = pq.nodes.back() + 1; n <= pq.profile.node_count; ++n) {
@@ -298,6 +300,7 @@ nlohmann::ordered_json plan_header(const PlanQuestion& q, std::string_view comma
                      {"allow_async", f.allow_async},
                      {"no_effect", f.no_effect}};
   in["memory_headroom"] = q.memory_headroom;
+  in["uneven_pipelines"] = q.uneven_pipelines;
   in["notes"] = q.notes;
   j["inputs"] = in;
   return j;

@@ -31,6 +31,7 @@ nlohmann::ordered_json group_json(const GroupResult& g, const PlanQuestion& q) {
                  {"fit_memory_model", g.candidates},
                  {"replayed", g.replayed},
                  {"pruned_by_bound", static_cast<long>(g.pruned.size())}};
+  j["incomplete"] = g.incomplete.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(g.incomplete);
   return j;
 }
 
@@ -65,6 +66,12 @@ nlohmann::ordered_json plan_json(const PlanAnswer& a) {
   }
   j["infeasible"] = infeasible_json(infeasible);
   j["search"] = {{"enumerated", enumerated}, {"fit_memory_model", candidates}, {"replayed", replayed}, {"pruned_by_bound", pruned}};
+  // Node counts whose search stopped before it could rank exactly (an interrupt, --time-limit).
+  nlohmann::ordered_json incomplete = nlohmann::ordered_json::array();
+  for (const GroupResult& g : a.groups) {
+    if (!g.incomplete.empty()) incomplete.push_back({{"nodes", g.group.nodes}, {"reason", g.incomplete}});
+  }
+  j["incomplete"] = std::move(incomplete);
   j["per_node_count"] = nlohmann::ordered_json::array();
   for (const GroupResult& g : a.groups) j["per_node_count"].push_back(group_json(g, q));
   // Fastest and cheapest over every node count asked.

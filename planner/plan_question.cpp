@@ -167,6 +167,7 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
   }
   if (!f.families.empty()) q.families = parse_families(f.families, "--families");
   if (f.memory_headroom) q.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
+  q.uneven_pipelines = f.uneven_pipelines;
   for (std::string& note : framework_notes(q.framework)) q.notes.push_back(std::move(note));
   return q;
 }

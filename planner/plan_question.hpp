@@ -42,6 +42,7 @@ struct PlanFlags {
   std::optional<std::string> precision, attention;
   FrameworkFlags framework;               // --stack, --deepspeed, --megatron-args, --allow-async
   std::optional<double> memory_headroom;  // --memory-headroom
+  bool uneven_pipelines = false;          // --uneven-pipelines
 };
 
 struct PlanQuestion {
@@ -64,6 +65,7 @@ struct PlanQuestion {
   std::vector<const Family*> families;  // empty: every strategy
   Framework framework;                   // what the user trains with (framework.hpp)
   double memory_headroom = DEFAULT_MEMORY_HEADROOM;
+  bool uneven_pipelines = false;  // search pipeline degrees that do not divide the layers too
   std::string beyond_cluster;  // "node counts 97..128 not searched: dgx2 has 96 nodes" (a range past the cluster)
   std::vector<std::string> notes;
   bool range() const { return nodes.size() > 1; }

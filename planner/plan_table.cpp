@@ -31,6 +31,12 @@ std::string metrics_lines(const RankedEntry& e, const PlanQuestion& q, bool expl
   return out;
 }
 
+// Where nothing fits, whether uneven pipelines (not searched by default) might.
+std::string uneven_hint(const PlanQuestion& q) {
+  if (q.uneven_pipelines) return {};
+  return fmt::format(" (pipeline degrees that do not divide the {} layers were not searched: --uneven-pipelines)", q.model.layers);
+}
+
 std::string dropped(const GroupResult& g, bool explain) {
   long total = 0;
   for (const auto& [reason, n] : g.infeasible) total += n;
@@ -116,9 +122,25 @@ std::string accuracy_of(const PlanAnswer& a) {
 
 }  // namespace
 
+// Node counts whose search stopped early, said before the answer is read.
+std::string incomplete_lines(const PlanAnswer& a) {
+  std::vector<int> counts;
+  std::string why;
+  for (const GroupResult& g : a.groups) {
+    if (g.incomplete.empty()) continue;
+    counts.push_back(g.group.nodes);
+    why = g.incomplete;
+  }
+  if (counts.empty()) return {};
+  std::string list;
+  for (int n : counts) list += (list.empty() ? "" : ", ") + std::to_string(n);
+  return fmt::format("  INCOMPLETE: stopped by {}: {} {} ranked from what was replayed; a configuration never replayed may beat it\n",
+                     why, counts.size() == 1 ? "node count" : "node counts", list);
+}
+
 std::string plan_table(const PlanAnswer& a) {
   const PlanQuestion& q = a.question;
-  std::string out = header(a);
+  std::string out = header(a) + incomplete_lines(a);
   if (!q.range()) {
     const GroupResult& g = a.groups.front();
     out += search_line(g) + "\n";
@@ -127,10 +149,11 @@ std::string plan_table(const PlanAnswer& a) {
       out += metrics_lines(g.ranked[i], q, q.explain);
       if (i + 1 < g.ranked.size()) out += "     beats #" + std::to_string(i + 2) + ": " + beats_next(g.ranked[i], g.ranked[i + 1]) + "\n";
     }
-    if (g.ranked.empty()) out += "No configuration fits.\n";
+    if (g.ranked.empty()) out += "No configuration fits." + uneven_hint(q) + "\n";
     out += "\n" + dropped(g, q.explain) + min_nodes_text(a) + footer(q) + accuracy_of(a);
     return out;
   }
+  bool without_answer = false;
   out += fmt::format("\n {:>5}  {:<84} {:>10} {:>8} {:>10} {:>11} {:>11} {:>11}\n", "nodes", "best configuration", "step s", "TFLOP/s",
                      "days", "GPU-hours", "cost USD", "energy kWh");
   for (const GroupResult& g : a.groups) {
@@ -141,6 +164,7 @@ std::string plan_table(const PlanAnswer& a) {
         if (n > best) best = n, why = reason;
       }
       out += fmt::format(" {:>5}  nothing fits ({} of {} strategies: {})\n", g.group.nodes, best, g.enumerated, why);
+      without_answer = true;
       continue;
     }
     const EntryMetrics m = metrics_of(g.ranked.front(), q);
@@ -153,6 +177,7 @@ std::string plan_table(const PlanAnswer& a) {
                          n.step_time_s, n.tflops_per_gpu, n.time_to_train_days, n.gpu_hours, n.cost_usd, n.energy_kwh);
     }
   }
+  if (without_answer && !q.uneven_pipelines) out += "Where nothing fits:" + uneven_hint(q) + "\n";
   const auto overall = a.overall();
   if (!overall.empty()) {
     auto best_by = [&](auto key) {

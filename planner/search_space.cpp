@@ -16,7 +16,18 @@ std::vector<int> axis_tp(const wl::Strategy& s, const SpaceShape& shape) {
   return out;
 }
 
-std::vector<int> axis_pp(const wl::Strategy& s, const SpaceShape&) { return divisors(s.gpus / s.tp); }
+std::vector<int> axis_pp(const wl::Strategy& s, const SpaceShape& shape) {
+  // Pipeline degrees that split the layers evenly, as Megatron-LM requires (arguments.py: num_layers
+  // divisible by the pipeline size, unless first and last stages are sized by hand); uneven splits
+  // balanced by cost only when asked (`plan --uneven-pipelines`): such a pipeline repeats only over
+  // as many micro-batches as it has stages of one kind, so its replay folds late and costs up to a
+  // hundred times an even one's (sim/micro_batch_fold.hpp). `simulate` takes any split.
+  std::vector<int> out;
+  for (int p : divisors(s.gpus / s.tp)) {
+    if (shape.uneven_pipelines || !shape.model->has_architecture() || shape.model->layers % p == 0) out.push_back(p);
+  }
+  return out;
+}
 
 std::vector<int> axis_vpp(const wl::Strategy& s, const SpaceShape& shape) {
   std::vector<int> out{1};

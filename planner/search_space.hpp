@@ -33,6 +33,8 @@ struct SpaceShape {
   // What the user's framework runs (framework.hpp): the strategies it cannot run are not visited,
   // the others carry its stack. None: the idealized space, asynchronous schemes included.
   const Framework* framework = nullptr;
+  // Pipeline degrees that do not divide the layers (stages balanced by cost) are searched too.
+  bool uneven_pipelines = false;
   int gpus() const { return gpu_count > 0 ? gpu_count : nodes * gpus_per_node; }
 };
 

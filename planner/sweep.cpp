@@ -163,6 +163,7 @@ void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std:
   shape.global_batch = group_global_batch(in, group);
   shape.seq = in.seq;
   shape.framework = in.framework;
+  shape.uneven_pipelines = in.uneven_pipelines;
   std::vector<GroupState*> members;
   enumerate_space(shape, [&](const wl::Strategy& s) {
     members.clear();
@@ -275,6 +276,12 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     long remaining = 0;
     for (const GroupState& s : states) remaining += s.remaining();
     progress.set_remaining(remaining);
+    if (const std::string why = in.stop_reason ? in.stop_reason() : std::string(); !why.empty()) {
+      for (GroupState& s : states) {
+        if (s.remaining() > 0) s.out.incomplete = why;
+      }
+      break;
+    }
     std::vector<ReplayJob> jobs;
     std::vector<std::string> job_texts;
     std::vector<std::pair<GroupState*, std::size_t>> assigned;
@@ -297,9 +304,15 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
     if (assigned.empty()) break;
     std::vector<ReplayOutcome> outcomes = executor.run(jobs);
     for (std::size_t j = 0; j < jobs.size(); ++j) memo.emplace(job_texts[j], std::move(outcomes[j]));
+    // An interrupt may have ended this wave's simulations: their failures say nothing of them.
+    const bool stopping = in.stop_reason && !in.stop_reason().empty();
     for (const auto& [state, index] : assigned) {
       const Candidate& c = state->candidates[index];
       const ReplayOutcome& o = memo.at(c.text);
+      if (stopping && !o.error.empty()) {
+        state->out.incomplete = in.stop_reason();
+        continue;
+      }
       ++state->out.replayed;
       const sim::SimResult r = o.error.empty() ? fitted_to(o.result, {in.model, in.profile, c.strategy, in.memory_headroom})
                                                : o.result;

@@ -19,6 +19,7 @@
 // orders configurations alike: cost and energy are the step time times constants of the group.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +47,7 @@ struct SweepInputs {
   const wl::ModelSpec* model = nullptr;
   const hw::ClusterProfile* profile = nullptr;
   const Framework* framework = nullptr;  // none: every strategy of the space (search_space.hpp)
+  bool uneven_pipelines = false;         // SpaceShape::uneven_pipelines
   // The share of the usable GPU memory left free at a replayed reserved peak (memory_fit.hpp).
   double memory_headroom = DEFAULT_MEMORY_HEADROOM;
   std::optional<std::int64_t> global_batch;  // default: one sequence per GPU
@@ -65,6 +67,9 @@ struct SweepInputs {
   // in this cache (one file per group) when it is enabled.
   int walk_threads = 1;
   const ResultCache* walk_cache = nullptr;
+  // Asked before each wave: a reason to stop now ("interrupted", "the time limit of 60 s") or empty.
+  // A stopped sweep answers with what it has replayed, each unfinished group marked incomplete.
+  std::function<std::string()> stop_reason;
 };
 
 struct Candidate {
@@ -99,6 +104,9 @@ struct GroupResult {
   std::vector<Candidate> pruned;                  // never replayed: a bound above the K-th best
   std::vector<RankedEntry> replayed_entries;      // every replay that fits, ranked order
   std::vector<std::string> errors;                // replays that failed inside the simulator
+  // Why the group stopped before it could rank its top K exactly (SweepInputs::stop_reason), or
+  // empty: its ranking holds what was replayed, and what was never replayed may rank before it.
+  std::string incomplete;
 };
 
 // The GPUs of a group, and the batch it trains with: the given one, else one sequence per GPU.

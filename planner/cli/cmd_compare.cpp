@@ -78,6 +78,7 @@ void register_compare(CLI::App& app, Commands& commands) {
       in.options = runtime.options();
       in.walk_threads = runtime.jobs();
       in.walk_cache = &runtime.cache();
+      in.stop_reason = [&runtime] { return runtime.stop_reason(); };
       const planner::CompareAnswer answer = planner::answer_compare(std::move(q), files, in, runtime.executor(), runtime.progress());
       runtime.progress().finish();
       if (!runtime.writes_output()) return 0;
@@ -91,7 +92,7 @@ void register_compare(CLI::App& app, Commands& commands) {
       }
       emit(std::move(outputs));
       runtime.report();
-      return 0;
+      return runtime.exit_status();
     };
   });
 }

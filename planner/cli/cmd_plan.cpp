@@ -55,6 +55,7 @@ void register_plan(CLI::App& app, Commands& commands) {
       in.options = runtime.options();
       in.walk_threads = runtime.jobs();
       in.walk_cache = &runtime.cache();
+      in.stop_reason = [&runtime] { return runtime.stop_reason(); };
       const planner::PlanAnswer answer = planner::answer_plan(std::move(q), in, runtime.executor(), runtime.progress());
       runtime.progress().finish();
       if (!runtime.writes_output()) return 0;
@@ -64,7 +65,7 @@ void register_plan(CLI::App& app, Commands& commands) {
                                                : planner::plan_table(answer);
       emit(std::move(outputs));
       runtime.report();
-      return 0;
+      return runtime.exit_status();
     };
   });
 }

@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli_common.hpp"
 #include "config_error.hpp"
+#include "output_files.hpp"
 
 namespace trainsim::cli {
 
@@ -43,6 +46,10 @@ void add_question_flags(CLI::App& app, planner::PlanFlags& f, bool nodes_range) 
                "Also search schemes that change the optimizer's math (ZeRO-Offload's delayed update, PipeDream, 2BW); "
                "each is replayed (no bound holds for them) and marked in the answer")
       ->group("Framework");
+  app.add_flag("--uneven-pipelines", f.uneven_pipelines,
+               "Also search pipeline degrees that do not divide the layers (stages balanced by cost; Megatron-LM refuses "
+               "them; their replays take up to a hundred times longer)")
+      ->group("Question");
   app.add_option("--memory-headroom", f.memory_headroom,
                  fmt::format("Share of the usable GPU memory left free at the replayed reserved peak (default {:g})",
                              planner::DEFAULT_MEMORY_HEADROOM))
@@ -57,9 +64,22 @@ void add_run_flags(CLI::App& app, RunFlags& r) {
       ->group("Running")
       ->check(whole_number(wl::IntLimit{1, 1024}));
   app.add_flag("--quiet", r.quiet, "No progress bar")->group("Running");
+  app.add_option("--time-limit", r.time_limit_s,
+                 "Stop replaying after this many seconds and answer with what was found (the answer says what is "
+                 "incomplete); a first SIGINT or SIGTERM does the same")
+      ->group("Running")
+      ->check(CLI::Range(1.0, 1e7));
 }
 
-SweepRuntime::SweepRuntime(const RunFlags& r) : quiet_(r.quiet) {
+SweepRuntime::SweepRuntime(const RunFlags& r) : quiet_(r.quiet), time_limit_s_(r.time_limit_s) {
+  // A sweep answers with what it has found when interrupted once (a second interrupt ends it). Not
+  // across MPI ranks, whose waves must agree: there an interrupt ends the run and --time-limit is
+  // refused (it would stop each rank at another wave).
+  if (mpi_.size() > 1 && r.time_limit_s) {
+    throw ConfigError("--time-limit", "--time-limit", "no --time-limit under mpirun (the ranks would stop at different waves)",
+                      "--time-limit with " + std::to_string(mpi_.size()) + " ranks");
+  }
+  if (mpi_.size() == 1) defer_first_interrupt();
   if (r.no_cache && !r.cache.empty()) throw ConfigError("--no-cache", "--no-cache", "either --cache DIR or --no-cache", "both");
   const std::string dir = r.no_cache ? std::string() : r.cache.empty() ? planner::ResultCache::default_dir() : r.cache;
   cache_ = std::make_unique<planner::ResultCache>(dir, r.cache.empty() ? "--cache (default)" : "--cache");
@@ -68,6 +88,21 @@ SweepRuntime::SweepRuntime(const RunFlags& r) : quiet_(r.quiet) {
   jobs_ = r.jobs > 0 ? r.jobs : online > 0 ? static_cast<int>(online) : 1;
   local_ = planner::make_local_executor(r.jobs, *cache_, options_, *progress_);
   executor_ = mpi_.size() > 1 ? planner::make_mpi_executor(mpi_, *local_, *cache_, *progress_) : nullptr;
+}
+
+std::string SweepRuntime::stop_reason() const {
+  if (mpi_.size() > 1) return {};
+  if (const int sig = interrupt_requested()) return sig == SIGTERM ? "interrupted by SIGTERM" : "interrupted by SIGINT";
+  if (time_limit_s_) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (elapsed >= *time_limit_s_) return fmt::format("the time limit of {:g} s (--time-limit)", *time_limit_s_);
+  }
+  return {};
+}
+
+int SweepRuntime::exit_status() const {
+  const int sig = interrupt_requested();
+  return sig > 0 ? 128 + sig : 0;
 }
 
 void SweepRuntime::report() const {

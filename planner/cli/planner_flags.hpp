@@ -3,6 +3,8 @@
 // bar, the replay workers (threads here, MPI ranks across machines when launched by mpirun).
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -19,6 +21,7 @@ struct RunFlags {
   bool no_cache = false;
   int jobs = 0;       // --jobs N: replay workers per process (0: one per core)
   bool quiet = false;
+  std::optional<double> time_limit_s;  // --time-limit: stop replaying and answer with what was found
 };
 
 void add_question_flags(CLI::App& app, planner::PlanFlags& f, bool nodes_range);
@@ -37,6 +40,10 @@ class SweepRuntime {
   bool writes_output() const { return mpi_.rank() == 0; }
   // Progress summary on standard error after the sweep (replays run, cache hits).
   void report() const;
+  // Why a sweep should stop now (the first SIGINT or SIGTERM, or --time-limit), or empty.
+  std::string stop_reason() const;
+  // The exit status after the answer is written: 128 + the signal that interrupted it, else 0.
+  int exit_status() const;
 
  private:
   planner::MpiSession mpi_;
@@ -46,6 +53,8 @@ class SweepRuntime {
   std::unique_ptr<planner::ReplayExecutor> local_, executor_;
   bool quiet_ = false;
   int jobs_ = 1;
+  std::optional<double> time_limit_s_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace trainsim::cli
