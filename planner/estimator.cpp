@@ -85,7 +85,8 @@ Bound bound(const Config& c) {
 std::optional<Issue> replay_size_issue(const Config& c) {
   const double ops = sim::estimated_replay_ops(*c.model, c.strategy, *c.profile);
   if (ops <= sim::MAX_REPLAY_OPS) return std::nullopt;
-  return Issue{"replay-too-large", fmt::format("the replay would hold about {:.3g} million ops, beyond the limit of {:.0f} million",
+  return Issue{"replay-too-large", fmt::format("a limit of trainsim, not of the configuration: its smallest replay would hold "
+                                               "about {:.3g} million ops, beyond the limit of {:.0f} million",
                                                ops / 1e6, sim::MAX_REPLAY_OPS / 1e6)};
 }
 

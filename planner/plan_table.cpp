@@ -1,6 +1,8 @@
 // `trainsim plan` for people.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "model_params.hpp"
 #include "accuracy.hpp"
 #include "plan_answer.hpp"
@@ -154,6 +156,7 @@ std::string plan_table(const PlanAnswer& a) {
     return out;
   }
   bool without_answer = false;
+  std::vector<std::string> caveats;  // of the asynchronous schemes shown, each once
   out += fmt::format("\n {:>5}  {:<84} {:>10} {:>8} {:>10} {:>11} {:>11} {:>11}\n", "nodes", "best configuration", "step s", "TFLOP/s",
                      "days", "GPU-hours", "cost USD", "energy kWh");
   for (const GroupResult& g : a.groups) {
@@ -167,16 +170,18 @@ std::string plan_table(const PlanAnswer& a) {
       without_answer = true;
       continue;
     }
-    const EntryMetrics m = metrics_of(g.ranked.front(), q);
-    out += fmt::format(" {:>5}  {:<84} {:>10.4g} {:>8.1f} {:>10.4g} {:>11.4g} {:>11.4g} {:>11.4g}\n", g.group.nodes,
-                       describe(g.ranked.front().candidate.strategy), m.step_time_s, m.tflops_per_gpu, m.time_to_train_days,
-                       m.gpu_hours, m.cost_usd, m.energy_kwh);
-    for (std::size_t i = 1; i < g.ranked.size(); ++i) {
+    for (std::size_t i = 0; i < g.ranked.size(); ++i) {
       const EntryMetrics n = metrics_of(g.ranked[i], q);
-      out += fmt::format(" {:>5}  {:<84} {:>10.4g} {:>8.1f} {:>10.4g} {:>11.4g} {:>11.4g} {:>11.4g}\n", "", describe(g.ranked[i].candidate.strategy),
+      const wl::Strategy& s = g.ranked[i].candidate.strategy;
+      const std::string caveat = async_caveat(s);
+      if (!caveat.empty() && std::find(caveats.begin(), caveats.end(), caveat) == caveats.end()) caveats.push_back(caveat);
+      out += fmt::format(" {:>5}  {:<84} {:>10.4g} {:>8.1f} {:>10.4g} {:>11.4g} {:>11.4g} {:>11.4g}\n",
+                         i == 0 ? std::to_string(g.group.nodes) : std::string(), describe(s) + (caveat.empty() ? "" : " *"),
                          n.step_time_s, n.tflops_per_gpu, n.time_to_train_days, n.gpu_hours, n.cost_usd, n.energy_kwh);
     }
   }
+  // Asynchronous schemes (--allow-async) are marked where they rank, as in the single count's entries.
+  for (const std::string& caveat : caveats) out += "  * " + caveat + "\n";
   if (without_answer && !q.uneven_pipelines) out += "Where nothing fits:" + uneven_hint(q) + "\n";
   const auto overall = a.overall();
   if (!overall.empty()) {

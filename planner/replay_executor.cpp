@@ -9,7 +9,7 @@ namespace trainsim::planner {
 
 ReplayOutcome run_job(const ReplayJob& job, const ResultCache& cache, const sim::SimOptions& options) {
   ReplayOutcome out;
-  if (auto hit = cache.load(job.key)) {
+  if (auto hit = cache.load(job.key, job.config.strategy, job.lower_bound_s)) {
     out.result = std::move(*hit);
     out.cached = true;
     return out;

@@ -20,6 +20,7 @@ namespace trainsim::planner {
 struct ReplayJob {
   Config config;
   std::string key;  // ResultCache::key_text
+  double lower_bound_s = 0;  // the step-time bound proven for it: a cached result below it is not used
 };
 
 struct ReplayOutcome {

@@ -9,11 +9,13 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cmath>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 
 #include "config_error.hpp"
@@ -29,7 +31,44 @@
 namespace trainsim::planner {
 namespace {
 
-constexpr int CACHE_SCHEMA_VERSION = 1;
+constexpr int CACHE_SCHEMA_VERSION = 2;  // 2: entries carry a checksum
+
+// An entry is a few kilobytes (a walks file, a group's bounds: some hundred); anything larger is not
+// one of ours, and is never read whole.
+constexpr std::size_t MAX_ENTRY_BYTES = 64 << 20;
+
+// 128 bits over the key and the stored value (as nlohmann dumps it parsed: keys sorted, numbers
+// as they round-trip), so that an entry edited by hand or damaged on disk is told from one written.
+std::string checksum(const std::string& key_text, const nlohmann::json& value) {
+  const std::string text = key_text + "\n" + value.dump();
+  return wl::hex64(wl::fnv1a64(text)) + wl::hex64(wl::fnv1a64(text, 0x84222325cbf29ce4ULL));
+}
+
+// An entry not used, said once per file on stderr (threads may find several at once).
+void say_not_used(const std::string& path, const std::string& why) {
+  static std::mutex lock;
+  const std::lock_guard<std::mutex> hold(lock);
+  std::cerr << "trainsim: warning: results cache entry " << path << " not used (" << why << "): worked out again\n";
+}
+
+// What makes a cached result impossible for its strategy, if anything: a step that is not a
+// positive finite time, one below the bound the sweep proved for it, tokens/s that do not match
+// the step, peaks that are not bytes.
+std::optional<std::string> inconsistency(const sim::SimResult& r, const wl::Strategy& s, double lower_bound_s) {
+  if (!r.simulated) return std::nullopt;
+  if (!std::isfinite(r.step_time_s) || r.step_time_s <= 0) return fmt::format("step_time_s {} is not a positive time", r.step_time_s);
+  if (r.step_time_s < lower_bound_s * (1 - 1e-9)) {
+    return fmt::format("step_time_s {} is below its proven lower bound {}", r.step_time_s, lower_bound_s);
+  }
+  const double tokens = static_cast<double>(s.global_batch) * static_cast<double>(s.seq);
+  if (!std::isfinite(r.tokens_per_s) || std::fabs(r.tokens_per_s * r.step_time_s - tokens) > 1e-6 * tokens) {
+    return fmt::format("tokens_per_s {} does not match {} tokens in a step of {} s", r.tokens_per_s, tokens, r.step_time_s);
+  }
+  for (double bytes : {r.peak_memory_bytes, r.peak_reserved_bytes, r.host_peak_bytes, r.storage_peak_bytes}) {
+    if (!std::isfinite(bytes) || bytes < 0) return fmt::format("a peak of {} bytes", bytes);
+  }
+  return std::nullopt;
+}
 
 // The GNU build ID the linker writes into the executable (a hash of its contents; Debian's
 // toolchain writes one by default), read from the loaded program's notes: no file to read.
@@ -125,20 +164,46 @@ std::string ResultCache::file_name(const std::string& key_text) {
   return wl::hex64(wl::fnv1a64(key_text)) + wl::hex64(wl::fnv1a64(key_text, 0x84222325cbf29ce4ULL)) + ".json";
 }
 
-std::optional<nlohmann::json> ResultCache::load_entry(const std::string& key_text) const {
+std::optional<nlohmann::json> ResultCache::load_entry(const std::string& key_text, const char* field) const {
   if (!enabled()) return std::nullopt;
-  std::ifstream in(dir_ + "/" + file_name(key_text), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string path = dir_ + "/" + file_name(key_text);
+  // Opened without blocking and checked before a byte is read: a FIFO, a device or a directory
+  // put in the cache's place is refused, never waited on or read without end.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;  // not cached
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    say_not_used(path, "not a regular file");
+    return std::nullopt;
+  }
+  if (static_cast<std::size_t>(st.st_size) > MAX_ENTRY_BYTES) {
+    ::close(fd);
+    say_not_used(path, fmt::format("{} bytes, more than any entry holds", st.st_size));
+    return std::nullopt;
+  }
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
   try {
-    nlohmann::json j = nlohmann::json::parse(text.str());
+    nlohmann::json j = nlohmann::json::parse(text);
     if (j.at("schema_version").get<int>() != CACHE_SCHEMA_VERSION || j.at("key").get<std::string>() != key_text) {
+      return std::nullopt;  // another build's or another key's: a miss, not a fault
+    }
+    if (j.at("checksum").get<std::string>() != checksum(key_text, j.at(field))) {
+      say_not_used(path, "its checksum does not match its contents");
       return std::nullopt;
     }
     return j;
   } catch (const std::exception&) {
-    return std::nullopt;  // not ours, or damaged: work it out again
+    say_not_used(path, "not a trainsim cache entry, or damaged");
+    return std::nullopt;
   }
 }
 
@@ -148,6 +213,7 @@ void ResultCache::store_entry(const std::string& key_text, const char* kind, con
   j["schema_version"] = CACHE_SCHEMA_VERSION;
   j["kind"] = kind;
   j["key"] = key_text;
+  j["checksum"] = checksum(key_text, nlohmann::json(value));
   j[field] = std::move(value);
   try {
     OutputSet out;
@@ -159,12 +225,18 @@ void ResultCache::store_entry(const std::string& key_text, const char* kind, con
   }
 }
 
-std::optional<sim::SimResult> ResultCache::load(const std::string& key_text) const {
-  const std::optional<nlohmann::json> j = load_entry(key_text);
+std::optional<sim::SimResult> ResultCache::load(const std::string& key_text, const wl::Strategy& s, double lower_bound_s) const {
+  const std::optional<nlohmann::json> j = load_entry(key_text, "result");
   if (!j) return std::nullopt;
   try {
-    return result_from_json(j->at("result"));
+    sim::SimResult r = result_from_json(j->at("result"));
+    if (const std::optional<std::string> why = inconsistency(r, s, lower_bound_s)) {
+      say_not_used(dir_ + "/" + file_name(key_text), *why);
+      return std::nullopt;
+    }
+    return r;
   } catch (const std::exception&) {
+    say_not_used(dir_ + "/" + file_name(key_text), "not a result trainsim wrote");
     return std::nullopt;
   }
 }
@@ -186,11 +258,16 @@ std::string ResultCache::walks_key_text(const wl::ModelSpec& m, const hw::Cluste
 
 std::map<std::string, double> ResultCache::load_walks(const std::string& key_text) const {
   std::map<std::string, double> out;
-  const std::optional<nlohmann::json> j = load_entry(key_text);
+  const std::optional<nlohmann::json> j = load_entry(key_text, "walks");
   if (!j) return out;
   try {
-    for (const auto& [text, bound] : j->at("walks").items()) out.emplace(text, bound.get<double>());
+    for (const auto& [text, bound] : j->at("walks").items()) {
+      const double b = bound.get<double>();
+      if (!std::isfinite(b)) throw std::runtime_error("a walk bound that is not a finite time");
+      out.emplace(text, b);
+    }
   } catch (const std::exception&) {
+    say_not_used(dir_ + "/" + file_name(key_text), "not the walks trainsim wrote");
     out.clear();
   }
   return out;

@@ -7,7 +7,10 @@
 // writers of one entry (threads, MPI ranks on a shared directory) leave one whole file.
 //
 // The key text is stored in the file and compared on load: a hash collision or a foreign file
-// is a miss, never a wrong answer.
+// is a miss, never a wrong answer. Entries are checked, not trusted: each carries a checksum over
+// its key and value, a result is used only where it is consistent (a positive finite step, not
+// below the bound proven for it, tokens/s matching the step), and only regular files are read;
+// anything else is worked out again, with a warning naming the file and why.
 
 #include <cstdint>
 #include <map>
@@ -38,7 +41,8 @@ class ResultCache {
   static std::string key_text(const Config& c, const sim::SimOptions& options);
   static std::string file_name(const std::string& key_text);
 
-  std::optional<sim::SimResult> load(const std::string& key_text) const;
+  // `s` is the strategy the key names; `lower_bound_s` the step-time bound proven for it (0: none).
+  std::optional<sim::SimResult> load(const std::string& key_text, const wl::Strategy& s, double lower_bound_s) const;
   // Best effort: a cache that cannot be written costs time, not the answer (a warning once).
   void store(const std::string& key_text, const sim::SimResult& r) const;
 
@@ -53,7 +57,9 @@ class ResultCache {
   static std::string default_dir();
 
  private:
-  std::optional<nlohmann::json> load_entry(const std::string& key_text) const;
+  // The entry's document, where it is a regular file of this build and key whose checksum over
+  // `field` holds.
+  std::optional<nlohmann::json> load_entry(const std::string& key_text, const char* field) const;
   void store_entry(const std::string& key_text, const char* kind, const char* field, nlohmann::ordered_json value) const;
 
   std::string dir_;

@@ -72,10 +72,12 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
   const double ops = sim::estimated_replay_ops(r.inputs.model, s, r.profile, options);
   if (ops > sim::MAX_REPLAY_OPS) {
     a.result.fits = false;
+    // A limit of trainsim, not of the configuration: said as such, never as "does not fit".
     a.result.infeasible_reason = fmt::format(
-        "the replay would hold about {:.3g} million ops, beyond trainsim's limit of {:.0f} million "
-        "(about 8 GiB and a minute); use fewer micro-batches per step ({} now){}",
-        ops / 1e6, sim::MAX_REPLAY_OPS / 1e6, s.micro_batches(), options.fold_ranks ? "" : ", or let it fold (no --no-fold)");
+        "a limit of trainsim, not of this configuration: {} would hold about {:.3g} million ops, beyond trainsim's limit of "
+        "{:.0f} million (about 8 GiB and a minute); use fewer micro-batches per step ({} now){}",
+        options.fold_micro_batches ? "even the smallest replay it could extrapolate this step from" : "its replay",
+        ops / 1e6, sim::MAX_REPLAY_OPS / 1e6, s.micro_batches(), options.fold_micro_batches ? "" : ", or let it fold (no --no-fold)");
     return a;
   }
   const auto start = std::chrono::steady_clock::now();

@@ -297,7 +297,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
         assigned.emplace_back(&s, *i);
         if (memo.count(c.text) || std::find(job_texts.begin(), job_texts.end(), c.text) != job_texts.end()) continue;
         const Config config{in.model, in.profile, c.strategy, in.memory_headroom};
-        jobs.push_back({config, ResultCache::key_text(config, in.options)});
+        jobs.push_back({config, ResultCache::key_text(config, in.options), c.best_bound_s()});
         job_texts.push_back(c.text);
       }
     }

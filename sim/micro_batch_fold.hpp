@@ -84,4 +84,23 @@ inline double extend(double c, double e, int m, const FoldTry& t) {
   return e + static_cast<double>(m - (t.b + 2 * t.k)) / t.k * (e - c);
 }
 
+// Where no fold try applies (3b + 3k < m fails, or none grew evenly) and one replay of all `m`
+// micro-batches would exceed trainsim's op limit (`largest`: the most micro-batches one replay may
+// hold): three counts past the warm-up whose line is extended to m, smallest first (k = P, 2P, 4P),
+// each replay within the limit. Such a step is extrapolated, not folded, and said so; the replays
+// together may hold more micro-batches than the step (each stays within the limit, which is what
+// bounds a replay's memory). Empty where the step fits the limit or even the first try would not.
+inline std::vector<FoldTry> extrapolation_tries(const wl::Strategy& s, int m, int largest) {
+  std::vector<FoldTry> out;
+  if (m <= largest) return out;
+  const int period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
+  const int base = s.pp > 1 ? s.pp + 1 : 2;
+  const int first = (base + period - 1) / period * period;
+  for (int k : {period, 2 * period, 4 * period}) {
+    const int b = first + ((m - first) % k + k) % k;  // so that m lies on the line's grid
+    if (b + 2 * k <= largest && b + 2 * k < m) out.push_back({first, b, k});
+  }
+  return out;
+}
+
 }  // namespace trainsim::sim

@@ -230,8 +230,9 @@ class Replays {
 // (tests/sim/fold_test.cpp).
 class MicroBatchFold {
  public:
-  MicroBatchFold(Replays& r, const wl::Strategy& s, std::vector<int> stage_kinds)
-      : r_(r), s_(s), m_(static_cast<int>(s.micro_batches())), stage_kinds_(std::move(stage_kinds)) {}
+  // `largest`: the most micro-batches one replay may hold (trainsim's op limit).
+  MicroBatchFold(Replays& r, const wl::Strategy& s, std::vector<int> stage_kinds, int largest)
+      : r_(r), s_(s), m_(static_cast<int>(s.micro_batches())), stage_kinds_(std::move(stage_kinds)), largest_(largest) {}
 
   Outcome run(bool fold, std::string* trace, std::string* how) {
     int given_up = -1;  // the start whose longer periods would replay too much
@@ -247,25 +248,24 @@ class MicroBatchFold {
         continue;
       }
       attempted_ = true;
-      const std::vector<double> a = flatten(at(b)), c = flatten(at(b + k)), e = flatten(at(b + 2 * k));
-      bool linear = true;
-      for (std::size_t i = 0; i < a.size() && linear; ++i) linear = grows_evenly(a[i], c[i], e[i]);
-      if (!linear) continue;
-      std::vector<double> v(e.size());
-      for (std::size_t i = 0; i < e.size(); ++i) v[i] = extend(c[i], e[i], m_, t);
+      if (off_line(t) > 0) continue;
       *how = fmt::format("{} micro-batches folded: replayed {}, {} and {}, each further {} adding the same work "
                          "(to 1e-9), the step extrapolated to {}",
                          m_ - (b + 2 * k), b, b + k, b + 2 * k, k == 1 ? "micro-batch" : fmt::format("{} micro-batches", k), m_);
-      if (trace != nullptr) r_.run(b + 2 * k, trace);
-      // What the caching allocator reserves beyond the allocated peak does not grow evenly with the
-      // micro-batches (whole segments, which blocks get split): the folded step keeps the largest
-      // replay's excess over its own allocated peak on top of the extrapolated peak.
-      const Outcome& largest = at(b + 2 * k);
-      Outcome o = unflatten(v, largest);
-      for (std::size_t g = 0; g < o.gpu_peak.size(); ++g) {
-        o.gpu_reserved_peak[g] = o.gpu_peak[g] + (largest.gpu_reserved_peak[g] - largest.gpu_peak[g]);
-      }
-      return o;
+      return extended(t, trace);
+    }
+    // One replay of the whole step would pass the op limit: extrapolated from three counts within
+    // it, exact where they grow evenly, otherwise from the widest with how far they were off a line.
+    const std::vector<FoldTry> tries = fold ? extrapolation_tries(s_, m_, largest_) : std::vector<FoldTry>{};
+    for (const FoldTry& t : tries) {
+      const double off = off_line(t);
+      if (off > 0 && &t != &tries.back()) continue;
+      *how = fmt::format("extrapolated, not replayed whole: one replay of all {} micro-batches would pass trainsim's op limit; "
+                         "replayed {}, {} and {}, the step extended along their line{}",
+                         m_, t.b, t.b + t.k, t.b + 2 * t.k,
+                         off > 0 ? fmt::format(" (their step times {:.2g}% off a line: no periodic regime that early)", 100 * off)
+                                 : " (they grow evenly, to 1e-9)");
+      return extended(t, trace);
     }
     *how = fold && attempted_ ? fmt::format("all {} micro-batches replayed (no periodic regime found early enough)", m_)
                               : fmt::format("all {} micro-batch{} replayed", m_, m_ == 1 ? "" : "es");
@@ -273,6 +273,34 @@ class MicroBatchFold {
   }
 
  private:
+  // 0 where every measured quantity grows evenly over the try's three counts; otherwise how far
+  // the step time's second increment is from its first, relative to the step time at b + 2k
+  // (at least 1e-12, so that any unevenness counts).
+  double off_line(const FoldTry& t) {
+    const std::vector<double> a = flatten(at(t.b)), c = flatten(at(t.b + t.k)), e = flatten(at(t.b + 2 * t.k));
+    bool linear = true;
+    for (std::size_t i = 0; i < a.size() && linear; ++i) linear = grows_evenly(a[i], c[i], e[i]);
+    if (linear) return 0;
+    return std::max(1e-12, std::fabs((e[0] - c[0]) - (c[0] - a[0])) / std::max(std::fabs(e[0]), 1e-300));
+  }
+
+  // The step at m along the try's line.
+  Outcome extended(const FoldTry& t, std::string* trace) {
+    const std::vector<double> c = flatten(at(t.b + t.k)), e = flatten(at(t.b + 2 * t.k));
+    std::vector<double> v(e.size());
+    for (std::size_t i = 0; i < e.size(); ++i) v[i] = extend(c[i], e[i], m_, t);
+    if (trace != nullptr) r_.run(t.b + 2 * t.k, trace);
+    // What the caching allocator reserves beyond the allocated peak does not grow evenly with the
+    // micro-batches (whole segments, which blocks get split): the folded step keeps the largest
+    // replay's excess over its own allocated peak on top of the extrapolated peak.
+    const Outcome& widest = at(t.b + 2 * t.k);
+    Outcome o = unflatten(v, widest);
+    for (std::size_t g = 0; g < o.gpu_peak.size(); ++g) {
+      o.gpu_reserved_peak[g] = o.gpu_peak[g] + (widest.gpu_reserved_peak[g] - widest.gpu_peak[g]);
+    }
+    return o;
+  }
+
   const Outcome& at(int micro_batches) {
     auto it = replayed_.find(micro_batches);
     if (it == replayed_.end()) {
@@ -286,6 +314,7 @@ class MicroBatchFold {
   const wl::Strategy& s_;
   int m_;
   std::vector<int> stage_kinds_;  // stage_kind_counts of a pipeline's partition
+  int largest_;
   std::map<int, Outcome> replayed_;
   int replayed_micro_batches_ = 0;
   bool attempted_ = false;
@@ -298,7 +327,9 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
   Replays replays(m, s, profile, memory, options);
   std::string how;
   const std::vector<int> stage_kinds = s.pp > 1 ? stage_kind_counts(wl::partition_stages(m, s)) : std::vector<int>{};
-  const Outcome o = MicroBatchFold(replays, s, stage_kinds)
+  const double per_micro_batch = replay_ops_per_micro_batch(m, s, profile, options);
+  const int largest = static_cast<int>(std::min(MAX_REPLAY_OPS / per_micro_batch, 1e9));
+  const Outcome o = MicroBatchFold(replays, s, stage_kinds, largest)
                         .run(options.fold_micro_batches, options.trace ? &r.trace : nullptr, &how);
   const auto& gpus = replays.gpus();
   r.simulated = true;
@@ -364,22 +395,32 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
 
 }  // namespace
 
-double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
-                            const SimOptions& options) {
+double replay_ops_per_micro_batch(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                                  const SimOptions& options) {
   // Per simulated GPU, replayed micro-batch and unit (a layer, or a ZeRO-3 gather unit; plus the
   // embedding and the head): forward, recompute and backward with their tensor-parallel
   // collectives, fetches, gathers, copies and sends: at most 16 ops.
   const Placement placement(s.tp, s.dp, s.pp, profile.gpus_per_node());
   const double gpus = static_cast<double>(plan_fold(placement, options.fold_ranks).ranks.size());
   const double units = (s.zero_stage == 3 && s.pp == 1 ? 4.0 : 1.0) * static_cast<double>(m.layers) / s.pp + 2;
-  const double m_total = static_cast<double>(s.micro_batches());
-  // Folded: the three counts of the fold's first try (MicroBatchFold), or every micro-batch.
-  const std::vector<int> kinds = s.pp > 1 ? stage_kind_counts(wl::partition_stages(m, s)) : std::vector<int>{};
-  const std::vector<FoldTry> tries = options.fold_micro_batches ? fold_tries(s, static_cast<int>(s.micro_batches()), kinds)
-                                                                : std::vector<FoldTry>{};
-  const double replayed = tries.empty() ? m_total : 3.0 * tries.front().b + 3.0 * tries.front().k;
   const double steps = program_steps(wl::asynchronous(s), TrailingStep::SIMULATE, static_cast<int>(s.micro_batches()), s.pp);
-  return 16.0 * gpus * units * replayed * steps;
+  return 16.0 * gpus * units * steps;
+}
+
+double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                            const SimOptions& options) {
+  // The largest single replay: the widest count of the fold's first try (MicroBatchFold), or of
+  // the first extrapolation where one replay of the step would pass the limit, or every micro-batch.
+  const double per_micro_batch = replay_ops_per_micro_batch(m, s, profile, options);
+  const int micro_batches = static_cast<int>(s.micro_batches());
+  const std::vector<int> kinds = s.pp > 1 ? stage_kind_counts(wl::partition_stages(m, s)) : std::vector<int>{};
+  const std::vector<FoldTry> tries = options.fold_micro_batches ? fold_tries(s, micro_batches, kinds) : std::vector<FoldTry>{};
+  if (!tries.empty()) return per_micro_batch * (tries.front().b + 2 * tries.front().k);
+  const int largest = static_cast<int>(std::min(MAX_REPLAY_OPS / per_micro_batch, 1e9));
+  const std::vector<FoldTry> wide =
+      options.fold_micro_batches ? extrapolation_tries(s, micro_batches, largest) : std::vector<FoldTry>{};
+  if (!wide.empty()) return per_micro_batch * (wide.front().b + 2 * wide.front().k);
+  return per_micro_batch * micro_batches;
 }
 
 SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,

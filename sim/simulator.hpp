@@ -78,11 +78,16 @@ struct SimResult {
 SimResult simulate(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                    const wl::MemoryEstimate& memory, const SimOptions& options = {});
 
-// The most ops one replay may hold: about 2 million ops take some 8 GiB and a minute; a step
-// beyond it is answered as infeasible, naming the limit, before anything is built.
+// The most ops one replay may hold: about 2 million ops take some 8 GiB and a minute. A step whose
+// one replay would pass it is extrapolated from three smaller replays (micro_batch_fold.hpp,
+// extrapolation_tries); only one whose smallest such replay would pass it too is refused, naming
+// the limit, before anything is built.
 inline constexpr double MAX_REPLAY_OPS = 2e6;
-// An upper estimate of the ops the replay of this step holds, from its shape alone (with the
-// folding `options` ask for).
+// An upper estimate of the ops one replay of a micro-batch holds (all simulated GPUs, all steps).
+double replay_ops_per_micro_batch(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
+                                  const SimOptions& options = {});
+// An upper estimate of the ops the largest single replay of this step holds, from its shape alone
+// (with the folding `options` ask for).
 double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                             const SimOptions& options = {});
 

@@ -58,6 +58,10 @@ std::optional<StackRefusal> stack_cannot_run(const Strategy& s, const ModelSpec&
       // (deepspeed/runtime/pipe/schedule.py), without interleaving or sequence parallelism; its
       // activation checkpointing (deepspeed/runtime/activation_checkpointing) recomputes whole
       // layers; ZeRO-Offload has no delayed parameter update there (deepspeed/runtime/zero/).
+      // Tensor parallelism needs the model's own split layers (Megatron-DeepSpeed's mpu): the
+      // engine on a model as written has none (--stack megatron covers Megatron's).
+      need(s.tp == 1, "tp = 1 (DeepSpeed's engine splits no layers; Megatron-LM's tensor parallelism is --stack megatron)",
+           fmt::format("tp {}", s.tp));
       need(s.pp == 1 || s.schedule == Schedule::ONE_F_ONE_B, "schedule 1f1b (DeepSpeed's pipeline engine)",
            std::string(to_string(s.schedule)));
       need(!s.sp, "no sequence parallelism", "sp");

@@ -54,7 +54,8 @@ TEST(CapacityClaims, OneTrillionOnOneDgx2OnlyWithNvmeOffload) {
 }
 
 // The largest GPT-2-shaped model (hidden 1600, 25 heads, layers varied) whose plain data
-// parallelism fits one V100 32 GB, by the planner's search of the dp family.
+// parallelism fits one V100 32 GB: a configuration of the dp family whose replayed peak fits (the
+// planner's one truth for memory, planner/memory_fit.hpp), every one that may fit replayed.
 double largest_plain_dp(bool allow_recompute) {
   const hw::ClusterProfile p = hw::builtin_profile("v100-workstation");
   wl::ModelSpec m = wl::builtin_model("gpt2-1.5b");
@@ -63,9 +64,16 @@ double largest_plain_dp(bool allow_recompute) {
   for (int lo = 1, hi = 400; lo <= hi;) {
     const int layers = (lo + hi) / 2;
     m.layers = layers;
-    const GroupResult g = enumerate_only(m, p, 1, "dp");
-    const bool any = std::any_of(g.pruned.begin(), g.pruned.end(), [&](const Candidate& c) {
-      return allow_recompute || c.strategy.recompute == wl::Recompute::NONE;
+    SweepInputs in;
+    in.model = &m;
+    in.profile = &p;
+    in.seq = m.seq_len;
+    const ResultCache none("", "--cache");
+    Progress quiet(false);
+    auto executor = make_local_executor(2, none, {}, quiet);
+    const GroupResult g = run_sweep(in, {{"", 1, 0, parse_families("dp", "--families"), 1000}}, *executor, quiet).front();
+    const bool any = std::any_of(g.ranked.begin(), g.ranked.end(), [&](const RankedEntry& e) {
+      return allow_recompute || e.candidate.strategy.recompute == wl::Recompute::NONE;
     });
     if (any) fits = layers, lo = layers + 1;
     else hi = layers - 1;
