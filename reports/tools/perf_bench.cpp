@@ -18,6 +18,7 @@
 
 #include "bench_runs.hpp"
 #include "plan_bench.hpp"
+#include "soundness_bench.hpp"
 #include "svg_plot.hpp"
 
 namespace {
@@ -75,10 +76,14 @@ int main(int argc, char** argv) {
   int repeat = 3;
   std::string section = "all";
   app.add_option("--trainsim", trainsim, "The trainsim binary to measure")->capture_default_str();
-  app.add_option("--section", section, "What to measure: simulate (reference steps, cost curve), plan (the planner), or all")
-      ->check(CLI::IsMember({"simulate", "plan", "all"}))
+  std::string property_test = "build/tests/planner_property_test";
+  app.add_option("--section", section,
+                 "What to measure: simulate (reference steps, cost curve), plan (the planner), soundness (the planner's "
+                 "property suites in full, about 20 minutes), or all (all but soundness)")
+      ->check(CLI::IsMember({"simulate", "plan", "soundness", "all"}))
       ->capture_default_str();
   app.add_option("--out", out_dir, "Output folder")->capture_default_str();
+  app.add_option("--property-test", property_test, "The built planner_property_test (--section soundness)")->capture_default_str();
   app.add_option("--repeat", repeat, "Runs per measurement (median reported)")->check(CLI::Range(1, 50))->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -100,6 +105,12 @@ int main(int argc, char** argv) {
     if (section == "plan") {
       std::filesystem::create_directories(out_dir);
       plan_section(trainsim, out_dir, repeat, plan_date, command);
+      return 0;
+    }
+    if (section == "soundness") {
+      std::filesystem::create_directories(out_dir);
+      soundness_section(property_test, out_dir, plan_date, fmt::format("trainsim-bench --section soundness --property-test {} --out {}",
+                                                                      property_test, out_dir));
       return 0;
     }
     std::cerr << "Reference steps (" << repeat << " runs each, median):\n";

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -175,6 +176,36 @@ TEST(PlanAnswers, ATimeLimitAnswersWithWhatItHasAndSaysSo) {
   ASSERT_TRUE(j.contains("incomplete"));
   EXPECT_FALSE(j["incomplete"].is_null());
   EXPECT_NE(j["incomplete"].dump().find("time limit"), std::string::npos) << j["incomplete"];
+}
+
+
+// The targets: the #1 of each plan, simulated on its own, fits the usable memory less the
+// headroom by its replayed reserved peak, and its replayed allocated peak lies within 5% of the
+// memory model's bytes (the reserved peak adds the caching allocator's fragmentation, which the
+// model does not count: under ZeRO-3 with offload, a third more).
+TEST(PlanAnswers, EachTargetPlansFirstFitsByItsReplayAndMatchesTheMemoryModel) {
+  struct Case {
+    std::string model, hw, args;
+  };
+  const std::vector<Case> cases = {
+      {"gpt3-175b", "dgx-a100", "--nodes 64 --global-batch 1536"},
+      {test::source_path("tests/data/llama3-70b-config.json"), "dgx-a100", "--nodes 64 --seq 8192 --global-batch 512"},
+      {"megatron-1t", "dgx2", "--nodes 32"},
+      {"gpt-13b", "v100-workstation", "--nodes 1"},
+  };
+  for (const Case& c : cases) {
+    const nlohmann::json j = plan_json("--model " + c.model + " --hw " + c.hw + " " + c.args + " --top 1");
+    ASSERT_EQ(j["ranked"].size(), 1u) << c.model;
+    test::ScratchDir dir;
+    const std::string file = dir.write("best.json", j["ranked"][0]["strategy"].dump());
+    const std::string seq = c.args.find("--seq 8192") != std::string::npos ? " --seq 8192" : "";
+    const auto r = test::run_trainsim("simulate --model " + c.model + " --hw " + c.hw + " --strategy " + file + seq + " --format json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json s = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(s["fits"].get<bool>()) << c.model << ": " << s["infeasible_reason"];
+    EXPECT_LE(s["peak_reserved_bytes"].get<double>(), s["memory_limit_bytes"].get<double>()) << c.model;
+    EXPECT_NEAR(s["peak_memory_bytes"].get<double>() / s["memory_model_gpu_bytes"].get<double>(), 1.0, 0.05) << c.model;
+  }
 }
 
 }  // namespace
