@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
           "mirror the simulated ones) nor, past the pipeline's warm-up, with identical micro-batches (three micro-batch counts "
           "are replayed and the step extrapolated once it is periodic; sim/README.md). "
           "Rerun: `build/trainsim-bench` from the repository root.\n";
-    md += "\nThe planner's benchmark (`--section plan`) is in [plan.md](plan.md).\n";
+    md += "\nThe planner's benchmark (`--section plan`) is in [plan.md](plan.md); its soundness suites in full (`--section "
+          "soundness`) in [soundness.md](soundness.md).\n";
     std::ofstream(out_dir + "/README.md") << md;
     std::cerr << "wrote " << out_dir << "/bench.json, README.md, cost_curve.svg\n";
     if (section == "all") plan_section(trainsim, out_dir, repeat, plan_date, command);

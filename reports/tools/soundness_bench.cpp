@@ -55,7 +55,8 @@ void soundness_section(const std::string& property_test, const std::string& out_
       md += fmt::format("- **Memory consistency** (planner/memory_fit.hpp): {} random strategies of every family on small "
                         "models and clusters, the memory model's GPU, host and NVMe bytes against the replay's peaks; the model "
                         "may exceed a replayed peak by {:g} of its bytes and fall short by {:g} plus {:.0f} GiB; the largest GPU "
-                        "difference found: {:.1f}% of the model's bytes.\n",
+                        "difference found: {:.1f}% of the model's bytes (every case within that band: the largest relative ones are "
+                        "small cases, where the bytes allowance dominates).\n",
                         s["cases"].get<long>(), s["over"].get<double>(), s["under"].get<double>(),
                         s["under_bytes"].get<double>() / (1024.0 * 1024 * 1024), 100 * s["worst_gpu"].get<double>());
     } else if (name == "gradient_accounting") {
