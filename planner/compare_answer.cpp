@@ -14,19 +14,24 @@
 namespace trainsim::planner {
 namespace {
 
-// The most frequent reason, for a row where nothing fits.
-std::string main_reason(const std::map<std::string, long>& counts, long enumerated) {
+// The most frequent reason, for a row where nothing fits; where the family had no strategy to
+// search, why: the framework named does not run it, or it is asynchronous and --allow-async absent.
+std::string main_reason(const std::map<std::string, long>& counts, long enumerated, const PlanQuestion& q,
+                        std::string_view family) {
   std::string best;
   long n = -1;
   for (const auto& [reason, c] : counts) {
     if (c > n) n = c, best = reason;
   }
-  if (best.empty()) {
-    return enumerated == 0 ? "no strategy of this family that the framework runs on this cluster (asynchronous families need "
-                             "--allow-async)"
-                           : "nothing fits";
+  if (!best.empty()) return fmt::format("nothing fits ({} of {} strategies: {})", n, enumerated, best);
+  if (enumerated > 0) return "nothing fits";
+  if (q.framework.named()) {
+    return fmt::format("no strategy of this family that {} runs ({})", wl::to_string(q.framework.stack.kind), q.framework.source);
   }
-  return fmt::format("nothing fits ({} of {} strategies: {})", n, enumerated, best);
+  if (!q.framework.allow_async && (family == "pipedream" || family == "2bw")) {
+    return "asynchronous (changes the optimizer's math): searched only with --allow-async";
+  }
+  return "no strategy of this family on this cluster";
 }
 
 wl::Strategy resolve_file(const std::string& path, const PlanQuestion& q, wl::ModelSpec& model) {
@@ -62,7 +67,7 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
       CompareRow row;
       row.label = g.group.label;
       if (!g.ranked.empty()) row.entry = g.ranked.front();
-      else row.why_not = main_reason(g.infeasible, g.enumerated);
+      else row.why_not = main_reason(g.infeasible, g.enumerated, pq, g.group.label);
       row.infeasible = g.infeasible;
       row.enumerated = g.enumerated;
       row.candidates = g.candidates;
