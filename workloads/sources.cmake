@@ -18,4 +18,5 @@ set(TRAINSIM_WORKLOADS_SOURCES
   training_stack.cpp
   stack_capabilities.cpp
   stack_layer.cpp
-  reference_stack.cpp)
+  reference_stack.cpp
+  capture_expr.cpp capture_document.cpp capture_scale.cpp captured_layer_cost.cpp)
