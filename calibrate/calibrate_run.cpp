@@ -18,6 +18,7 @@
 #include "profile_writer.hpp"
 #include "report.hpp"
 #include "storage_bench.hpp"
+#include "strict_json.hpp"
 
 namespace trainsim::calibrate {
 namespace {
@@ -210,15 +211,30 @@ int run_compare(const ParsedCommand& command) {
   nlohmann::json docs[2];
   for (int i = 0; i < 2; ++i) {
     const std::string& path = command.inputs[static_cast<std::size_t>(i)];
-    std::ifstream in(path);
-    if (!in) throw UsageError("compare", "a readable summary.json", "\"" + path + "\"");
+    // The one input reader: a regular file of bounded size (a FIFO or /dev/zero is refused, not
+    // waited on or read to the end of memory), strict JSON.
     try {
-      docs[i] = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError("compare", "a summary.json written by trainsim-calibrate", "\"" + path + "\": " + e.what());
+      docs[i] = parse_json_file(path).json;
+    } catch (const ConfigError& e) {
+      throw UsageError("compare", "a summary.json written by trainsim-calibrate", e.what());
+    }
+    // A summary is an object with schema_version 1 and the spread of its figures (headlines.cpp);
+    // anything else ([] or another tool's JSON) has nothing to compare, and "all figures agree"
+    // would be a wrong answer.
+    const nlohmann::json& d = docs[i];
+    if (!d.is_object() || !d.contains("schema_version") || d["schema_version"] != 1 || !d.contains("spread") ||
+        !d["spread"].is_object()) {
+      throw UsageError("compare",
+                       "a summary.json written by trainsim-calibrate (an object with \"schema_version\": 1 and "
+                       "\"spread\")",
+                       "\"" + path + "\": " + describe_json(d));
     }
   }
   const auto c = compare_summaries(docs[0], docs[1], command.inputs[0], command.inputs[1], command.tolerance);
+  if (c.compared == 0) {
+    throw UsageError("compare", "two summaries with at least one headline figure measured in both",
+                     "no figure to compare");
+  }
   std::printf("%s", c.text.c_str());
   std::printf("\n%s\n", c.agree ? "all compared figures agree within the tolerance"
                                 : "some figures differ by more than the tolerance");

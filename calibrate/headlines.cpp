@@ -132,7 +132,8 @@ Comparison compare_summaries(const nlohmann::json& a, const nlohmann::json& b, c
     }
     const double x = value.get<double>(), y = other->get<double>();
     // Relative to the mean of the two, so the comparison is symmetric.
-    const double diff = std::fabs(x - y) / (0.5 * (std::fabs(x) + std::fabs(y)));
+    const double diff = x == y ? 0.0 : std::fabs(x - y) / (0.5 * (std::fabs(x) + std::fabs(y)));
+    ++c.compared;
     const bool ok = diff <= tolerance;
     c.agree = c.agree && ok;
     c.text += "| " + key + " | " + fmt("%.4g", x) + " | " + fmt("%.4g", y) + " | " + fmt("%.2f%%", diff * 100) + " | " +

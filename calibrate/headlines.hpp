@@ -27,6 +27,7 @@ nlohmann::ordered_json summary_json(const std::vector<Headline>& heads, const nl
 struct Comparison {
   std::string text;  // a Markdown table
   bool agree = true;
+  int compared = 0;  // figures numeric in both
 };
 Comparison compare_summaries(const nlohmann::json& a, const nlohmann::json& b, const std::string& name_a,
                              const std::string& name_b, double tolerance);

@@ -1,6 +1,7 @@
 // `trainsim-calibrate rebuild`: the summary, plots and profile of a past run, derived again from
 // its raw_results.json without measuring anything. The measurements and the run's provenance are
 // kept as they were; the rebuild adds when, how and against which base it was redone.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -9,6 +10,7 @@
 #include "config_error.hpp"
 #include "errors.hpp"
 #include "profile_loader.hpp"
+#include "strict_json.hpp"
 
 namespace trainsim::calibrate {
 namespace {
@@ -63,35 +65,81 @@ GpuInfo gpu_from(const nlohmann::json& g) {
   return gpu;
 }
 
+// A field of raw_results.json of the type trainsim-calibrate writes, or a usage error naming it
+// (a number written as a string was an internal error, exit 1).
+const nlohmann::json& field(const nlohmann::json& o, const std::string& where, const char* key) {
+  if (!o.is_object() || !o.contains(key)) {
+    throw UsageError("rebuild", "a raw_results.json with " + where + "." + key, "none");
+  }
+  return o[key];
+}
+
+std::string text_of(const nlohmann::json& o, const std::string& where, const char* key) {
+  const nlohmann::json& v = field(o, where, key);
+  if (!v.is_string()) throw UsageError("rebuild", where + "." + key + " a string", describe_json(v));
+  return v.get<std::string>();
+}
+
+double number_of(const nlohmann::json& o, const std::string& where, const char* key) {
+  const nlohmann::json& v = field(o, where, key);
+  if (!v.is_number() || !std::isfinite(v.get<double>())) {
+    throw UsageError("rebuild", where + "." + key + " a finite number", describe_json(v));
+  }
+  return v.get<double>();
+}
+
 Results results_from(const nlohmann::json& raw) {
   Results r(false);
-  for (const auto& m : raw.at("measurements")) {
-    const auto& s = m.at("stats");
-    r.add({m.at("bench").get<std::string>(), m.at("what").get<std::string>(), nlohmann::ordered_json(m.at("params")),
-           m.at("unit").get<std::string>(),
-           Stats{s.at("median").get<double>(), s.at("min").get<double>(), s.at("max").get<double>(), s.at("q1").get<double>(),
-                 s.at("q3").get<double>(), s.at("n").get<int>()},
-           m.at("check").get<std::string>()});
+  const nlohmann::json& all = raw.at("measurements");
+  if (!all.is_array()) throw UsageError("rebuild", "measurements an array", describe_json(all));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const nlohmann::json& m = all[i];
+    const std::string where = "measurements[" + std::to_string(i) + "]";
+    const nlohmann::json& s = field(m, where, "stats");
+    const std::string sw = where + ".stats";
+    const double n = number_of(s, sw, "n");
+    if (n < 0 || n > 1e9 || n != std::floor(n)) throw UsageError("rebuild", sw + ".n a whole number of samples", describe_json(s["n"]));
+    r.add({text_of(m, where, "bench"), text_of(m, where, "what"), nlohmann::ordered_json(field(m, where, "params")),
+           text_of(m, where, "unit"),
+           Stats{number_of(s, sw, "median"), number_of(s, sw, "min"), number_of(s, sw, "max"), number_of(s, sw, "q1"),
+                 number_of(s, sw, "q3"), static_cast<int>(n)},
+           text_of(m, where, "check")});
   }
-  for (const auto& n : raw.at("provenance").value("notes", nlohmann::json::array())) r.note(n.get<std::string>());
+  for (const auto& n : raw.at("provenance").value("notes", nlohmann::json::array())) {
+    if (!n.is_string()) throw UsageError("rebuild", "provenance.notes strings", describe_json(n));
+    r.note(n.get<std::string>());
+  }
   return r;
 }
+
+int rebuild_from(const ParsedCommand& command, const std::string& path, const nlohmann::json& raw);
 
 }  // namespace
 
 int run_rebuild(const ParsedCommand& command) {
   const std::string& path = command.inputs.front();
-  std::ifstream in(path);
-  if (!in) throw UsageError("rebuild", "a readable raw_results.json", "\"" + path + "\"");
   nlohmann::json raw;
   try {
-    raw = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError("rebuild", "a raw_results.json written by trainsim-calibrate", "\"" + path + "\": " + e.what());
+    raw = parse_json_file(path).json;
+  } catch (const ConfigError& e) {
+    throw UsageError("rebuild", "a raw_results.json written by trainsim-calibrate", e.what());
   }
-  if (!raw.contains("provenance") || !raw.contains("measurements")) {
+  if (!raw.is_object() || !raw.contains("provenance") || !raw.contains("measurements") || !raw["provenance"].is_object()) {
     throw UsageError("rebuild", "a raw_results.json with provenance and measurements", "\"" + path + "\"");
   }
+  // Everything read from the file below: a value of another type than trainsim-calibrate writes
+  // is a usage error naming the file, not an internal error.
+  try {
+    return rebuild_from(command, path, raw);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("rebuild", "a raw_results.json with the types trainsim-calibrate writes",
+                     "\"" + path + "\": " + e.what());
+  }
+}
+
+namespace {
+
+int rebuild_from(const ParsedCommand& command, const std::string& path, const nlohmann::json& raw) {
   const nlohmann::json& prov_in = raw["provenance"];
   Options o = command.options;
   const nlohmann::json run_options = prov_in.value("options", nlohmann::json::object());
@@ -125,5 +173,7 @@ int run_rebuild(const ParsedCommand& command) {
               base ? ", profile.json included" : "");
   return 0;
 }
+
+}  // namespace
 
 }  // namespace trainsim::calibrate

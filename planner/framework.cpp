@@ -5,6 +5,7 @@
 #include "config_error.hpp"
 #include "enum_names.hpp"
 #include "stack_capabilities.hpp"
+#include "stage_partition.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -22,6 +23,20 @@ wl::StackKind pytorch_wrapper(const wl::Strategy& s) {
   if (s.zero_stage >= 2) return wl::StackKind::PYTORCH_FSDP;
   if (s.dp > 1 || s.zero_stage == 1) return wl::StackKind::PYTORCH_DDP;
   return wl::StackKind::PYTORCH;
+}
+
+// Megatron-LM's --recompute-method block N recomputes only the first N layers of each pipeline
+// chunk (transformer_block.py); trainsim models every layer recomputed, so only the layouts whose
+// chunks hold at most N layers are what the launch line runs as modeled (resolve_inputs refuses
+// the others when the layout is given).
+bool block_recompute_covers(const wl::StrategyInput& x, const wl::Strategy& s, const wl::ModelSpec& m) {
+  if (!x.recompute_method || *x.recompute_method != "block" || !x.recompute_num_layers) return true;
+  if (s.recompute != wl::Recompute::FULL || !m.has_architecture()) return true;
+  const wl::StagePartition p = wl::partition_stages(m, s);
+  for (int vs = 0; vs < p.virtual_stages(); ++vs) {
+    if (p.layer_count(vs) > *x.recompute_num_layers) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -118,6 +133,7 @@ std::optional<wl::Strategy> as_run_by(const Framework& f, const wl::Strategy& ca
   }
   if (x.schedule && s.pp > 1 && *x.schedule != s.schedule) return std::nullopt;
   if (x.grad_accum && s.micro_batches() != *x.grad_accum) return std::nullopt;
+  if (!block_recompute_covers(x, s, m)) return std::nullopt;
   wl::Strategy out = s;
   if (f.stack.kind != wl::StackKind::IDEALIZED) {
     out.stack = f.stack;

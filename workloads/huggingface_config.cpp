@@ -23,15 +23,34 @@ void refuse_unmodeled(StrictObject& c) {
       {"sliding_window", "sliding-window attention"},
       {"q_lora_rank", "low-rank (multi-head latent) attention"},
       {"kv_lora_rank", "low-rank (multi-head latent) attention"},
+      {"moe_num_experts", "mixture-of-experts layers"},
+      {"n_shared_experts", "mixture-of-experts layers"},
+      // An encoder-decoder's cross-attention adds a third block to every layer (transformers
+      // builds crossattention when add_cross_attention is true).
+      {"add_cross_attention", "cross-attention layers"},
+      // Weights stored in int8/int4/fp8 (bitsandbytes, GPTQ, AWQ, ...) change every memory figure.
+      {"quantization_config", "quantized weights"},
+  };
+  auto is_off = [](const nlohmann::json& v) {
+    return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0);
+  };
+  auto refuse = [&](const std::string& key, std::string_view what, const nlohmann::json& v) {
+    throw ConfigError(c.source(), key, fmt::format("no {} (not modeled by trainsim: the answer would be wrong)", what),
+                      describe_json(v));
   };
   for (const auto& [key, what] : UNMODELED) {
     if (!c.has(key)) continue;
     const nlohmann::json& v = c.raw(key);
-    const bool off = v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0);
-    if (!off) {
-      throw ConfigError(c.source(), std::string(key),
-                        fmt::format("no {} (not modeled by trainsim: the answer would be wrong)", what),
-                        describe_json(v));
+    if (!is_off(v)) refuse(std::string(key), what, v);
+  }
+  // Experts go by many names ("num_local_experts", "moe_num_experts", "n_shared_experts", DBRX's
+  // "ffn_config": {"moe_num_experts": 16}); any key naming experts that is turned on, at the top
+  // level or one object down, is refused rather than answered as a dense model.
+  for (const auto& [key, v] : c.json().items()) {
+    if (key.find("expert") != std::string::npos && !is_off(v)) refuse(key, "mixture-of-experts layers", v);
+    if (!v.is_object()) continue;
+    for (const auto& [inner, w] : v.items()) {
+      if (inner.find("expert") != std::string::npos && !is_off(w)) refuse(key + "." + inner, "mixture-of-experts layers", w);
     }
   }
 }

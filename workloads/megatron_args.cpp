@@ -57,7 +57,7 @@ constexpr std::string_view NO_EFFECT_WITH_VALUE[] = {
     "--make-vocab-size-divisible-by", "--DDP-impl", "--num-workers", "--data-impl", "--loss-scale",
     "--initial-loss-scale", "--min-loss-scale", "--loss-scale-window", "--hysteresis", "--transformer-impl",
     "--optimizer", "--exit-interval", "--wandb-project", "--distributed-timeout-minutes", "--rotary-percent",
-    "--recompute-method", "--recompute-num-layers", "--attention-softmax-in-fp32-dummy", "--norm-epsilon",
+    "--attention-softmax-in-fp32-dummy", "--norm-epsilon",
     "--num-dataset-builder-threads", "--ckpt-format", "--data-cache-path"};
 // Switches (no value) that do not change what trainsim computes.
 constexpr std::string_view NO_EFFECT_SWITCHES[] = {
@@ -134,6 +134,50 @@ std::vector<std::string> split_args(const std::string& text, const std::string& 
   return out;
 }
 
+// --recompute-method and --recompute-num-layers as Megatron-LM reads them
+// (megatron/core/transformer/transformer_config.py and transformer_block.py, _checkpointed_forward).
+// trainsim models full recompute as every layer's input checkpointed and the layer recomputed on
+// its own: "uniform 1", or "block N" with N at least the layers of every pipeline chunk (checked
+// in resolve_inputs, where the partition is known). "uniform N > 1" (one checkpoint per group of N
+// layers, the group recomputed at once) and "block N" below that (the first N layers of each chunk
+// recomputed, the rest storing every activation) change the memory and the time differently and
+// are refused rather than answered as if every layer were recomputed alone.
+void check_recompute_method(StrategyInput& in, const std::string& flag) {
+  if (!in.recompute_method && !in.recompute_num_layers) return;
+  const std::string given = in.recompute_method ? "--recompute-method" : "--recompute-num-layers";
+  if (!in.recompute) {
+    // Without a granularity Megatron-LM recomputes nothing and never reads the two.
+    if (in.recompute_method) in.no_effect.push_back(in.recompute_method.origin + " (no --recompute-granularity)");
+    if (in.recompute_num_layers) in.no_effect.push_back(in.recompute_num_layers.origin + " (no --recompute-granularity)");
+    in.recompute_method = {};
+    in.recompute_num_layers = {};
+    return;
+  }
+  if (*in.recompute == Recompute::SELECTIVE) {
+    throw ConfigError(flag, given,
+                      "no --recompute-method or --recompute-num-layers with selective recompute (Megatron-LM refuses "
+                      "them: arguments.py and transformer_config.py)",
+                      given + " with " + in.recompute.origin.substr(in.recompute.origin.find(": ") + 2));
+  }
+  if (!in.recompute_method || !in.recompute_num_layers) {
+    throw ConfigError(flag, in.recompute_method ? "--recompute-num-layers" : "--recompute-method",
+                      "--recompute-method and --recompute-num-layers together (Megatron-LM's transformer_config.py "
+                      "needs both under full recompute)",
+                      "only " + given);
+  }
+  if (*in.recompute_method == "uniform" && *in.recompute_num_layers != 1) {
+    throw ConfigError(flag, "--recompute-num-layers",
+                      "1 with --recompute-method uniform (uniform N checkpoints the input of each group of N layers "
+                      "and recomputes the group at once, megatron/core/transformer/transformer_block.py; groups of "
+                      "more than one layer are not modeled)",
+                      std::to_string(*in.recompute_num_layers));
+  }
+  if (*in.recompute_method == "uniform") {
+    in.notes.push_back(flag + ": --recompute-method uniform --recompute-num-layers 1: every layer checkpointed and "
+                              "recomputed on its own, as modeled");
+  }
+}
+
 }  // namespace
 
 StrategyInput strategy_from_megatron_args(const std::string& text, const std::string& flag) {
@@ -171,8 +215,14 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     else if (name == "--ffn-hidden-size") set_i64(in.model.ffn_hidden, limits::FFN_HIDDEN);
     else if (name == "--max-position-embeddings") set_i64(in.model.seq_len, limits::SEQ);
     else if (name == "--vocab-size") set_i64(in.model.vocab, limits::VOCAB);
-    else if (name == "--fp16") in.precision.set(Numerics::FP16_MIXED, origin(name));
-    else if (name == "--bf16") in.precision.set(Numerics::BF16_MIXED, origin(name));
+    else if (name == "--fp16" || name == "--bf16") {
+      // megatron/training/arguments.py (validate_args): `if args.fp16: assert not args.bf16`.
+      if (in.precision) {
+        throw ConfigError(flag, name, "either --fp16 or --bf16, not both (Megatron-LM's arguments.py asserts it)",
+                          "both");
+      }
+      in.precision.set(name == "--fp16" ? Numerics::FP16_MIXED : Numerics::BF16_MIXED, origin(name));
+    }
     else if (name == "--recompute-activations") in.recompute.set(Recompute::SELECTIVE, origin(name));
     else if (name == "--checkpoint-activations") in.recompute.set(Recompute::FULL, origin(name));
     else if (name == "--recompute-granularity") {
@@ -180,7 +230,12 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
       if (v == "full") in.recompute.set(Recompute::FULL, origin(name));
       else if (v == "selective") in.recompute.set(Recompute::SELECTIVE, origin(name));
       else throw ConfigError(flag, name, "\"full\" or \"selective\"", "\"" + v + "\"");
-    } else if (name == "--use-flash-attn") in.attention.set(AttentionImpl::FLASH, origin(name));
+    } else if (name == "--recompute-method") {
+      const std::string v = a.value_of(name);
+      if (v != "block" && v != "uniform") throw ConfigError(flag, name, "\"block\" or \"uniform\"", "\"" + v + "\"");
+      in.recompute_method.set(v, origin(name));
+    } else if (name == "--recompute-num-layers") set_i64(in.recompute_num_layers, limits::LAYERS);
+    else if (name == "--use-flash-attn") in.attention.set(AttentionImpl::FLASH, origin(name));
     else if (name == "--use-distributed-optimizer") in.zero.set(1, origin(name));
     else if (name == "--untie-embeddings-and-output-weights") in.model.untied_embeddings.set(true, origin(name));
     else if (name == "--swiglu") in.model.swiglu.set(true, origin(name));
@@ -230,6 +285,7 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     in.vpp.set(static_cast<int>(per_stage / *layers_per_virtual_stage),
                origin("--num-layers-per-virtual-pipeline-stage"));
   }
+  check_recompute_method(in, flag);
   if (in.vpp && *in.vpp > 1) in.schedule.set(Schedule::INTERLEAVED, in.vpp.origin);
   return in;
 }

@@ -44,6 +44,11 @@ struct StrategyInput {
   Setting<OffloadTarget> offload_params, offload_optimizer;
   Setting<ActivationOffload> offload_activations;
   Setting<Recompute> recompute;
+  // Megatron-LM's --recompute-method ("block" or "uniform") and --recompute-num-layers, under full
+  // recompute: checked against the stage partition in resolve_inputs, since only the choices
+  // that recompute every layer are modeled.
+  Setting<std::string> recompute_method;
+  Setting<std::int64_t> recompute_num_layers;
   Setting<bool> l2l, delayed_update;
   Setting<std::int64_t> micro_batch, global_batch, grad_accum, seq;
   Setting<Numerics> precision;

@@ -1,10 +1,13 @@
 // Defaults and cross-field checks: from what the user said to a Strategy we can run.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "config_error.hpp"
 #include "enum_names.hpp"
 #include "model_loader.hpp"
 #include "stack_capabilities.hpp"
+#include "stage_partition.hpp"
 #include "strategy_input.hpp"
 #include "strategy_rules.hpp"
 
@@ -134,6 +137,30 @@ static void check_stack(const Strategy& s, const StrategyInput& in, const ModelS
   if (auto refusal = stack_cannot_run(s, model)) fail(in.stack.origin, refusal->expected, refusal->got);
 }
 
+// Megatron-LM's --recompute-method block N recomputes the first N layers of each pipeline chunk
+// and stores every activation of the rest (megatron/core/transformer/transformer_block.py,
+// _checkpointed_forward). trainsim models full recompute of every layer only, so N must reach the
+// layers of the largest chunk; below that the answer would be the wrong one, and it is refused.
+static void check_block_recompute(const StrategyInput& in, const ModelSpec& model, const Strategy& s, ResolvedInputs& out) {
+  if (!in.recompute_method || *in.recompute_method != "block" || !in.recompute_num_layers) return;
+  if (s.recompute != Recompute::FULL || !model.has_architecture()) return;
+  const StagePartition partition = partition_stages(model, s);
+  int largest = 0;
+  for (int vs = 0; vs < partition.virtual_stages(); ++vs) largest = std::max(largest, partition.layer_count(vs));
+  if (*in.recompute_num_layers < largest) {
+    fail(in.recompute_num_layers.origin,
+         fmt::format("at least the {} layers of the largest pipeline chunk ({}) with --recompute-method block: block N "
+                     "recomputes only the first N layers of a chunk and stores every activation of the others "
+                     "(Megatron-LM's transformer_block.py), which trainsim does not model",
+                     largest, partition.describe()),
+         std::to_string(*in.recompute_num_layers));
+  }
+  out.notes.push_back(fmt::format("{}: --recompute-method block {} covers every layer of each chunk ({}): every "
+                                  "layer checkpointed and recomputed on its own, as modeled",
+                                  in.recompute_method.origin.substr(0, in.recompute_method.origin.find(": ")),
+                                  *in.recompute_num_layers, largest));
+}
+
 ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const ClusterShape& cluster) {
   ResolvedInputs out;
   out.notes = in.notes;
@@ -244,6 +271,8 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
     const RuleViolation& v = broken.front();
     fail(origin_of(in, v.field), v.expected, v.got);
   }
+
+  check_block_recompute(in, model, s, out);
 
   if (s.nodes > cluster.node_count) {
     out.infeasible_reason = fmt::format("the cluster {} has {} nodes; this configuration needs {}", cluster.name,

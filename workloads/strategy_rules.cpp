@@ -82,6 +82,18 @@ const std::vector<Rule>& rules() {
          if (raw(m) || m.kv_heads % s.tp == 0) return std::nullopt;
          return Broken{Field::TP, fmt::format("a divisor of the key/value heads ({}) of {}", m.kv_heads, m.name), str(s.tp)};
        }},
+      // Megatron-LM splits the MLP's first GEMM by columns and the second by rows over tp
+      // (ColumnParallelLinear / RowParallelLinear), and megatron/core/utils.py divide() asserts that
+      // ffn_hidden_size divides evenly: a remainder would leave ranks of unequal width.
+      {{"tp-divides-ffn", S::STRATEGY, "tp divides the MLP hidden size"},
+       [](const ModelSpec& m, const Strategy& s) -> std::optional<Broken> {
+         if (raw(m) || m.ffn_hidden % s.tp == 0) return std::nullopt;
+         return Broken{Field::TP,
+                       fmt::format("a divisor of the MLP hidden size ({}) of {} (Megatron-LM asserts ffn_hidden_size "
+                                   "% tp == 0 where it splits the MLP)",
+                                   m.ffn_hidden, m.name),
+                       str(s.tp)};
+       }},
       // Layers need not divide evenly (stage_partition.hpp), but every virtual stage holds one.
       {{"layers-per-virtual-stage", S::STRATEGY, "at least one layer per virtual pipeline stage"},
        [](const ModelSpec& m, const Strategy& s) -> std::optional<Broken> {

@@ -87,7 +87,16 @@ void read_stack(StrictObject& o, StrategyInput& in) {
 OffloadTarget read_device(StrictObject& o) {
   static constexpr names::Table<OffloadTarget, 3> DEVICES{
       {{OffloadTarget::NONE, "none"}, {OffloadTarget::CPU, "cpu"}, {OffloadTarget::NVME, "nvme"}}};
-  return o.choice<OffloadTarget>("device", DEVICES);
+  const OffloadTarget device = o.choice<OffloadTarget>("device", DEVICES);
+  // DeepSpeed swaps to files under nvme_path (runtime/swap_tensor/partitioned_param_swapper.py and
+  // optimizer_utils.py join it into the swap folder): an nvme offload without one cannot start.
+  if (device == OffloadTarget::NVME && (!o.has("nvme_path") || o.json().at("nvme_path").is_null())) {
+    throw ConfigError(o.source(), o.path_of("nvme_path"),
+                      "the directory DeepSpeed swaps to when device is \"nvme\" (DeepSpeed cannot offload to NVMe "
+                      "without it)",
+                      "none");
+  }
+  return device;
 }
 
 void read_offload_param(StrictObject o, StrategyInput& in) {
@@ -110,6 +119,38 @@ void read_offload_optimizer(StrictObject o, StrategyInput& in) {
   }
   mark_no_effect(o, in, {"nvme_path", "pin_memory", "fast_init", "pipeline_read", "pipeline_write"});
   o.finish();
+}
+
+// MiCS (Zhang et al. 2022) and ZeRO++ (Wang et al. 2023) change what each GPU holds and what
+// travels: MiCS shards within groups of mics_shard_size GPUs and replicates across them, hpZ keeps
+// a secondary copy of the weights within a node, qwZ and qgZ send int8/int4 weights and
+// gradients. None is modeled, so a value other than DeepSpeed's default (off,
+// deepspeed/runtime/zero/config.py) is refused rather than answered as plain ZeRO.
+void refuse_unmodeled_zero_variants(StrictObject& z, StrategyInput& in) {
+  struct Variant {
+    std::string_view key;
+    nlohmann::json off;
+    std::string_view what;
+  };
+  const Variant variants[] = {
+      {"mics_shard_size", -1, "MiCS sharding (shards in groups, replicas across them)"},
+      {"zero_hpz_partition_size", 1, "ZeRO++ hierarchical partitioning (a secondary weight copy per node)"},
+      {"zero_quantized_weights", false, "ZeRO++ quantized weight all-gathers"},
+      {"zero_quantized_gradients", false, "ZeRO++ quantized gradient reduce-scatter"},
+  };
+  for (const auto& v : variants) {
+    if (!z.has(v.key)) continue;
+    const nlohmann::json& given = z.raw(v.key);
+    if (given == v.off) {
+      in.no_effect.push_back(at(z, v.key));
+      continue;
+    }
+    throw ConfigError(z.source(), z.path_of(v.key),
+                      fmt::format("{} (DeepSpeed's default, off: {} changes memory and traffic and is not modeled by "
+                                  "trainsim)",
+                                  v.off.dump(), v.what),
+                      describe_json(given));
+  }
 }
 
 void read_zero(StrictObject z, StrategyInput& in) {
@@ -137,6 +178,7 @@ void read_zero(StrictObject z, StrategyInput& in) {
       in.buffers_set = true;
     }
   }
+  refuse_unmodeled_zero_variants(z, in);
   // ZeRO-3 is modeled as DeepSpeed's coordinator behaves by default: the next submodule is always
   // prefetched (whatever the bucket size) and freed after use, so these two change nothing here.
   mark_no_effect(z, in,
@@ -144,7 +186,6 @@ void read_zero(StrictObject z, StrategyInput& in) {
                   "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
                   "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
                   "round_robin_gradients", "elastic_checkpoint", "ignore_unused_parameters", "load_from_fp32_weights",
-                  "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size",
                   "memory_efficient_linear", "use_multi_rank_bucket_allreduce", "offload_param_nvme_path"});
   z.finish();
 }
@@ -175,6 +216,8 @@ void StrategyInput::merge(const StrategyInput& later) {
   take(offload_optimizer, later.offload_optimizer);
   take(offload_activations, later.offload_activations);
   take(recompute, later.recompute);
+  take(recompute_method, later.recompute_method);
+  take(recompute_num_layers, later.recompute_num_layers);
   take(l2l, later.l2l);
   take(delayed_update, later.delayed_update);
   take(micro_batch, later.micro_batch);

@@ -196,13 +196,15 @@ std::vector<std::string> allocator_record_files(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return {path};
   std::vector<std::string> out;
+  std::string last = path;  // a failed step is entering the last entry seen, or leaving it
   for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (it->is_regular_file(ec) && name.find(".allocator.rank") != std::string::npos && name.ends_with(".json.gz")) {
-      out.push_back(it->path().generic_string());
-    }
+    last = it->path().generic_string();
+    if (it.depth() >= 32) throw ConfigError(last, "(directory)", "directories nested at most 32 deep under " + path, "deeper");
+    if (name.find(".allocator.rank") == std::string::npos || !name.ends_with(".json.gz")) continue;
+    if (it->is_regular_file(ec)) out.push_back(last);
   }
-  if (ec) throw ConfigError(path, "", "a readable directory of allocator records", ec.message());
+  if (ec) throw ConfigError(last, "(directory)", "a readable directory of allocator records under " + path, ec.message());
   if (out.empty()) throw ConfigError(path, "", "allocator records (*.allocator.rankR.json.gz) under the directory", "none");
   std::sort(out.begin(), out.end());
   return out;

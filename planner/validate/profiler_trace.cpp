@@ -13,6 +13,7 @@
 
 #include "config_error.hpp"
 #include "gzip_file.hpp"
+#include "strict_json.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -24,7 +25,27 @@ constexpr std::size_t MAX_TRACE_BYTES = std::size_t{4} << 30;
 constexpr double MAX_EVENT_US = 8.64e10;
 constexpr double MAX_TIMESTAMP_US = 1e18;
 
+constexpr double MAX_ALLOCATED_BYTES = 16.0 * 1024 * 1024 * 1024 * 1024;
+
 using Interval = std::pair<double, double>;
+
+// An event's ts and dur in microseconds, checked: numbers, finite, a timestamp below 1e18 and a
+// duration from 0 to a day; anything else is not a trace of a step (a ts of 1e308 once gave a
+// step of "inf s").
+template <class Key>
+std::pair<double, double> checked_span(const std::string& path, const nlohmann::json& e, const Key& key) {
+  for (const char* k : {"ts", "dur"}) {
+    if (!e[k].is_number()) throw ConfigError(path, key(k), "a number of microseconds", describe_json(e[k]));
+  }
+  const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+  if (!std::isfinite(ts) || std::fabs(ts) > MAX_TIMESTAMP_US) {
+    throw ConfigError(path, key("ts"), "a finite timestamp below 1e18 microseconds", fmt::format("{}", ts));
+  }
+  if (!std::isfinite(dur) || dur < 0 || dur > MAX_EVENT_US) {
+    throw ConfigError(path, key("dur"), "a duration from 0 to 8.64e10 microseconds (a day)", fmt::format("{}", dur));
+  }
+  return {ts, dur};
+}
 
 double union_length(std::vector<Interval> v) {
   std::sort(v.begin(), v.end());
@@ -84,28 +105,37 @@ TraceSummary read_profiler_trace(const std::string& path) {
   double step_begin = first, step_end = -first;
   TraceSummary t;
   double peak = -1;
-  for (const auto& e : doc["traceEvents"]) {
+  const nlohmann::json& events = doc["traceEvents"];
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const nlohmann::json& e = events[i];
     if (!e.is_object()) continue;
+    auto key = [&](std::string_view k) { return fmt::format("traceEvents[{}].{}", i, k); };
+    if (e.contains("cat") && !e["cat"].is_string()) {
+      throw ConfigError(path, key("cat"), "a string (the event's category, e.g. \"kernel\")", describe_json(e["cat"]));
+    }
     const std::string cat = e.value("cat", "");
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
     const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
     if (name.rfind("ProfilerStep#", 0) == 0 && e.contains("ts") && e.contains("dur")) {
-      step_begin = std::min(step_begin, e["ts"].get<double>());
-      step_end = std::max(step_end, e["ts"].get<double>() + e["dur"].get<double>());
+      const auto [ts, dur] = checked_span(path, e, key);
+      step_begin = std::min(step_begin, ts);
+      step_end = std::max(step_end, ts + dur);
     }
-    if (name == "[memory]" && e.contains("args") && e["args"].contains("Total Allocated")) {
-      peak = std::max(peak, e["args"]["Total Allocated"].get<double>());
+    if (name == "[memory]" && e.contains("args") && e["args"].is_object() && e["args"].contains("Total Allocated")) {
+      const nlohmann::json& v = e["args"]["Total Allocated"];
+      // Bytes on one GPU: from 0 to 16 TiB, past any GPU's memory (hwprofiles allow 16384 GiB).
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > MAX_ALLOCATED_BYTES) {
+        throw ConfigError(path, key("args.Total Allocated"),
+                          "a number of bytes from 0 to 16 TiB (the memory one GPU holds)", describe_json(v));
+      }
+      peak = std::max(peak, v.get<double>());
     }
     if (!gpu) continue;
-    if (!e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) {
-      throw ConfigError(path, "traceEvents", "GPU events with numeric ts and dur (microseconds)", "an event without them");
+    if (!e.contains("ts") || !e.contains("dur")) {
+      throw ConfigError(path, key(e.contains("ts") ? "dur" : "ts"), "GPU events with numeric ts and dur (microseconds)",
+                        "an event without it");
     }
-    const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
-    // Microseconds: a kernel lasts from 0 to a day (MAX_EVENT_US); anything else is not a trace of a step.
-    if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0 || dur > MAX_EVENT_US || std::fabs(ts) > MAX_TIMESTAMP_US) {
-      throw ConfigError(path, "traceEvents", "GPU events with a finite ts and a dur from 0 to 8.64e10 microseconds",
-                        fmt::format("ts {}, dur {} (\"{}\")", ts, dur, name.substr(0, 80)));
-    }
+    const auto [ts, dur] = checked_span(path, e, key);
     const double a = ts * 1e-6, b = a + dur * 1e-6;
     first = std::min(first, a);
     last = std::max(last, b);

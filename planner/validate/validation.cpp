@@ -100,6 +100,10 @@ std::string default_profile(const MeasuredRun& run) {
                     "\"" + run.gpu + "\"");
 }
 
+// Measured runs sit a few folders deep (machine/date/run); 32 is far past that and far below
+// the open-file limit a recursive walk would otherwise reach.
+constexpr int MAX_MEASURED_DEPTH = 32;
+
 ValidationInputs read_validation_inputs(const std::string& measured, const std::string& sidecar, const InputFlags& flags) {
   namespace fs = std::filesystem;
   ValidationInputs in;
@@ -107,11 +111,23 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
   if (fs::is_directory(measured, ec)) {
     if (!sidecar.empty()) throw ConfigError("--sidecar", "--sidecar", "no --sidecar with a directory of measured runs", "\"" + sidecar + "\"");
     std::vector<std::string> files;
-    for (const auto& e : fs::recursive_directory_iterator(measured, ec)) {
-      const std::string p = e.path().string();
-      if (e.is_regular_file() && p.ends_with(".json")) files.push_back(p);
+    // Every step checked, none throwing: a symlink loop, an unreadable subdirectory or a tree
+    // deeper than the open-file limit is an error naming the path, not an internal error.
+    fs::recursive_directory_iterator it(measured, ec);
+    std::string last = measured;  // a failed step is entering the last entry seen, or leaving it
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      const std::string p = it->path().string();
+      last = p;
+      if (it.depth() >= MAX_MEASURED_DEPTH) {
+        throw ConfigError(p, "(directory)", fmt::format("directories nested at most {} deep under {}", MAX_MEASURED_DEPTH, measured),
+                          "deeper");
+      }
+      if (!p.ends_with(".json")) continue;
+      const bool regular = it->is_regular_file(ec);
+      if (ec) throw ConfigError(p, "(file)", "a readable measured-run file or directory", ec.message());
+      if (regular) files.push_back(p);
     }
-    if (ec) throw ConfigError(measured, "", "a readable directory of measured runs", ec.message());
+    if (ec) throw ConfigError(last, "(directory)", "a readable directory of measured runs under " + measured, ec.message());
     std::sort(files.begin(), files.end());
     // A run's name keys its report rows and its known gaps: two runs of one name would make both
     // ambiguous, so the second is refused, naming the first.

@@ -1,6 +1,8 @@
 // The rows known to miss their target (reports/validation/known_gaps.json): read strictly, checked
 // against the validated runs (every listed row must exist), and marked on the rows.
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config_error.hpp"
@@ -15,6 +17,9 @@ std::vector<KnownGap> load_known_gaps(const std::string& path) {
   const auto version = root.integer("schema_version", 1, 1000);
   if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
   std::vector<KnownGap> gaps;
+  // A row listed twice would take whichever reason came last: the second listing is refused,
+  // naming the first.
+  std::map<std::pair<std::string, std::string>, std::string> listed;
   for (StrictObject g : root.objects("gaps")) {
     const std::string metric = g.string("metric");
     if (metric != "step_time" && metric != "peak_allocated" && metric != "bubble_fraction") {
@@ -31,7 +36,14 @@ std::vector<KnownGap> load_known_gaps(const std::string& path) {
       if (!names[i].is_string()) {
         throw ConfigError(doc.source, g.path_of("names") + "[" + std::to_string(i) + "]", "a measured-run name", describe_json(names[i]));
       }
-      gaps.push_back({names[i].get<std::string>(), metric, reason});
+      const std::string name = names[i].get<std::string>();
+      const std::string at = g.path_of("names") + "[" + std::to_string(i) + "]";
+      const auto [first, inserted] = listed.emplace(std::pair{name, metric}, at);
+      if (!inserted) {
+        throw ConfigError(doc.source, at, "each run listed once per metric (" + metric + " of it is listed at " + first->second + ")",
+                          "\"" + name + "\" again");
+      }
+      gaps.push_back({name, metric, reason});
     }
     g.finish();
   }

@@ -1,6 +1,7 @@
 // The built trainsim-calibrate: argument errors exit 2 and write nothing, a GPU request without
 // a GPU says so and exits 3, and the CPU parts run and write a profile the loader accepts.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -87,6 +88,49 @@ TEST(Cli, CompareChecksTheTolerance) {
   EXPECT_EQ(far.exit_code, 1);
   EXPECT_NE(far.out.find("**no**"), std::string::npos) << far.out;
   EXPECT_EQ(run_calibrate("compare " + a + " " + dir.str() + "/missing.json").exit_code, 2);
+}
+
+// Issue 43: an input that is not a summary has nothing to compare; "all compared figures agree"
+// (exit 0) was a wrong answer. A FIFO is refused, not waited on.
+TEST(Cli, CompareRefusesWhatIsNotASummary) {
+  TempDir dir;
+  const std::string a = dir.str() + "/a.json", x = dir.str() + "/x.json", other = dir.str() + "/other.json";
+  std::ofstream(a) << R"({"schema_version": 1, "h2d_pinned_GBps": 50.0, "spread": {}})";
+  std::ofstream(x) << "[]";
+  std::ofstream(other) << R"({"schema_version": 1, "something_else": "text", "spread": {}})";
+  const auto arr = run_calibrate("compare " + a + " " + x);
+  EXPECT_EQ(arr.exit_code, 2) << arr.out;
+  EXPECT_NE(arr.err.find("a summary.json written by trainsim-calibrate (an object with \"schema_version\": 1"),
+            std::string::npos)
+      << arr.err;
+  EXPECT_NE(arr.err.find(x), std::string::npos) << arr.err;
+  EXPECT_EQ(arr.out.find("agree"), std::string::npos) << arr.out;
+  const auto none = run_calibrate("compare " + a + " " + other);
+  EXPECT_EQ(none.exit_code, 2) << none.out;
+  EXPECT_NE(none.err.find("no figure to compare"), std::string::npos) << none.err;
+  // Two figures of 0 agree (0 / 0 was "not within").
+  const std::string z1 = dir.str() + "/z1.json", z2 = dir.str() + "/z2.json";
+  std::ofstream(z1) << R"({"schema_version": 1, "nvme_read_GBps": 0, "spread": {}})";
+  std::ofstream(z2) << R"({"schema_version": 1, "nvme_read_GBps": 0, "spread": {}})";
+  EXPECT_EQ(run_calibrate("compare " + z1 + " " + z2).exit_code, 0);
+  const std::string fifo = dir.str() + "/fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto f = run_calibrate("compare " + fifo + " " + a);
+  EXPECT_EQ(f.exit_code, 2);
+  EXPECT_NE(f.err.find("expected a readable regular file"), std::string::npos) << f.err;
+}
+
+// Issue 43: a raw_results.json whose numbers are strings was an internal error (exit 1).
+TEST(Cli, RebuildRefusesNumbersWrittenAsStrings) {
+  TempDir dir;
+  const std::string raw = dir.str() + "/raw_results.json";
+  std::ofstream(raw) << R"({"schema_version": 1, "provenance": {"host_info": {}, "notes": []}, "measurements": [)"
+                        R"({"bench": "cpu_adam", "what": "w", "params": {}, "unit": "params/s", "check": "ok",)"
+                        R"( "stats": {"median": "1e9", "min": 1, "max": 1, "q1": 1, "q3": 1, "n": 5}}]})";
+  const auto r = run_calibrate("rebuild " + raw + " --out " + dir.str() + "/out");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("measurements[0].stats.median a finite number"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\"1e9\""), std::string::npos) << r.err;
 }
 
 }  // namespace

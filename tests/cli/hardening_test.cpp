@@ -163,5 +163,131 @@ TEST(Hardening, CasesWithAnAnswerGiveTheRightOne) {
   EXPECT_EQ(fp32.exit_code, 0) << fp32.err;
 }
 
+// Issue 43 ("Hardening, second round"), items 3 and 4: framework arguments that would have given
+// a silently wrong answer, and trace or directory inputs that were internal errors (exit 1).
+TEST(Hardening, SecondRoundInputCasesAreExit2WithTheirMessage) {
+  test::ScratchDir dir;
+  const std::string d = dir.path().string();
+  const std::string ds_head = R"({"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": true}, )";
+  dir.write("mics.json", ds_head + R"("zero_optimization": {"stage": 3, "mics_shard_size": 8}})");
+  dir.write("hpz.json", ds_head + R"("zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8}})");
+  dir.write("qw.json", ds_head + R"("zero_optimization": {"stage": 3, "zero_quantized_weights": true}})");
+  dir.write("qg.json", ds_head + R"("zero_optimization": {"stage": 3, "zero_quantized_gradients": true}})");
+  dir.write("nvme_param.json", ds_head + R"("zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})");
+  dir.write("nvme_opt.json", ds_head + R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": null}}})");
+  const nlohmann::json llama = test::read_source_json("tests/data/llama2-7b-config.json");
+  auto hf = [&](const char* file, const char* key, nlohmann::json value) {
+    nlohmann::json j = llama;
+    j[key] = std::move(value);
+    dir.write(file, j.dump());
+  };
+  hf("xattn.json", "add_cross_attention", true);
+  hf("quant.json", "quantization_config", {{"load_in_8bit", true}});
+  hf("moe.json", "moe_num_experts", 8);
+  hf("shared.json", "n_shared_experts", 2);
+  hf("dbrx.json", "ffn_config", {{"moe_num_experts", 16}});
+  auto trace = [&](const char* file, const std::string& event) {
+    dir.write(file, R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_gemm", "ts": 1000, "dur": 80000}, )" +
+                        event + "]}");
+  };
+  trace("step_inf.json", R"({"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#3", "ts": 1e308, "dur": 5})");
+  trace("step_dur.json", R"({"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#3", "ts": 0, "dur": 1e300})");
+  trace("memory_huge.json", R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "ts": 5, "args": {"Total Allocated": 1e300}})");
+  trace("memory_lots.json", R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "ts": 5, "args": {"Total Allocated": "lots"}})");
+  trace("cat5.json", R"({"ph": "X", "cat": 5, "name": "k", "ts": 1, "dur": 1})");
+  trace("ts_x.json", R"({"ph": "X", "cat": "kernel", "name": "k", "ts": "x", "dur": 1})");
+  trace("step_ts_x.json", R"({"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": "x", "dur": 1})");
+  std::filesystem::create_directories(dir.path() / "loop");
+  std::filesystem::create_symlink("self.json", dir.path() / "loop" / "self.json");
+  const std::string gpt2 = " --model gpt2-1.5b";
+  const std::string megatron = "memory --model gpt2-1.5b --gpus 4 --pp 4 --megatron-args ";
+  const std::vector<Case> cases = {
+      {"Megatron block recompute of 4 of 12 layers", megatron + "\"--recompute-granularity full --recompute-method block --recompute-num-layers 4\"",
+       "--megatron-args: --recompute-num-layers: expected at least the 13 layers of the largest pipeline chunk"},
+      {"Megatron uniform recompute in groups of 8", megatron + "\"--recompute-granularity full --recompute-method uniform --recompute-num-layers 8\"",
+       "--megatron-args: --recompute-num-layers: expected 1 with --recompute-method uniform (uniform N checkpoints the input "
+       "of each group of N layers"},
+      {"Megatron recompute method with selective", megatron + "\"--recompute-activations --recompute-method block\"",
+       "--megatron-args: --recompute-method: expected no --recompute-method or --recompute-num-layers with selective"},
+      {"Megatron recompute method without its layer count", megatron + "\"--recompute-granularity full --recompute-method block\"",
+       "--megatron-args: --recompute-num-layers: expected --recompute-method and --recompute-num-layers together"},
+      {"Megatron --fp16 --bf16", "memory --model gpt2-1.5b --megatron-args \"--fp16 --bf16\"",
+       "--megatron-args: --bf16: expected either --fp16 or --bf16, not both (Megatron-LM's arguments.py asserts it), got both"},
+      {"ffn hidden 6401 over tp 8",
+       "memory --gpus 8 --megatron-args \"--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --ffn-hidden-size 6401 "
+       "--tensor-model-parallel-size 8\"",
+       "--megatron-args: --tensor-model-parallel-size: expected a divisor of the MLP hidden size (6401) of megatron-args"},
+      {"DeepSpeed MiCS", "memory --model gpt2-1.5b --deepspeed {dir}/mics.json",
+       "{dir}/mics.json: zero_optimization.mics_shard_size: expected -1 (DeepSpeed's default, off: MiCS sharding"},
+      {"DeepSpeed hpZ", "memory --model gpt2-1.5b --deepspeed {dir}/hpz.json",
+       "{dir}/hpz.json: zero_optimization.zero_hpz_partition_size: expected 1 (DeepSpeed's default, off: ZeRO++"},
+      {"DeepSpeed qwZ", "memory --model gpt2-1.5b --deepspeed {dir}/qw.json",
+       "{dir}/qw.json: zero_optimization.zero_quantized_weights: expected false"},
+      {"DeepSpeed qgZ", "memory --model gpt2-1.5b --deepspeed {dir}/qg.json",
+       "{dir}/qg.json: zero_optimization.zero_quantized_gradients: expected false"},
+      {"DeepSpeed nvme params without a path", "memory --model gpt2-1.5b --deepspeed {dir}/nvme_param.json",
+       "{dir}/nvme_param.json: zero_optimization.offload_param.nvme_path: expected the directory DeepSpeed swaps to"},
+      {"DeepSpeed nvme optimizer with a null path", "memory --model gpt2-1.5b --deepspeed {dir}/nvme_opt.json",
+       "{dir}/nvme_opt.json: zero_optimization.offload_optimizer.nvme_path: expected the directory DeepSpeed swaps to"},
+      {"HF add_cross_attention", "memory --model {dir}/xattn.json",
+       "{dir}/xattn.json: add_cross_attention: expected no cross-attention layers"},
+      {"HF quantization_config", "memory --model {dir}/quant.json",
+       "{dir}/quant.json: quantization_config: expected no quantized weights"},
+      {"HF moe_num_experts", "memory --model {dir}/moe.json",
+       "{dir}/moe.json: moe_num_experts: expected no mixture-of-experts layers"},
+      {"HF n_shared_experts", "memory --model {dir}/shared.json",
+       "{dir}/shared.json: n_shared_experts: expected no mixture-of-experts layers"},
+      {"HF ffn_config.moe_num_experts", "memory --model {dir}/dbrx.json",
+       "{dir}/dbrx.json: ffn_config.moe_num_experts: expected no mixture-of-experts layers"},
+      {"ProfilerStep at ts 1e308", "validate --no-trace --measured {dir}/step_inf.json" + gpt2,
+       "{dir}/step_inf.json: traceEvents[1].ts: expected a finite timestamp below 1e18 microseconds"},
+      {"ProfilerStep of dur 1e300", "validate --no-trace --measured {dir}/step_dur.json" + gpt2,
+       "{dir}/step_dur.json: traceEvents[1].dur: expected a duration from 0 to 8.64e10 microseconds"},
+      {"[memory] of 1e300 bytes", "validate --no-trace --measured {dir}/memory_huge.json" + gpt2,
+       "{dir}/memory_huge.json: traceEvents[1].args.Total Allocated: expected a number of bytes from 0 to 16 TiB"},
+      {"[memory] of \"lots\"", "validate --no-trace --measured {dir}/memory_lots.json" + gpt2,
+       "{dir}/memory_lots.json: traceEvents[1].args.Total Allocated: expected a number of bytes from 0 to 16 TiB "
+       "(the memory one GPU holds), got \"lots\""},
+      {"cat 5", "validate --no-trace --measured {dir}/cat5.json" + gpt2,
+       "{dir}/cat5.json: traceEvents[1].cat: expected a string (the event's category, e.g. \"kernel\"), got 5"},
+      {"kernel ts \"x\"", "validate --no-trace --measured {dir}/ts_x.json" + gpt2,
+       "{dir}/ts_x.json: traceEvents[1].ts: expected a number of microseconds, got \"x\""},
+      {"ProfilerStep ts \"x\"", "validate --no-trace --measured {dir}/step_ts_x.json" + gpt2,
+       "{dir}/step_ts_x.json: traceEvents[1].ts: expected a number of microseconds, got \"x\""},
+      {"symlink loop in a measured directory", "validate --no-trace --measured {dir}/loop",
+       "{dir}/loop/self.json: (file): expected a readable measured-run file or directory, got Too many levels of symbolic links"},
+  };
+  for (const auto& c : cases) {
+    const auto r = test::run_trainsim(expand(c.args, d));
+    const std::string expected = expand(c.message, d);
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << c.name << ":\n  expected: " << expected << "\n  got: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name;
+  }
+}
+
+// Megatron's block N with N covering every layer of each chunk, and uniform 1, are the full
+// recompute trainsim models: answered, with a note that says so, and the same activations as
+// --recompute full. With no granularity, Megatron reads neither flag: no effect.
+TEST(Hardening, MegatronRecomputeMethodsThatRecomputeEveryLayerAreAnswered) {
+  auto activations = [](const std::string& args) {
+    const auto r = test::run_trainsim("memory --model gpt2-1.5b --gpus 4 --pp 4 --format json " + args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const auto full = activations("--recompute full");
+  const auto block = activations("--megatron-args \"--recompute-granularity full --recompute-method block --recompute-num-layers 13\"");
+  const auto uniform = activations("--megatron-args \"--recompute-granularity full --recompute-method uniform --recompute-num-layers 1\"");
+  ASSERT_FALSE(full.is_null());
+  EXPECT_EQ(block["per_gpu"]["activations_bytes"], full["per_gpu"]["activations_bytes"]);
+  EXPECT_EQ(uniform["per_gpu"]["activations_bytes"], full["per_gpu"]["activations_bytes"]);
+  EXPECT_NE(block.dump().find("--recompute-method block 13 covers every layer of each chunk (13)"), std::string::npos);
+  EXPECT_NE(uniform.dump().find("--recompute-method uniform --recompute-num-layers 1: every layer checkpointed"),
+            std::string::npos);
+  const auto none = activations("--megatron-args \"--recompute-method block --recompute-num-layers 4\"");
+  EXPECT_NE(none["inputs"]["no_effect"].dump().find("--recompute-method (no --recompute-granularity)"), std::string::npos)
+      << none["inputs"].dump();
+}
+
 }  // namespace
 }  // namespace trainsim

@@ -351,13 +351,13 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(d.write("t.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "nvjet_x", "ts": 1, "dur": -5}]})")) +
                 " --model gpt2-1.5b";
        },
-       {"t.json", "traceEvents", "a dur from 0 to", "dur -5"}},
+       {"t.json", "traceEvents[0].dur", "a duration from 0 to", "got -5"}},
       {"trace with a duration of 1e308",
        [](const ScratchDir& d) {
          return "--measured " + q(d.write("t.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1e308}]})")) +
                 " --model gpt2-1.5b";
        },
-       {"t.json", "traceEvents", "a dur from 0 to"}},
+       {"t.json", "traceEvents[0].dur", "a duration from 0 to", "got 1e+308"}},
       {"trace without GPU activity",
        [](const ScratchDir& d) { return "--measured " + q(d.write("t.json", R"({"traceEvents": []})")) + " --model gpt2-1.5b"; },
        {"t.json", "traceEvents", "GPU activity"}},
@@ -375,6 +375,15 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json&) {})) + " --known-gaps " + q(gaps) + " --report-dir " + q(d.path().string());
        },
        {"gaps.json", "gaps[0].reason"}},
+      {"known gap listing a run twice",
+       [](const ScratchDir& d) {
+         const std::string gaps = d.write("gaps.json", R"({"schema_version": 1, "gaps": [)"
+                                                       R"({"metric": "step_time", "names": ["a"], "reason": "r"},)"
+                                                       R"({"metric": "step_time", "names": ["b", "a"], "reason": "s"}]})");
+         return "--measured " + q(copy_run(d, [](nlohmann::json&) {})) + " --known-gaps " + q(gaps) + " --report-dir " + q(d.path().string());
+       },
+       {"gaps.json: gaps[1].names[1]: expected each run listed once per metric (step_time of it is listed at gaps[0].names[0])",
+        "got \"a\" again"}},
       {"report dir missing",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json&) {})) + " --report-dir " + q((d.path() / "no").string()); },
        {"--report-dir", "an existing directory"}},

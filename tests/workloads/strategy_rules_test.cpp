@@ -45,7 +45,7 @@ TEST(StrategyRules, EveryViolationIsReportedNotOnlyTheFirst) {
   s.zero_stage = 3;         // not with pp > 1
   s.offload_activations = ActivationOffload::CPU;  // needs full recompute
   const auto v = validate(m, s);
-  EXPECT_EQ(rules_of(v), (std::set<std::string>{"gpus-product", "tp-divides-heads", "tp-divides-kv-heads", "zero-with-pipeline",
+  EXPECT_EQ(rules_of(v), (std::set<std::string>{"gpus-product", "tp-divides-heads", "tp-divides-kv-heads", "tp-divides-ffn", "zero-with-pipeline",
                                                  "activation-offload-needs-full-recompute"}));
   // The replay scope adds what the simulator does not replay.
   s.offload_optimizer = OffloadTarget::CPU;
