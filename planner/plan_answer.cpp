@@ -44,7 +44,10 @@ EntryMetrics metrics_of(const RankedEntry& e, const PlanQuestion& q) {
   m.peak_reserved_bytes = r.peak_reserved_bytes;
   m.host_peak_bytes = r.host_peak_bytes;
   m.storage_peak_bytes = r.storage_peak_bytes;
-  m.time_to_train_s = r.tokens_per_s > 0 ? q.tokens / r.tokens_per_s : 0.0;
+  // Training runs whole steps: fewer tokens than one step's still take that step (a global batch of
+  // 2^31 sequences would otherwise "train" 31B tokens in a fraction of its one 306-day step).
+  const double step_tokens = static_cast<double>(s.global_batch) * static_cast<double>(s.seq);
+  m.time_to_train_s = r.tokens_per_s > 0 ? std::max(q.tokens, step_tokens) / r.tokens_per_s : 0.0;
   m.time_to_train_days = m.time_to_train_s / 86400.0;
   const double hours = m.time_to_train_s / 3600.0;
   m.gpu_hours = s.gpus * hours;
