@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "captured_model.hpp"
 #include "cost_model.hpp"
 #include "enum_names.hpp"
 #include "feasibility.hpp"
@@ -128,6 +129,9 @@ Request resolve_request(const InputFlags& f) {
   if (!r.infeasible_reason) r.infeasible_reason = cluster_infeasibility(r.inputs.strategy, r.profile);
   if (!r.infeasible_reason) r.infeasible_reason = missing_peak(r);
   if (f.memory_headroom) r.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
+  if (!f.capture_file.empty() && !r.infeasible_reason) {
+    r.inputs.model.capture = wl::attach_capture(f.capture_file, "--capture", r.inputs.model, r.inputs.strategy);
+  }
   return r;
 }
 

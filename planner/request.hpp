@@ -22,6 +22,7 @@ struct InputFlags {
   std::string strategy_file;         // --strategy
   std::string deepspeed_file;        // --deepspeed
   std::string megatron_args;         // --megatron-args
+  std::string capture_file;          // --capture: the user's layer, captured (captured_model.hpp)
   std::optional<int> gpus, nodes, dp, tp, pp, vpp, zero, first_stage_layers, last_stage_layers, shards;
   std::optional<bool> sp, l2l, delayed_update;
   std::optional<std::string> schedule, offload_params, offload_optimizer, offload_activations, recompute,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "captured_model.hpp"
 #include "accuracy.hpp"
 #include "config_error.hpp"
 #include "byte_counts.hpp"
@@ -82,6 +83,12 @@ SimulateAnswer answer_simulate(Request request, const sim::SimOptions& options) 
   }
   const auto start = std::chrono::steady_clock::now();
   a.result = sim::simulate(r.inputs.model, s, r.profile, a.memory.estimate, options);
+  if (r.inputs.model.capture) {
+    a.result.assumptions.push_back("each layer's, the embedding's and the head's kernels from the capture " +
+                                   r.inputs.model.capture->describe +
+                                   ", costed by the profile's tables; gradient accumulation, states, communication and the "
+                                   "activations kept from trainsim's model of the stack");
+  }
   a.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // One truth for memory (memory_fit.hpp): the replay's peaks, whatever the memory model said.
   if (const std::optional<MemoryMisfit> misfit = replay_misfit(a.result, a.memory.fit.limits)) {

@@ -4,6 +4,7 @@
 // (`--params 7.5e9`, model states only, as in ZeRO's Table 1).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ struct PublishedCount {
   int significant_digits = 0;  // digits printed ("1008B" -> 4, "1.5B" -> 2)
   std::string source;
 };
+
+struct ModelCapture;  // captured_model.hpp
 
 struct ModelSpec {
   std::string name;
@@ -64,6 +67,9 @@ struct ModelSpec {
   std::vector<std::string> ignored_keys;
   // What a loader assumed while reading (e.g. a float32 checkpoint's training numerics).
   std::vector<std::string> notes;
+  // The user's own layer, captured (`--capture`, captured_model.hpp): replaces trainsim's
+  // PyTorch layer in the costs of a PyTorch stack.
+  std::shared_ptr<const ModelCapture> capture;
 
   bool has_architecture() const { return !raw_params.has_value(); }
   std::int64_t head_dim() const { return hidden / heads; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "captured_model.hpp"
 #include "training_stack.hpp"
 
 namespace trainsim::wl {
@@ -174,6 +175,15 @@ double linear_params_per_layer(const ModelSpec& m) {
 }
 
 LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
+  if (const ModelCapture* cap = captured_for(m, s)) {
+    // The user's layer as captured (casts under autocast included); the stack adds AccumulateGrad's
+    // add of each parameter's gradient from the second micro-batch on.
+    LayerCost c = cap->costs.layers.begin()->second.cost;
+    const Dims d = dims(m, s);
+    c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * d.lp});
+    c.backward.launches += d.accumulate * static_cast<double>(cap->layer_param_tensors);
+    return c;
+  }
   Strategy plain = s;
   plain.stack = {};
   LayerCost c = transformer_layer_cost(m, plain);
@@ -199,6 +209,7 @@ double torch_autocast_cache_bytes(const ModelSpec& m, const Strategy& s) {
 }
 
 PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
+  if (const ModelCapture* cap = captured_for(m, s)) return cap->costs.layers.begin()->second.recompute;
   Strategy plain = s;
   plain.stack = {};
   LayerCost c = transformer_layer_cost(m, plain);
@@ -212,6 +223,15 @@ PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
 }
 
 LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
+  if (const ModelCapture* cap = captured_for(m, s)) {
+    LayerCost c = cap->costs.head;
+    if (!m.tied_embeddings) {
+      const Dims d = dims(m, s);
+      c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h});
+      c.backward.launches += d.accumulate;
+    }
+    return c;
+  }
   Strategy plain = s;
   plain.stack = {};
   LayerCost c = output_layer_cost(m, plain);
@@ -244,6 +264,12 @@ LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
 
 LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
   const Dims d = dims(m, s);
+  if (const ModelCapture* cap = captured_for(m, s)) {
+    LayerCost c = cap->costs.embedding;
+    c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h});
+    c.backward.launches += d.accumulate;
+    return c;
+  }
   const double re = fsdp(s) ? 2.0 : 4.0, Th = d.T * d.h;
   const bool learned = m.position == PositionKind::LEARNED;
   LayerCost c;

@@ -1,5 +1,7 @@
 #include "strategy_identity.hpp"
 
+#include "captured_model.hpp"
+
 #include <fmt/format.h>
 
 namespace trainsim::wl {
@@ -26,7 +28,8 @@ std::string canonical_text(const ModelSpec& m) {
       "dropout={} norm={} mlp={} position={} head={} numerics={} attention={} fp32_residual={} raw_params={:.17g}",
       m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab, m.seq_len, m.type_vocab, m.tied_embeddings ? 1 : 0,
       m.biases ? 1 : 0, m.dropout ? 1 : 0, to_string(m.norm), to_string(m.mlp), to_string(m.position), to_string(m.head),
-      to_string(m.numerics), to_string(m.attention), m.fp32_residual ? 1 : 0, m.raw_params.value_or(-1.0));
+      to_string(m.numerics), to_string(m.attention), m.fp32_residual ? 1 : 0, m.raw_params.value_or(-1.0)) +
+         (m.capture ? " capture=" + m.capture->id : std::string());
 }
 
 std::uint64_t fnv1a64(std::string_view text, std::uint64_t seed) {

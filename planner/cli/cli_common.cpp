@@ -55,6 +55,10 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_option("--nodes", f.nodes, "Nodes")->group("Cluster")->check(whole_number(lim::NODES));
   app.add_option("--strategy", f.strategy_file, "Strategy JSON (flags override it)")->group("Strategy");
   app.add_option("--deepspeed", f.deepspeed_file, "DeepSpeed ds_config.json (flags override it)")->group("Strategy");
+  app.add_option("--capture", f.capture_file,
+                 "Your layer as trainsim_capture recorded it (workloads/capture): costs the layers, embedding and head "
+                 "from its ops under --stack pytorch, pytorch-ddp or pytorch-pipelining")
+      ->group("Model");
   app.add_option("--megatron-args", f.megatron_args, "Megatron-LM arguments, quoted (flags override them)")
       ->group("Strategy");
   app.add_option("--dp", f.dp, "Data-parallel degree")->group("Strategy")->check(whole_number(lim::PARALLEL_DEGREE));

@@ -1,0 +1,100 @@
+#include "captured_model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "capture_scale.hpp"
+#include "config_error.hpp"
+#include "input_file.hpp"
+#include "model_params.hpp"
+#include "strategy_identity.hpp"
+
+namespace trainsim::wl {
+namespace {
+
+// The run's settings that change what PyTorch dispatches, against the stack's: a capture of another
+// precision or without checkpointing where the run recomputes costs other kernels.
+void check_run(const CaptureDocument& doc, const std::string& flag, const Strategy& s) {
+  const std::string where = flag + " " + doc.source;
+  if (!s.stack.is_pytorch()) {
+    throw ConfigError(where, "--stack", "a PyTorch stack (pytorch, pytorch-ddp, pytorch-pipelining): a capture records PyTorch's ops",
+                      std::string(to_string(s.stack.kind)));
+  }
+  if (s.stack.kind == StackKind::PYTORCH_FSDP) {
+    // FSDP2 casts parameters by its MixedPrecisionPolicy where a capture under autocast casts each
+    // weight at its use: the layer's casts would be counted twice.
+    throw ConfigError(where, "--stack", "pytorch, pytorch-ddp or pytorch-pipelining (FSDP2 with a capture is not modeled yet)",
+                      "pytorch-fsdp");
+  }
+  if (doc.run.precision != "autocast-bf16") {
+    throw ConfigError(where, "run.precision", "autocast-bf16 (fp32 weights, bf16 autocast: how --stack pytorch* trains)",
+                      doc.run.precision);
+  }
+  const bool recompute = s.recompute == Recompute::FULL;
+  if (recompute && !doc.run.recompute) {
+    throw ConfigError(where, "run.recompute", "true: the run recomputes every layer (capture with --recompute)", "false");
+  }
+  if (s.recompute == Recompute::SELECTIVE) {
+    throw ConfigError(where, "--recompute", "none or full (PyTorch checkpoints whole layers)", "selective");
+  }
+  if (doc.layers.size() != 1) {
+    throw ConfigError(where, "layers", "one layer kind (models of several layer kinds are not replayed from captures yet)",
+                      fmt::format("{} kinds", doc.layers.size()));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
+                                                   const Strategy& s) {
+  if (!m.has_architecture()) throw ConfigError(flag, "--model", "a model architecture to scale the capture to", "--params");
+  auto out = std::make_shared<ModelCapture>();
+  const std::string bytes = read_input_file(path);
+  CaptureDocument doc = load_capture(path);
+  check_run(doc, flag, s);
+  const SymbolValues changes = capture_changes_for(doc, symbols_of_model(m, s.micro_batch, s.seq));
+  if (!changes.empty()) {
+    if (!doc.scalable) {
+      throw ConfigError(flag + " " + path, "scalable", "a capture with symbols (captured without --no-symbols) to scale to the model",
+                        "false");
+    }
+    doc = scale_capture(doc, changes);
+  }
+  // Another architecture can share the capture's symbols (a GPT-2 has h, a, f, V too): its
+  // parameters, counted from the capture's own parameter shapes, must be the model's.
+  double captured_params = 0;
+  for (const CapturedParam& p : doc.params) {
+    double n = 1;
+    for (const CapturedDim& d : p.shape) n *= static_cast<double>(d.value);
+    const auto kind = doc.layer_counts.find(p.layer_kind);
+    captured_params += p.group == "layer" ? n * static_cast<double>(kind == doc.layer_counts.end() ? 0 : kind->second) : n;
+    out->layer_param_tensors += p.group == "layer" ? 1 : 0;
+  }
+  const double model_params = total_params(m);
+  if (std::fabs(captured_params - model_params) > 1e-9 * model_params) {
+    throw ConfigError(flag + " " + path, "params",
+                      fmt::format("the parameters of --model {} ({:.0f}): a capture of the same architecture", m.name, model_params),
+                      fmt::format("{:.0f} at the model's sizes", captured_params));
+  }
+  out->costs = captured_costs(doc, 1);
+  out->id = path + "#" + hex64(fnv1a64(bytes));
+  out->describe = fmt::format("{} ({}, recorded on the {} device{}; scaled to the model, micro-batch {}, sequence {})", path,
+                              doc.run.precision, doc.run.device, doc.run.recompute ? ", with recompute" : "", s.micro_batch, s.seq);
+  out->doc = std::move(doc);
+  return out;
+}
+
+const ModelCapture* captured_for(const ModelSpec& m, const Strategy& s) {
+  if (!m.capture || !s.stack.is_pytorch()) return nullptr;
+  const SymbolValues& sym = m.capture->doc.symbols;
+  const auto b = sym.find("b"), sq = sym.find("s");
+  if (b == sym.end() || sq == sym.end() || b->second != s.micro_batch || sq->second != s.seq || s.tp != 1) {
+    throw std::invalid_argument(fmt::format("the capture {} was scaled to micro-batch {} and sequence {} at tp 1, not to {}, {}, tp {}",
+                                            m.capture->id, b == sym.end() ? -1 : b->second, sq == sym.end() ? -1 : sq->second,
+                                            s.micro_batch, s.seq, s.tp));
+  }
+  return m.capture.get();
+}
+
+}  // namespace trainsim::wl

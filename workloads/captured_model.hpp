@@ -1,0 +1,40 @@
+#pragma once
+// The user's own layer (issue 39): a capture (workloads/capture/SCHEMA.md) attached to a model, so
+// that the replay costs the operations the user's PyTorch code dispatches instead of trainsim's
+// hand-written PyTorch layer (stack_layer.hpp). What the capture gives: each layer's forward,
+// backward and recompute kernels, the embedding's and the head's (captured_layer_cost.hpp), their
+// launch counts. What stays the stack's (stack_layer.hpp): gradient accumulation across
+// micro-batches, the states, buckets and communication, and the activations kept for the backward.
+//
+// The capture is scaled once, when attached, to the model's sizes and the run's micro-batch and
+// sequence (capture_scale.hpp); a layer cost asked for another micro-batch or sequence is an error
+// (the planner does not search with a capture).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "captured_layer_cost.hpp"
+#include "model.hpp"
+#include "strategy.hpp"
+
+namespace trainsim::wl {
+
+struct ModelCapture {
+  CaptureDocument doc;     // scaled to the model and the run
+  CapturedCosts costs;     // at tp 1 (PyTorch's stacks split no layers)
+  std::string id;          // the file and a hash of its bytes: what results and messages name
+  std::string describe;    // for the answer's Basis line
+  std::int64_t layer_param_tensors = 0;  // a layer's parameter tensors (AccumulateGrad adds one kernel each)
+};
+
+// Loads `path` (a ConfigError names the flag, the file and the key on a bad capture), checks it
+// describes `m` (the same architecture: its ties hold at the model's sizes) and a stack that can
+// run it, and scales it to `m` and the run's micro-batch and sequence.
+std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
+                                                   const Strategy& s);
+
+// The captured costs where `m` carries a capture and `s` runs a PyTorch stack, else null.
+const ModelCapture* captured_for(const ModelSpec& m, const Strategy& s);
+
+}  // namespace trainsim::wl
