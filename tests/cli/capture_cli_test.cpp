@@ -104,5 +104,19 @@ TEST(CaptureCli, WhatACaptureCannotCostIsRefused) {
   EXPECT_NE(bad.err.find("junk.json"), std::string::npos) << bad.err;
 }
 
+
+// A measured run predicted from a capture: `validate --capture` replays the run's step with the
+// captured layer (the run's own model, scaled to). The committed capture was recorded on the CPU
+// (PyTorch 1.13: SDPA's math path where the run used flash attention), so the prediction differs
+// from the hand-written layer's; that it runs, and says so, is what is checked here.
+TEST(CaptureCli, AMeasuredRunIsPredictedFromACapture) {
+  const std::string run = test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.json");
+  const auto with = test::run_trainsim("validate --measured " + run + " --capture " + test::source_path(CAPTURE));
+  const auto without = test::run_trainsim("validate --measured " + run);
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_NE(with.out.find("h200x1_single_llama_L16-h4096_mb1x2"), std::string::npos) << with.out;
+  EXPECT_NE(with.out, without.out);
+}
+
 }  // namespace
 }  // namespace trainsim
