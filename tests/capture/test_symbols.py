@@ -51,4 +51,11 @@ c.eq(multi_tensor_apply_launches([10] * 37, 4), 2, "37 small tensors, depth 4: t
 c.eq(multi_tensor_apply_launches([65536 * 320], 4), 1, "320 chunks: one launch")
 c.eq(multi_tensor_apply_launches([65536 * 320 + 1], 4), 2, "321 chunks: two launches")
 c.eq(multi_tensor_apply_launches([8192 * 28672], 4), 12, "an 8192 x 28672 weight: 3584 chunks, 12 launches")
+# text the grammar does not allow is a ValueError (trainsim_capture --check exits 2), never an IndexError
+for bad in ("b^", "d/", "b/0", "*b", "b+"):
+    try:
+        parse(bad)
+        c.check(False, f"{bad!r} is refused")
+    except ValueError:
+        c.check(True, f"{bad!r} is refused")
 c.done()

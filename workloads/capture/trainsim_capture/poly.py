@@ -177,6 +177,13 @@ def _fmt_frac(c):
     return str(c.numerator) if c.denominator == 1 else f"{c.numerator}/{c.denominator}"
 
 
+def _int_after(toks, pos, text):
+    """The integer after the operator at toks[pos] ("^" or "/"); ValueError where there is none."""
+    if pos + 1 >= len(toks) or not toks[pos + 1].isdigit():
+        raise ValueError(f"bad expression {text!r}: an integer expected after {toks[pos]!r}")
+    return int(toks[pos + 1])
+
+
 def parse(text):
     """Inverse of str(Poly) (and of anything the grammar in the module docstring allows)."""
     if isinstance(text, int):
@@ -203,7 +210,7 @@ def parse(text):
             elif re.match(r"[A-Za-z_]", t):
                 p = 1
                 if pos < len(toks) and toks[pos] == "^":
-                    p = int(toks[pos + 1])
+                    p = _int_after(toks, pos, text)
                     pos += 2
                 mono[t] = mono.get(t, 0) + p
             else:
@@ -212,7 +219,10 @@ def parse(text):
                 pos += 1
                 continue
             if pos < len(toks) and toks[pos] == "/":
-                coef /= int(toks[pos + 1])
+                divisor = _int_after(toks, pos, text)
+                if divisor == 0:
+                    raise ValueError(f"bad expression {text!r}: division by zero")
+                coef /= divisor
                 pos += 2
             break
         result = result + Poly({tuple(sorted(mono.items())): coef})
