@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   std::string property_test = "build/tests/planner_property_test";
   app.add_option("--section", section,
                  "What to measure: simulate (reference steps, cost curve), plan (the planner), soundness (the planner's "
-                 "property suites in full, about 20 minutes), or all (all but soundness)")
+                 "property suites in full, a few minutes), or all (all but soundness)")
       ->check(CLI::IsMember({"simulate", "plan", "soundness", "all"}))
       ->capture_default_str();
   app.add_option("--out", out_dir, "Output folder")->capture_default_str();

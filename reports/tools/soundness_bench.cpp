@@ -23,7 +23,7 @@ void soundness_section(const std::string& property_test, const std::string& out_
   const std::string report = out_dir + "/.soundness-report.jsonl";
   const std::string log = out_dir + "/.soundness.log";
   std::filesystem::remove(report);
-  std::cerr << "Soundness suites (full size; about 20 minutes on 2 cores):\n";
+  std::cerr << "Soundness suites (full size; a few minutes on 2 cores):\n";
   const auto start = std::chrono::steady_clock::now();
   const std::string run = fmt::format("TRAINSIM_SUITE_SIZE=full TRAINSIM_SUITE_REPORT='{}' '{}' > '{}' 2>&1", report, property_test, log);
   const int status = std::system(run.c_str());
