@@ -164,7 +164,7 @@ class StrictBuilder {
   void count_value() {
     if (++values_ > max_values_) {
       throw ConfigError(source_, current_path(), fmt::format("at most {} JSON values in the document (the limit on elements)", max_values_),
-                        fmt::format("more, by {}", where(offset())));
+                        fmt::format("more (at {})", where(offset())));
     }
   }
 

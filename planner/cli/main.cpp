@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     std::cerr << "Run with --help for more information.\n";
     return 2;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "trainsim: error: " << trainsim::printable(plain_parse_error(e.what()), 1024) << "\n";
+    std::cerr << "trainsim: error: " << trainsim::printable(plain_parse_error(e.what()), 1024) << suggestions(app) << "\n";
     std::cerr << "Run with --help for more information.\n";
     return 2;
   } catch (const trainsim::ConfigError& e) {
