@@ -29,6 +29,7 @@ constexpr std::size_t MAX_TRACE_EVENTS = std::size_t{8} << 20;
 constexpr std::size_t MAX_TRACE_DEPTH = 64;
 constexpr std::size_t MAX_EVENT_VALUES = std::size_t{1} << 16;  // in one event, its args included
 constexpr std::size_t MAX_KEPT_VALUES = std::size_t{1} << 20;   // in deviceProperties and distributedInfo
+constexpr std::size_t MAX_VALUE_BYTES = std::size_t{16} << 20;  // one string or number (kernel names are < 1 KB)
 // A GPU event lasts at most a day, and its timestamp (microseconds since some epoch, as CUPTI
 // gives it) stays below 1e18: past that a double no longer holds the microsecond.
 constexpr double MAX_EVENT_US = 8.64e10;
@@ -182,12 +183,20 @@ class TraceAccumulator {
   TraceSummary t_;
 };
 
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 // The decoded text of a trace as nlohmann's parser reads it: one chunk in memory at a time.
+// nlohmann's lexer keeps every character it read since the last token (for its messages): 5 GB of
+// spaces between two tokens would be kept whole, and so would a gigabyte-long string. So a run of
+// whitespace outside strings reaches the parser as one character (JSON does not tell them apart),
+// and a string or number longer than MAX_VALUE_BYTES is refused.
 struct ChunkSource {
   BoundedFileReader& reader;
   std::string_view chunk;
   std::size_t pos = 0;
   std::size_t before = 0;  // decoded bytes in the chunks already consumed
+  bool in_string = false, escaped = false;
+  std::size_t value_bytes = 0;  // of the string or number being read
 
   bool fill() {
     if (pos < chunk.size()) return true;
@@ -197,6 +206,41 @@ struct ChunkSource {
     return !chunk.empty();
   }
   std::size_t offset() const { return before + pos; }
+
+  // Past the character the parser has just read, to the next one it should see.
+  void advance() {
+    const char c = chunk[pos++];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      count_value_byte();
+      return;
+    }
+    if (c == '"') {
+      in_string = true;
+      value_bytes = 0;
+    } else if (is_space(c)) {
+      while (fill() && is_space(chunk[pos])) ++pos;
+      value_bytes = 0;
+    } else if (c == '[' || c == ']' || c == '{' || c == '}' || c == ',' || c == ':') {
+      value_bytes = 0;
+    } else {
+      count_value_byte();
+    }
+  }
+
+  void count_value_byte() {
+    if (++value_bytes > MAX_VALUE_BYTES) {
+      throw ConfigError(reader.path(), "(document)",
+                        fmt::format("strings and numbers of at most {} MiB each (the limit on a value's size)", MAX_VALUE_BYTES >> 20),
+                        fmt::format("a longer one ending past byte {} of the unpacked text", offset()));
+    }
+  }
 };
 
 class ChunkIterator {
@@ -211,7 +255,7 @@ class ChunkIterator {
   explicit ChunkIterator(ChunkSource* s) : s_(s) {}
   reference operator*() const { return s_->chunk[s_->pos]; }
   ChunkIterator& operator++() {
-    ++s_->pos;
+    s_->advance();
     return *this;
   }
   ChunkIterator operator++(int) {

@@ -328,7 +328,10 @@ TEST(Hardening, GzipBombsAndHugeDocumentsStopAtAStatedLimit) {
   for (int i = 0; i < 349525; ++i) empties += "[],";
   dir.write("empties.trace.json.gz", gzipped("{\"traceEvents\": [", empties, 27, "[]]}"));
   // An event nested 100 deep.
-  dir.write("deep.trace.json", "{\"traceEvents\": [" + std::string(100, '[') + std::string(100, ']') + "]}");
+  dir.write("deep.trace.json.gz", gzipped("{\"traceEvents\": [", std::string(100, '[') + std::string(100, ']'), 1, "]}"));
+  // A kernel name of 17 MiB.
+  dir.write("long_name.trace.json.gz",
+            gzipped("{\"traceEvents\": [{\"name\": \"", std::string(std::size_t{1} << 20, 'x'), 17, "\"}]}"));
   // An allocator record whose provenance holds 21 Mi numbers, 42 MB unpacked.
   std::string zeros;
   for (int i = 0; i < (1 << 20); ++i) zeros += "0,";
@@ -340,9 +343,12 @@ TEST(Hardening, GzipBombsAndHugeDocumentsStopAtAStatedLimit) {
        "most 1024 MiB once unpacked, got more"},
       {"9 Mi empty events", "validate --no-trace --measured {dir}/empties.trace.json.gz" + gpt2,
        "{dir}/empties.trace.json.gz: traceEvents: expected at most 8388608 trace events (the limit on events), got more"},
-      {"an event nested 100 deep", "validate --no-trace --measured {dir}/deep.trace.json" + gpt2,
-       "{dir}/deep.trace.json: traceEvents[0]: expected objects and arrays nested at most 64 deep (the limit on depth), "
+      {"an event nested 100 deep", "validate --no-trace --measured {dir}/deep.trace.json.gz" + gpt2,
+       "{dir}/deep.trace.json.gz: traceEvents[0]: expected objects and arrays nested at most 64 deep (the limit on depth), "
        "got deeper nesting at byte "},
+      {"a 17 MiB kernel name", "validate --no-trace --measured {dir}/long_name.trace.json.gz" + gpt2,
+       "{dir}/long_name.trace.json.gz: (document): expected strings and numbers of at most 16 MiB each (the limit on a value's "
+       "size), got a longer one ending past byte 16777244 of the unpacked text"},
       {"21 Mi values in an allocator record", "validate --allocator-record {dir}/zeros.allocator.rank0.json.gz",
        "{dir}/zeros.allocator.rank0.json.gz: provenance[20971517]: expected at most 20971520 JSON values in the document "
        "(the limit on elements), got more (at line 1, column "},

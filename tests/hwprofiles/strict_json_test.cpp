@@ -93,7 +93,7 @@ TEST(StrictJson, SyntaxErrorNamesTheFile) {
 
 // Issue 43: echoed values are escaped and cut once, in ConfigError.
 TEST(ConfigErrorMessage, EscapesControlCharactersAndCutsLongValues) {
-  EXPECT_EQ(printable(std::string("a\0b\x1b[31m\n\t\r\x7f", 11)), "a\\x00b\\x1b[31m\\n\\t\\r\\x7f");
+  EXPECT_EQ(printable(std::string("a\0b\x1b[31m\n\t\r\x7f", 12)), "a\\x00b\\x1b[31m\\n\\t\\r\\x7f");
   EXPECT_EQ(printable("r\xc3\xa9sum\xc3\xa9"), "r\xc3\xa9sum\xc3\xa9");  // UTF-8 kept
   EXPECT_EQ(printable(std::string(10, 'x'), 4), "xxxx... (10 bytes)");
   // Never half a character: "é" is two bytes, cut before it.
