@@ -296,7 +296,8 @@ ClusterProfile builtin_profile(const std::string& name) {
   }
   std::vector<std::string_view> names;
   for (const auto& file : builtin_profile_files()) names.push_back(file.name);
-  throw ConfigError("built-in profiles", name, "one of " + join_names(names) + " or a path to a profile .json");
+  throw ConfigError("built-in profiles", name, "one of " + join_names(names) + " or a path to a profile .json",
+                    "\"" + name + "\"" + did_you_mean(name, names));
 }
 
 std::vector<std::string> builtin_profile_names() {
@@ -315,7 +316,7 @@ ClusterProfile resolve_profile(const std::string& name_or_path, const std::strin
   std::vector<std::string_view> names;
   for (const auto& file : builtin_profile_files()) names.push_back(file.name);
   throw ConfigError(flag, flag, "a built-in cluster (" + join_names(names) + ") or a path to a profile .json",
-                    "\"" + name_or_path + "\"");
+                    "\"" + name_or_path + "\"" + did_you_mean(name_or_path, names));
 }
 
 }  // namespace trainsim::hw

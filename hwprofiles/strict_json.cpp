@@ -6,23 +6,6 @@
 
 namespace trainsim {
 
-namespace {
-// "file.json: gpu.hbm_GBps: expected ..., got ..."; a flag is its own key: "--tp: expected ...".
-std::string config_error_message(const std::string& source, const std::string& key_path, const std::string& expected,
-                                 const std::string& got) {
-  std::string where = source == key_path ? source : source + ": " + key_path;
-  return got.empty() ? fmt::format("{}: expected {}", where, expected)
-                     : fmt::format("{}: expected {}, got {}", where, expected, got);
-}
-}  // namespace
-
-ConfigError::ConfigError(std::string source, std::string key_path, std::string expected, std::string got)
-    : std::runtime_error(config_error_message(source, key_path, expected, got)),
-      source_(std::move(source)),
-      key_path_(std::move(key_path)),
-      expected_(std::move(expected)),
-      got_(std::move(got)) {}
-
 bool NumberRange::contains(double v) const {
   if (!std::isfinite(v)) return false;
   const bool above = min_inclusive ? v >= min : v > min;
@@ -236,7 +219,7 @@ void StrictObject::finish(std::initializer_list<std::string_view> also_allowed) 
     }
     std::vector<std::string_view> names(candidates.begin(), candidates.end());
     throw ConfigError(source_, path_of(key), "one of the known keys " + join_names(names),
-                      fmt::format("the unknown key \"{}\"", key));
+                      fmt::format("the unknown key \"{}\"{}", printable(key), did_you_mean(key, names)));
   }
 }
 

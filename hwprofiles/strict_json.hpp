@@ -33,6 +33,10 @@ inline constexpr std::size_t MAX_JSON_DEPTH = 64;
 // (both lines), nests deeper than MAX_JSON_DEPTH or holds a number beyond a double's range.
 JsonDocument parse_json_file(const std::string& path);
 JsonDocument parse_json_text(std::string_view text, std::string source);
+// The same with at most `max_values` JSON values (objects, arrays, strings, numbers...) in all, so
+// that the document built stays a bounded multiple of the text (50 MB of "[]," once built 4 GB):
+// past it, a ConfigError naming the source and the limit.
+JsonDocument parse_json_text(std::string_view text, std::string source, std::size_t max_values);
 
 // An allowed interval for a number, with the words used in error messages.
 struct NumberRange {
@@ -87,7 +91,7 @@ class StrictObject {
     }
     std::vector<std::string_view> spellings;
     for (const auto& entry : names) spellings.push_back(entry.second);
-    throw ConfigError(source_, path_of(key), "one of " + join_names(spellings), "\"" + text + "\"");
+    throw ConfigError(source_, path_of(key), "one of " + join_names(spellings), "\"" + text + "\"" + did_you_mean(text, spellings));
   }
   template <class Enum>
   std::optional<Enum> optional_choice(std::string_view key, EnumNames<Enum> names) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <iterator>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -67,8 +68,8 @@ class TrackingIterator {
 
 class StrictBuilder {
  public:
-  StrictBuilder(std::string_view text, const std::string& source, const char** furthest)
-      : text_(text), source_(source), furthest_(furthest) {}
+  StrictBuilder(std::string_view text, const std::string& source, const char** furthest, std::size_t max_values)
+      : text_(text), source_(source), furthest_(furthest), max_values_(max_values) {}
 
   json take() { return std::move(root_); }
 
@@ -93,7 +94,7 @@ class StrictBuilder {
     const auto [it, inserted] = top.key_offsets.emplace(k, here);
     if (!inserted) {
       throw ConfigError(source_, path_with(top, k), "each key once in an object",
-                        fmt::format("\"{}\" twice: at {} (value {}) and again at {}", k, where(it->second),
+                        fmt::format("\"{}\" twice: at {} (value {}) and again at {}", printable(k, 80), where(it->second),
                                     describe_json((*top.container)[k]), where(here)));
     }
     top.pending_key = std::move(k);
@@ -160,7 +161,15 @@ class StrictBuilder {
     return &slot;
   }
 
+  void count_value() {
+    if (++values_ > max_values_) {
+      throw ConfigError(source_, current_path(), fmt::format("at most {} JSON values in the document (the limit on elements)", max_values_),
+                        fmt::format("more (at {})", where(offset())));
+    }
+  }
+
   bool value(json v) {
+    count_value();
     std::string path;
     place(std::move(v), &path);
     return true;
@@ -173,6 +182,7 @@ class StrictBuilder {
                         fmt::format("objects and arrays nested at most {} deep", MAX_JSON_DEPTH),
                         fmt::format("deeper nesting at {}", where(offset())));
     }
+    count_value();
     std::string path;
     json* slot = place(std::move(container), &path);
     frames_.push_back(Frame{slot, std::move(path), {}, {}});
@@ -187,6 +197,8 @@ class StrictBuilder {
   std::string_view text_;
   const std::string& source_;
   const char** furthest_;
+  std::size_t max_values_;
+  std::size_t values_ = 0;
   json root_;
   std::vector<Frame> frames_;
 };
@@ -194,8 +206,13 @@ class StrictBuilder {
 }  // namespace
 
 JsonDocument parse_json_text(std::string_view text, std::string source) {
+  // Inputs read whole are at most MAX_INPUT_FILE_BYTES: their values are bounded by their size.
+  return parse_json_text(text, std::move(source), std::numeric_limits<std::size_t>::max());
+}
+
+JsonDocument parse_json_text(std::string_view text, std::string source, std::size_t max_values) {
   const char* furthest = text.data();
-  StrictBuilder builder(text, source, &furthest);
+  StrictBuilder builder(text, source, &furthest, max_values);
   TrackingIterator first(text.data(), &furthest), last(text.data() + text.size(), &furthest);
   json::sax_parse(first, last, &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
                   /*ignore_comments=*/false);

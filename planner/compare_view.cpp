@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "config_error.hpp"
 #include "accuracy.hpp"
 #include "compare_answer.hpp"
 #include "model_params.hpp"
@@ -27,9 +28,9 @@ std::string title(const CompareAnswer& a, const char* what) {
 
 std::string compare_table(const CompareAnswer& a) {
   const PlanQuestion& q = a.question;
-  std::string out = fmt::format("trainsim compare: {} ({}) on {} of {} ({} x {} per node)\n", q.model.name,
+  std::string out = fmt::format("trainsim compare: {} ({}) on {} of {} ({} x {} per node)\n", printable(q.model.name),
                                 human_count(wl::total_params(q.model)),
-                                q.gpus ? fmt::format("{} GPUs", *q.gpus) : fmt::format("{} nodes", q.nodes.front()), q.profile.name,
+                                q.gpus ? fmt::format("{} GPUs", *q.gpus) : fmt::format("{} nodes", q.nodes.front()), printable(q.profile.name),
                                 q.profile.gpus_per_node(), q.profile.gpu.model);
   out += q.global_batch ? fmt::format("  global batch {} x seq {}", *q.global_batch, q.seq)
                         : fmt::format("  global batch: one sequence per GPU (no --global-batch) x seq {}", q.seq);
@@ -65,7 +66,7 @@ std::string compare_table(const CompareAnswer& a) {
                        accuracy_brief(accuracy_card(r.entry->candidate.strategy, q.profile)));
   }
   if (!calibrated_profile(q.profile)) {
-    out += fmt::format("{} is not a calibrated profile: its answers carry its published figures' error besides these.\n", q.profile.name);
+    out += fmt::format("{} is not a calibrated profile: its answers carry its published figures' error besides these.\n", printable(q.profile.name));
   }
   return out;
 }

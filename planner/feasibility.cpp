@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "config_error.hpp"
+
 namespace trainsim::planner {
 
 MemoryFit check_memory_fit(const wl::MemoryEstimate& est, const hw::ClusterProfile& profile, double headroom) {
@@ -20,7 +22,7 @@ std::optional<std::string> cluster_infeasibility(const wl::Strategy& s, const hw
   const bool wants_storage =
       s.offload_params == wl::OffloadTarget::NVME || s.offload_optimizer == wl::OffloadTarget::NVME;
   if (wants_storage && profile.storage.kind == hw::StorageKind::NONE) {
-    return fmt::format("NVMe offload asked for, but the cluster {} has no storage devices", profile.name);
+    return fmt::format("NVMe offload asked for, but the cluster {} has no storage devices", printable(profile.name));
   }
   return std::nullopt;
 }

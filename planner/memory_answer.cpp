@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "config_error.hpp"
 #include "byte_counts.hpp"
 #include "enum_names.hpp"
 
@@ -135,8 +136,8 @@ std::string memory_table(const MemoryAnswer& a) {
   const auto& st = est.stages[static_cast<std::size_t>(est.peak_stage)];
   const auto& s = r.inputs.strategy;
   std::string out;
-  out += fmt::format("trainsim memory: {} ({} parameters) on {} x {} ({} x {} per node)\n", r.inputs.model.name,
-                     human_count(est.total_params), s.nodes, r.profile.name, r.profile.gpus_per_node(),
+  out += fmt::format("trainsim memory: {} ({} parameters) on {} x {} ({} x {} per node)\n", printable(r.inputs.model.name),
+                     human_count(est.total_params), s.nodes, printable(r.profile.name), r.profile.gpus_per_node(),
                      r.profile.gpu.model);
   out += fmt::format("  {} GPUs: {}\n\n", s.gpus, strategy_line(r));
 

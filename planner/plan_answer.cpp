@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "config_error.hpp"
 #include "byte_counts.hpp"
 #include "enum_names.hpp"
 #include "model_params.hpp"
@@ -105,9 +106,9 @@ PlanAnswer answer_plan(PlanQuestion q, const SweepInputs& base, ReplayExecutor& 
   const SweepInputs in = sweep_inputs_for(pq, base);
   std::vector<SweepGroup> groups;
   for (int n : pq.nodes) groups.push_back({fmt::format("{} nodes", n), n, pq.gpus.value_or(0), pq.families, pq.top_k});
-  progress.set_label(fmt::format("plan {} on {} {}", pq.model.name, pq.range() ? fmt::format("{}..{}", pq.nodes.front(), pq.nodes.back())
+  progress.set_label(fmt::format("plan {} on {} {}", printable(pq.model.name), pq.range() ? fmt::format("{}..{}", pq.nodes.front(), pq.nodes.back())
                                                                                  : std::to_string(pq.nodes.front()),
-                                 pq.profile.name));
+                                 printable(pq.profile.name)));
   a.groups = run_sweep(in, groups, executor, progress);
   const bool any = std::any_of(a.groups.begin(), a.groups.end(), [](const GroupResult& g) { return !g.ranked.empty(); });
   const bool stopped = std::any_of(a.groups.begin(), a.groups.end(), [](const GroupResult& g) { return !g.incomplete.empty(); });

@@ -98,7 +98,7 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
   }
   if (q.nodes.back() > cluster_nodes) {
     q.beyond_cluster = fmt::format("node counts {}..{} not searched: {} has {} nodes", cluster_nodes + 1, q.nodes.back(),
-                                   q.profile.name, cluster_nodes);
+                                   printable(q.profile.name), cluster_nodes);
     q.notes.push_back(q.beyond_cluster);
     q.nodes.erase(std::upper_bound(q.nodes.begin(), q.nodes.end(), cluster_nodes), q.nodes.end());
   }

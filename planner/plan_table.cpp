@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "config_error.hpp"
 #include "model_params.hpp"
 #include "accuracy.hpp"
 #include "plan_answer.hpp"
@@ -77,8 +78,8 @@ std::string header(const PlanAnswer& a) {
   const std::string nodes = q.gpus ? fmt::format("{} GPUs", *q.gpus)
                             : q.range() ? fmt::format("{}..{} nodes", q.nodes.front(), q.nodes.back())
                                         : fmt::format("{} node{}", q.nodes.front(), q.nodes.front() == 1 ? "" : "s");
-  std::string out = fmt::format("trainsim plan: {} ({}) on {} of {} ({} x {} per node)\n", q.model.name,
-                                human_count(wl::total_params(q.model)), nodes, q.profile.name, q.profile.gpus_per_node(),
+  std::string out = fmt::format("trainsim plan: {} ({}) on {} of {} ({} x {} per node)\n", printable(q.model.name),
+                                human_count(wl::total_params(q.model)), nodes, printable(q.profile.name), q.profile.gpus_per_node(),
                                 q.profile.gpu.model);
   out += q.global_batch ? fmt::format("  global batch {} x seq {}", *q.global_batch, q.seq)
                         : fmt::format("  global batch: one sequence per GPU (no --global-batch) x seq {}", q.seq);
@@ -97,7 +98,7 @@ std::string header(const PlanAnswer& a) {
 std::string footer(const PlanQuestion& q) {
   return fmt::format("Cost at USD {:.2f} per GPU-hour, energy at {:.1f} kW per node (the node's maximum; {}: {}); CO2 at {:.3g} kg "
                      "per kWh{}\n",
-                     q.profile.cost.price_per_gpu_hour_usd, q.profile.cost.power_per_node_kW, q.profile.name, q.profile.cost.source,
+                     q.profile.cost.price_per_gpu_hour_usd, q.profile.cost.power_per_node_kW, printable(q.profile.name), printable(q.profile.cost.source),
                      q.grid_kg_per_kwh,
                      q.grid_default ? " (US average, Patterson et al. 2021; --grid-kgco2-per-kwh)" : " (--grid-kgco2-per-kwh)");
 }
@@ -107,7 +108,7 @@ std::string min_nodes_text(const PlanAnswer& a) {
   const MinNodes& mn = *a.min_nodes;
   if (!mn.found) {
     return fmt::format("Nothing fits, and no larger node count of {} fits either (tried up to {} nodes, the cluster's size).\n",
-                       a.question.profile.name, std::max(mn.searched_up_to, a.question.nodes.back()));
+                       printable(a.question.profile.name), std::max(mn.searched_up_to, a.question.nodes.back()));
   }
   const RankedEntry& e = mn.group->ranked.front();
   return fmt::format("Nothing fits. The smallest node count that fits is {}, with:\n  {}\n", mn.nodes, describe(e.candidate.strategy)) +

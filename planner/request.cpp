@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "captured_model.hpp"
+#include "config_error.hpp"
 #include "cost_model.hpp"
 #include "enum_names.hpp"
 #include "feasibility.hpp"
@@ -85,7 +86,7 @@ std::optional<std::string> missing_peak(const Request& r) {
   }
   return fmt::format("the {} of {} has no {} peak (gpu.peak_TFLOPs lists {}), the precision {} training computes in; "
                      "choose other numerics with --precision",
-                     r.profile.gpu.model, r.profile.name, hw::to_string(needed), listed,
+                     printable(r.profile.gpu.model), printable(r.profile.name), hw::to_string(needed), listed,
                      wl::to_string(r.inputs.model.numerics));
 }
 

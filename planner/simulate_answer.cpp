@@ -139,8 +139,8 @@ std::string simulate_table(const SimulateAnswer& a) {
   const auto& r = a.result;
   const Request& q = a.memory.request;
   const auto& s = q.inputs.strategy;
-  std::string out = fmt::format("trainsim simulate: {} ({}) on {} x {} ({} GPUs)\n", q.inputs.model.name,
-                                human_count(a.memory.estimate.total_params), s.nodes, q.profile.name, s.gpus);
+  std::string out = fmt::format("trainsim simulate: {} ({}) on {} x {} ({} GPUs)\n", printable(q.inputs.model.name),
+                                human_count(a.memory.estimate.total_params), s.nodes, printable(q.profile.name), s.gpus);
   const std::string pipeline =
       s.pp > 1 ? fmt::format(" x pp {} ({}{})", s.pp, wl::to_string(s.schedule), s.vpp > 1 ? fmt::format(", {} chunks", s.vpp) : "")
                : std::string();

@@ -116,7 +116,7 @@ ModelSpec builtin_model(const std::string& name) {
   }
   std::vector<std::string_view> all;
   for (const auto& file : builtin_model_files()) all.push_back(file.name);
-  throw ConfigError("built-in models", name, "one of " + join_names(all));
+  throw ConfigError("built-in models", name, "one of " + join_names(all), "\"" + name + "\"" + did_you_mean(name, all));
 }
 
 std::vector<std::string> builtin_model_names() {
@@ -134,7 +134,7 @@ ModelSpec resolve_model(const std::string& name_or_path, const std::string& flag
   std::vector<std::string_view> all;
   for (const auto& file : builtin_model_files()) all.push_back(file.name);
   throw ConfigError(flag, flag, "a built-in model (" + join_names(all) + ") or a path to a model or config.json",
-                    "\"" + name_or_path + "\"");
+                    "\"" + name_or_path + "\"" + did_you_mean(name_or_path, all));
 }
 
 ModelSpec model_from_param_count(double params, const std::string& flag) {

@@ -206,7 +206,7 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   } else {
     s.gpus = gpn;
     s.nodes = 1;
-    out.notes.push_back(fmt::format("no --gpus or --nodes: one node of {} ({} GPUs)", cluster.name, gpn));
+    out.notes.push_back(fmt::format("no --gpus or --nodes: one node of {} ({} GPUs)", printable(cluster.name), gpn));
   }
 
   const int model_parallel = s.tp * s.pp;
@@ -275,7 +275,7 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   check_block_recompute(in, model, s, out);
 
   if (s.nodes > cluster.node_count) {
-    out.infeasible_reason = fmt::format("the cluster {} has {} nodes; this configuration needs {}", cluster.name,
+    out.infeasible_reason = fmt::format("the cluster {} has {} nodes; this configuration needs {}", printable(cluster.name),
                                         cluster.node_count, s.nodes);
   }
   out.model = std::move(model);

@@ -7,6 +7,8 @@
 
 #include <iostream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -25,6 +27,31 @@ std::string plain_parse_error(const std::string& what) {
     return what.substr(0, pos) + ": expected once, got it " + what.substr(pos + at_most.size()) + " times";
   }
   return what;
+}
+
+// CLI11 (2.1) names an unknown flag without guessing what was meant: add the closest flag of the
+// subcommand that was being parsed ("--tpp (did you mean \"--tp\"?)"), or the closest subcommand.
+std::string suggestions(const CLI::App& app) {
+  const CLI::App* at = &app;
+  while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+  std::vector<std::string> known;
+  if (at == &app) {
+    for (const CLI::App* sub : app.get_subcommands({})) known.push_back(sub->get_name());
+  } else {
+    for (const CLI::Option* opt : at->get_options()) {
+      for (const std::string& l : opt->get_lnames()) known.push_back("--" + l);
+      for (const std::string& s : opt->get_snames()) known.push_back("-" + s);
+    }
+  }
+  const std::vector<std::string_view> names(known.begin(), known.end());
+  std::string out;
+  for (const std::string& arg : at->remaining()) {
+    const std::string word = arg.substr(0, arg.find('='));
+    if (at != &app && word.rfind('-', 0) != 0) continue;
+    const std::string best = trainsim::closest_name(word, names);
+    if (!best.empty()) out += fmt::format("; for {} did you mean {}?", trainsim::printable(word, 80), best);
+  }
+  return out;
 }
 // Keeps the heap's freed memory for reuse instead of handing it back to the kernel after every
 // large free: a plan builds and drops thousands of per-unit cost tables and programs, and on the
@@ -57,18 +84,22 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::cerr << "trainsim: error: " << trainsim::printable(e.what(), 1024) << suggestions(app) << "\n";
+    std::cerr << "Run with --help for more information.\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "trainsim: error: " << plain_parse_error(e.what()) << "\n";
+    std::cerr << "trainsim: error: " << trainsim::printable(plain_parse_error(e.what()), 1024) << suggestions(app) << "\n";
     std::cerr << "Run with --help for more information.\n";
     return 2;
   } catch (const trainsim::ConfigError& e) {
     std::cerr << "trainsim: error: " << e.what() << "\n";
     return 2;
   } catch (const trainsim::OutputError& e) {
-    std::cerr << "trainsim: error: " << e.what() << "\n";
+    std::cerr << "trainsim: error: " << trainsim::printable(e.what(), 1024) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "trainsim: internal error: " << e.what() << "\n";
+    std::cerr << "trainsim: internal error: " << trainsim::printable(e.what(), 1024) << "\n";
     return 1;
   }
 }

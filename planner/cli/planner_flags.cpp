@@ -82,7 +82,21 @@ SweepRuntime::SweepRuntime(const RunFlags& r) : quiet_(r.quiet), time_limit_s_(r
   if (mpi_.size() == 1) defer_first_interrupt();
   if (r.no_cache && !r.cache.empty()) throw ConfigError("--no-cache", "--no-cache", "either --cache DIR or --no-cache", "both");
   const std::string dir = r.no_cache ? std::string() : r.cache.empty() ? planner::ResultCache::default_dir() : r.cache;
-  cache_ = std::make_unique<planner::ResultCache>(dir, r.cache.empty() ? "--cache (default)" : "--cache");
+  if (!r.cache.empty() || dir.empty()) {
+    cache_ = std::make_unique<planner::ResultCache>(dir, "--cache");
+  } else {
+    // The default directory is a convenience, not something the user asked for: an unwritable
+    // HOME (a service account, a read-only container) runs without the cache, said once.
+    try {
+      cache_ = std::make_unique<planner::ResultCache>(dir, "--cache (default)");
+    } catch (const ConfigError& e) {
+      if (writes_output()) {
+        std::cerr << "trainsim: warning: running without the results cache: " << e.what()
+                  << "; give --cache DIR or --no-cache\n";
+      }
+      cache_ = std::make_unique<planner::ResultCache>(std::string(), "--cache (default)");
+    }
+  }
   progress_ = std::make_unique<planner::Progress>(!r.quiet && writes_output() && planner::Progress::stderr_is_terminal());
   const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
   jobs_ = r.jobs > 0 ? r.jobs : online > 0 ? static_cast<int>(online) : 1;

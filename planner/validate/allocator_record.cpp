@@ -21,6 +21,9 @@ namespace fs = std::filesystem;
 // A record of a few steps is a few MB unpacked; the allocator's history holds at most 4 million
 // entries (run_step_allocator.py), well below this.
 constexpr std::size_t MAX_RECORD_BYTES = std::size_t{512} << 20;
+// Its four event arrays of up to 4 Mi entries each, and the segments: the limit on JSON values
+// keeps the document built from it to about 1 GB (a 600 MB record of "[]," would build 8 GB).
+constexpr std::size_t MAX_RECORD_VALUES = std::size_t{20} << 20;
 constexpr std::int64_t MAX_BYTES = std::int64_t{1} << 50;  // no GPU holds a PiB
 constexpr std::int64_t INT64_MAX_V = std::numeric_limits<std::int64_t>::max();
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
@@ -118,7 +121,7 @@ AllocatorRecord load_allocator_record(const std::string& path) {
 }
 
 AllocatorRecord parse_allocator_record(std::string_view text, const std::string& path) {
-  const JsonDocument doc = parse_json_text(text, path);
+  const JsonDocument doc = parse_json_text(text, path, MAX_RECORD_VALUES);
   StrictObject root(doc.json, doc.source, "");
   root.integer("schema_version", 1, 1);
   const std::string kind = root.string("kind");

@@ -6,7 +6,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
@@ -18,8 +20,16 @@
 namespace trainsim::planner {
 namespace {
 
-// Traces of a whole step are tens of MB; anything beyond 4 GiB is not one.
-constexpr std::size_t MAX_TRACE_BYTES = std::size_t{4} << 30;
+// The trace is read as a stream (never whole) under stated limits, each an exit-2 error naming the
+// file and the limit. Traces of a whole step are tens of MB and some hundred thousand events;
+// these allow 20 to 50 times that, and bound the memory a trace can take to a few hundred MB (the
+// intervals of 8 Mi events) and the time to a few seconds.
+constexpr std::size_t MAX_TRACE_BYTES = std::size_t{1} << 30;  // decoded
+constexpr std::size_t MAX_TRACE_EVENTS = std::size_t{8} << 20;
+constexpr std::size_t MAX_TRACE_DEPTH = 64;
+constexpr std::size_t MAX_EVENT_VALUES = std::size_t{1} << 16;  // in one event, its args included
+constexpr std::size_t MAX_KEPT_VALUES = std::size_t{1} << 20;   // in deviceProperties and distributedInfo
+constexpr std::size_t MAX_VALUE_BYTES = std::size_t{16} << 20;  // one string or number (kernel names are < 1 KB)
 // A GPU event lasts at most a day, and its timestamp (microseconds since some epoch, as CUPTI
 // gives it) stays below 1e18: past that a double no longer holds the microsecond.
 constexpr double MAX_EVENT_US = 8.64e10;
@@ -92,90 +102,388 @@ const char* kernel_class(std::string_view name) {
   return "other";
 }
 
-TraceSummary read_profiler_trace(const std::string& path) {
-  const std::string text = read_maybe_gzipped(path, "a readable profiler trace (Chrome trace JSON, optionally gzipped)", MAX_TRACE_BYTES);
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded()) throw ConfigError(path, "", "a Chrome trace JSON document", "text that is not JSON");
-  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
-    throw ConfigError(path, "traceEvents", "an array of trace events (torch.profiler's export_chrome_trace)",
-                      doc.is_object() ? "no such array" : "not an object");
-  }
-  std::vector<Interval> compute, nccl, all;
-  double first = std::numeric_limits<double>::infinity(), last = -first;
-  double step_begin = first, step_end = -first;
-  TraceSummary t;
-  double peak = -1;
-  const nlohmann::json& events = doc["traceEvents"];
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    const nlohmann::json& e = events[i];
-    if (!e.is_object()) continue;
+namespace {
+
+// What one pass over the trace's events keeps: the GPU intervals, the step's bounds, the peak.
+class TraceAccumulator {
+ public:
+  explicit TraceAccumulator(const std::string& path) : path_(path) {}
+
+  void add(const nlohmann::json& e, std::size_t i) {
+    if (!e.is_object()) return;
     auto key = [&](std::string_view k) { return fmt::format("traceEvents[{}].{}", i, k); };
     if (e.contains("cat") && !e["cat"].is_string()) {
-      throw ConfigError(path, key("cat"), "a string (the event's category, e.g. \"kernel\")", describe_json(e["cat"]));
+      throw ConfigError(path_, key("cat"), "a string (the event's category, e.g. \"kernel\")", describe_json(e["cat"]));
     }
     const std::string cat = e.value("cat", "");
     const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
     const bool gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
     if (name.rfind("ProfilerStep#", 0) == 0 && e.contains("ts") && e.contains("dur")) {
-      const auto [ts, dur] = checked_span(path, e, key);
-      step_begin = std::min(step_begin, ts);
-      step_end = std::max(step_end, ts + dur);
+      const auto [ts, dur] = checked_span(path_, e, key);
+      step_begin_ = std::min(step_begin_, ts);
+      step_end_ = std::max(step_end_, ts + dur);
     }
     if (name == "[memory]" && e.contains("args") && e["args"].is_object() && e["args"].contains("Total Allocated")) {
       const nlohmann::json& v = e["args"]["Total Allocated"];
       // Bytes on one GPU: from 0 to 16 TiB, past any GPU's memory (hwprofiles allow 16384 GiB).
       if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > MAX_ALLOCATED_BYTES) {
-        throw ConfigError(path, key("args.Total Allocated"),
+        throw ConfigError(path_, key("args.Total Allocated"),
                           "a number of bytes from 0 to 16 TiB (the memory one GPU holds)", describe_json(v));
       }
-      peak = std::max(peak, v.get<double>());
+      peak_ = std::max(peak_, v.get<double>());
     }
-    if (!gpu) continue;
+    if (!gpu) return;
     if (!e.contains("ts") || !e.contains("dur")) {
-      throw ConfigError(path, key(e.contains("ts") ? "dur" : "ts"), "GPU events with numeric ts and dur (microseconds)",
+      throw ConfigError(path_, key(e.contains("ts") ? "dur" : "ts"), "GPU events with numeric ts and dur (microseconds)",
                         "an event without it");
     }
-    const auto [ts, dur] = checked_span(path, e, key);
+    const auto [ts, dur] = checked_span(path_, e, key);
     const double a = ts * 1e-6, b = a + dur * 1e-6;
-    first = std::min(first, a);
-    last = std::max(last, b);
-    all.emplace_back(a, b);
-    (cat == "kernel" && is_nccl(name) ? nccl : compute).emplace_back(a, b);
+    first_ = std::min(first_, a);
+    last_ = std::max(last_, b);
+    all_.emplace_back(a, b);
+    (cat == "kernel" && is_nccl(name) ? nccl_ : compute_).emplace_back(a, b);
     if (cat != "kernel") {
-      t.copy_s += b - a;
-      continue;
+      t_.copy_s += b - a;
+      return;
     }
-    ++t.kernels;
+    ++t_.kernels;
     const std::string_view k = kernel_class(name);
-    (k == "nccl"        ? t.nccl_kernel_s
-     : k == "attention" ? t.attention_kernel_s
-     : k == "optimizer" ? t.optimizer_kernel_s
-     : k == "gemm"      ? t.gemm_kernel_s
-                        : t.other_kernel_s) += b - a;
+    (k == "nccl"        ? t_.nccl_kernel_s
+     : k == "attention" ? t_.attention_kernel_s
+     : k == "optimizer" ? t_.optimizer_kernel_s
+     : k == "gemm"      ? t_.gemm_kernel_s
+                        : t_.other_kernel_s) += b - a;
   }
-  if (all.empty()) {
-    throw ConfigError(path, "traceEvents", "GPU activity (kernel, gpu_memcpy or gpu_memset events: a trace with CUDA activities)",
-                      "none");
+
+  TraceSummary finish() {
+    if (all_.empty()) {
+      throw ConfigError(path_, "traceEvents",
+                        "GPU activity (kernel, gpu_memcpy or gpu_memset events: a trace with CUDA activities)", "none");
+    }
+    t_.step_from_profiler_step = step_end_ > step_begin_;
+    t_.step_s = t_.step_from_profiler_step ? (step_end_ - step_begin_) * 1e-6 : last_ - first_;
+    t_.compute_busy_s = union_length(std::move(compute_));
+    t_.nccl_busy_s = union_length(std::move(nccl_));
+    const double busy = union_length(std::move(all_));
+    t_.exposed_communication_s = std::max(0.0, busy - t_.compute_busy_s);
+    t_.gpu_span_s = last_ - first_;
+    t_.idle_fraction = std::clamp(1.0 - busy / t_.gpu_span_s, 0.0, 1.0);
+    t_.no_compute_fraction = std::clamp(1.0 - t_.compute_busy_s / t_.gpu_span_s, 0.0, 1.0);
+    if (peak_ >= 0) t_.peak_allocated_bytes = peak_;
+    return t_;
   }
-  t.step_from_profiler_step = step_end > step_begin;
-  t.step_s = t.step_from_profiler_step ? (step_end - step_begin) * 1e-6 : last - first;
-  t.compute_busy_s = union_length(compute);
-  t.nccl_busy_s = union_length(nccl);
-  const double busy = union_length(all);
-  t.exposed_communication_s = std::max(0.0, busy - t.compute_busy_s);
-  t.gpu_span_s = last - first;
-  t.idle_fraction = std::clamp(1.0 - busy / t.gpu_span_s, 0.0, 1.0);
-  t.no_compute_fraction = std::clamp(1.0 - t.compute_busy_s / t.gpu_span_s, 0.0, 1.0);
-  if (peak >= 0) t.peak_allocated_bytes = peak;
+
+ private:
+  const std::string& path_;
+  std::vector<Interval> compute_, nccl_, all_;
+  double first_ = std::numeric_limits<double>::infinity(), last_ = -first_;
+  double step_begin_ = first_, step_end_ = -first_;
+  double peak_ = -1;
+  TraceSummary t_;
+};
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The decoded text of a trace as nlohmann's parser reads it: one chunk in memory at a time.
+// nlohmann's lexer keeps every character it read since the last token (for its messages): 5 GB of
+// spaces between two tokens would be kept whole, and so would a gigabyte-long string. So a run of
+// whitespace outside strings reaches the parser as one character (JSON does not tell them apart),
+// and a string or number longer than MAX_VALUE_BYTES is refused.
+struct ChunkSource {
+  BoundedFileReader& reader;
+  std::string_view chunk;
+  std::size_t pos = 0;
+  std::size_t before = 0;  // decoded bytes in the chunks already consumed
+  bool in_string = false, escaped = false;
+  std::size_t value_bytes = 0;  // of the string or number being read
+
+  bool fill() {
+    if (pos < chunk.size()) return true;
+    before += chunk.size();
+    chunk = reader.next();
+    pos = 0;
+    return !chunk.empty();
+  }
+  std::size_t offset() const { return before + pos; }
+
+  // Past the character the parser has just read, to the next one it should see.
+  void advance() {
+    const char c = chunk[pos++];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      count_value_byte();
+      return;
+    }
+    if (c == '"') {
+      in_string = true;
+      value_bytes = 0;
+    } else if (is_space(c)) {
+      while (fill() && is_space(chunk[pos])) ++pos;
+      value_bytes = 0;
+    } else if (c == '[' || c == ']' || c == '{' || c == '}' || c == ',' || c == ':') {
+      value_bytes = 0;
+    } else {
+      count_value_byte();
+    }
+  }
+
+  void count_value_byte() {
+    if (++value_bytes > MAX_VALUE_BYTES) {
+      throw ConfigError(reader.path(), "(document)",
+                        fmt::format("strings and numbers of at most {} MiB each (the limit on a value's size)", MAX_VALUE_BYTES >> 20),
+                        fmt::format("a longer one ending past byte {} of the unpacked text", offset()));
+    }
+  }
+};
+
+class ChunkIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  ChunkIterator() = default;  // the end
+  explicit ChunkIterator(ChunkSource* s) : s_(s) {}
+  reference operator*() const { return s_->chunk[s_->pos]; }
+  ChunkIterator& operator++() {
+    s_->advance();
+    return *this;
+  }
+  ChunkIterator operator++(int) {
+    ChunkIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const ChunkIterator& o) const { return at_end() == o.at_end(); }
+  bool operator!=(const ChunkIterator& o) const { return !(*this == o); }
+
+ private:
+  bool at_end() const { return s_ == nullptr || !s_->fill(); }
+  ChunkSource* s_ = nullptr;
+};
+
+// A small document builder for the parts of the trace that are kept: one event at a time, and the
+// top-level deviceProperties and distributedInfo.
+class PartBuilder {
+ public:
+  void value(nlohmann::json v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+    } else if (stack_.back()->is_array()) {
+      stack_.back()->push_back(std::move(v));
+    } else {
+      (*stack_.back())[key_] = std::move(v);
+    }
+  }
+  void open(nlohmann::json container) {
+    nlohmann::json* slot = nullptr;
+    if (stack_.empty()) {
+      root_ = std::move(container);
+      slot = &root_;
+    } else if (stack_.back()->is_array()) {
+      stack_.back()->push_back(std::move(container));
+      slot = &stack_.back()->back();
+    } else {
+      slot = &(*stack_.back())[key_];
+      *slot = std::move(container);
+    }
+    stack_.push_back(slot);
+  }
+  // True when the outermost container closed: the part is complete.
+  bool close() {
+    stack_.pop_back();
+    return stack_.empty();
+  }
+  void key(std::string k) { key_ = std::move(k); }
+  nlohmann::json take() { return std::move(root_); }
+
+ private:
+  nlohmann::json root_;
+  std::vector<nlohmann::json*> stack_;
+  std::string key_;
+};
+
+// nlohmann's SAX events for a whole trace, turned into events handed to the accumulator one at a
+// time: the document is never built whole (a 583 KB gzip of {"traceEvents":[[],[],...]} once
+// built 7 GB of it), and every dimension is bounded: events, nesting, values per event.
+class TraceHandler {
+ public:
+  using json = nlohmann::json;
+  TraceHandler(const std::string& path, const ChunkSource& source, TraceAccumulator& acc)
+      : path_(path), source_(source), acc_(acc) {}
+
+  bool null() { return scalar(json(nullptr)); }
+  bool boolean(bool v) { return scalar(json(v)); }
+  bool number_integer(json::number_integer_t v) { return scalar(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return scalar(json(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return scalar(json(v)); }
+  bool string(json::string_t& v) { return scalar(json(std::move(v))); }
+  bool binary(json::binary_t&) { return scalar(json(nullptr)); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(json::string_t& k) {
+    if (part_ != Part::NONE) {
+      builder_.key(std::move(k));
+    } else if (depth_ == 1) {
+      top_key_ = std::move(k);
+    }
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    if (e.id == 406) {
+      throw ConfigError(path_, event_path(), "numbers within the range of a double (at most about 1.8e308)",
+                        fmt::format("a larger one at byte {} of the unpacked text", position));
+    }
+    throw ConfigError(path_, "(document)", "a Chrome trace JSON document",
+                      fmt::format("text that is not JSON (a syntax error at byte {} of the unpacked text)", position));
+  }
+
+  bool saw_events() const { return saw_events_; }
+  const json& kept(const std::string& key) const {
+    static const json none;
+    const auto it = kept_.find(key);
+    return it == kept_.end() ? none : it->second;
+  }
+
+ private:
+  enum class Part { NONE, EVENT, KEPT };
+
+  std::string event_path() const {
+    return part_ == Part::EVENT ? fmt::format("traceEvents[{}]", events_ - 1) : top_key_.empty() ? "(document)" : top_key_;
+  }
+
+  void count_event() {
+    if (++events_ > MAX_TRACE_EVENTS) {
+      throw ConfigError(path_, "traceEvents", fmt::format("at most {} trace events (the limit on events)", MAX_TRACE_EVENTS),
+                        "more");
+    }
+  }
+
+  void count_value() {
+    const std::size_t limit = part_ == Part::EVENT ? MAX_EVENT_VALUES : MAX_KEPT_VALUES;
+    if (++part_values_ > limit) {
+      throw ConfigError(path_, event_path(), fmt::format("at most {} JSON values in it (the limit on elements)", limit), "more");
+    }
+  }
+
+  bool scalar(json v) {
+    if (part_ != Part::NONE) {
+      count_value();
+      builder_.value(std::move(v));
+    } else if (in_events_ && depth_ == 2) {
+      count_event();  // not an object: skipped, but counted
+    } else if (depth_ == 0) {
+      not_an_object();
+    } else if (depth_ == 1 && top_key_ == "traceEvents") {
+      saw_events_ = false;  // traceEvents that is not an array
+    }
+    return true;
+  }
+
+  [[noreturn]] void not_an_object() const {
+    throw ConfigError(path_, "traceEvents", "an array of trace events (torch.profiler's export_chrome_trace)", "not an object");
+  }
+
+  bool open(json container) {
+    if (depth_ >= MAX_TRACE_DEPTH) {
+      throw ConfigError(path_, event_path(), fmt::format("objects and arrays nested at most {} deep (the limit on depth)", MAX_TRACE_DEPTH),
+                        fmt::format("deeper nesting at byte {} of the unpacked text", source_.offset()));
+    }
+    if (part_ != Part::NONE) {
+      count_value();
+      builder_.open(std::move(container));
+    } else if (depth_ == 0) {
+      if (!container.is_object()) not_an_object();
+    } else if (depth_ == 1 && top_key_ == "traceEvents") {
+      if (container.is_array()) {
+        in_events_ = true;
+        saw_events_ = true;
+      }
+    } else if (depth_ == 1 && (top_key_ == "deviceProperties" || top_key_ == "distributedInfo")) {
+      start_part(Part::KEPT, std::move(container));
+    } else if (in_events_ && depth_ == 2) {
+      count_event();
+      start_part(Part::EVENT, std::move(container));
+    }
+    ++depth_;
+    return true;
+  }
+
+  void start_part(Part part, json container) {
+    part_ = part;
+    part_values_ = 0;
+    count_value();
+    builder_.open(std::move(container));
+  }
+
+  bool close() {
+    --depth_;
+    if (part_ != Part::NONE) {
+      if (builder_.close()) {
+        json done = builder_.take();
+        if (part_ == Part::EVENT) {
+          acc_.add(done, events_ - 1);
+        } else {
+          kept_values_ += part_values_;
+          if (kept_values_ > MAX_KEPT_VALUES) {
+            throw ConfigError(path_, top_key_, fmt::format("at most {} JSON values in it (the limit on elements)", MAX_KEPT_VALUES), "more");
+          }
+          kept_[top_key_] = std::move(done);
+        }
+        part_ = Part::NONE;
+      }
+    } else if (in_events_ && depth_ == 1) {
+      in_events_ = false;
+    }
+    return true;
+  }
+
+  const std::string& path_;
+  const ChunkSource& source_;
+  TraceAccumulator& acc_;
+  PartBuilder builder_;
+  Part part_ = Part::NONE;
+  std::size_t depth_ = 0, events_ = 0, part_values_ = 0, kept_values_ = 0;
+  std::string top_key_;
+  bool in_events_ = false, saw_events_ = false;
+  std::map<std::string, json> kept_;
+};
+
+}  // namespace
+
+TraceSummary read_profiler_trace(const std::string& path) {
+  BoundedFileReader reader(path, "a readable profiler trace (Chrome trace JSON, optionally gzipped)", MAX_TRACE_BYTES);
+  ChunkSource source{reader, {}, 0, 0};
+  TraceAccumulator acc(path);
+  TraceHandler handler(path, source, acc);
+  ChunkIterator first(&source), last;
+  nlohmann::json::sax_parse(first, last, &handler, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                            /*ignore_comments=*/false);
+  if (!handler.saw_events()) {
+    throw ConfigError(path, "traceEvents", "an array of trace events (torch.profiler's export_chrome_trace)", "no such array");
+  }
+  TraceSummary t = acc.finish();
   // What ran it, for the default profile when nothing else says (torch.profiler writes both).
-  if (doc.contains("deviceProperties") && doc["deviceProperties"].is_array() && !doc["deviceProperties"].empty() &&
-      doc["deviceProperties"][0].is_object() && doc["deviceProperties"][0].contains("name") &&
-      doc["deviceProperties"][0]["name"].is_string()) {
-    t.gpu = doc["deviceProperties"][0]["name"].get<std::string>();
+  const nlohmann::json& device = handler.kept("deviceProperties");
+  if (device.is_array() && !device.empty() && device[0].is_object() && device[0].contains("name") && device[0]["name"].is_string()) {
+    t.gpu = device[0]["name"].get<std::string>();
   }
-  if (doc.contains("distributedInfo") && doc["distributedInfo"].is_object() && doc["distributedInfo"].contains("world_size") &&
-      doc["distributedInfo"]["world_size"].is_number_integer()) {
-    t.world_size = static_cast<int>(std::clamp<std::int64_t>(doc["distributedInfo"]["world_size"].get<std::int64_t>(), 0, 1 << 20));
+  const nlohmann::json& dist = handler.kept("distributedInfo");
+  if (dist.is_object() && dist.contains("world_size") && dist["world_size"].is_number_integer()) {
+    t.world_size = static_cast<int>(std::clamp<std::int64_t>(dist["world_size"].get<std::int64_t>(), 0, 1 << 20));
   }
   return t;
 }

@@ -3,6 +3,8 @@
 // that exhausts the machine. (Output cases: output_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include <chrono>
 
 #include "test_support.hpp"
@@ -15,6 +17,30 @@ struct Case {
   std::string args;     // {dir} is the scratch directory with the fixtures
   std::string message;  // expected on stderr
 };
+
+// One gzip member holding `text`: gzip readers read concatenated members as one stream, so a file
+// that unpacks to gigabytes is built from a few members, quickly.
+std::string gzip_member(const std::string& text) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// `head`, then `filler` `repeat` times, then `tail`, gzipped.
+std::string gzipped(const std::string& head, const std::string& filler, std::size_t repeat, const std::string& tail) {
+  std::string out = gzip_member(head);
+  const std::string member = gzip_member(filler);
+  for (std::size_t i = 0; i < repeat; ++i) out += member;
+  return out + gzip_member(tail);
+}
 
 std::string expand(std::string s, const std::string& dir) {
   for (auto pos = s.find("{dir}"); pos != std::string::npos; pos = s.find("{dir}")) s.replace(pos, 5, dir);
@@ -287,6 +313,118 @@ TEST(Hardening, MegatronRecomputeMethodsThatRecomputeEveryLayerAreAnswered) {
   const auto none = activations("--megatron-args \"--recompute-method block --recompute-num-layers 4\"");
   EXPECT_NE(none["inputs"]["no_effect"].dump().find("--recompute-method (no --recompute-granularity)"), std::string::npos)
       << none["inputs"].dump();
+}
+
+// Issue 43, item 1: the trace and allocator-record readers bound what they unpack, the events and
+// elements they hold and the nesting, each an exit-2 error naming the file and the limit, quickly.
+TEST(Hardening, GzipBombsAndHugeDocumentsStopAtAStatedLimit) {
+  test::ScratchDir dir;
+  const std::string d = dir.path().string();
+  const std::string mib_of_spaces(std::size_t{1} << 20, ' ');
+  // 1100 MiB of spaces in a 1 MB file (the issue's was 5 GB in 4.9 MB).
+  dir.write("spaces.trace.json.gz", gzipped("{\"traceEvents\": [", mib_of_spaces, 1100, "]}"));
+  // 9 Mi events that are empty arrays, 27 MB unpacked.
+  std::string empties;
+  for (int i = 0; i < 349525; ++i) empties += "[],";
+  dir.write("empties.trace.json.gz", gzipped("{\"traceEvents\": [", empties, 27, "[]]}"));
+  // An event nested 100 deep.
+  dir.write("deep.trace.json.gz", gzipped("{\"traceEvents\": [", std::string(100, '[') + std::string(100, ']'), 1, "]}"));
+  // A kernel name of 17 MiB.
+  dir.write("long_name.trace.json.gz",
+            gzipped("{\"traceEvents\": [{\"name\": \"", std::string(std::size_t{1} << 20, 'x'), 17, "\"}]}"));
+  // An allocator record whose provenance holds 21 Mi numbers, 42 MB unpacked.
+  std::string zeros;
+  for (int i = 0; i < (1 << 20); ++i) zeros += "0,";
+  dir.write("zeros.allocator.rank0.json.gz", gzipped("{\"schema_version\": 1, \"provenance\": [", zeros, 21, "0]}"));
+  const std::string gpt2 = " --model gpt2-1.5b";
+  const std::vector<Case> cases = {
+      {"1100 MiB of spaces", "validate --no-trace --measured {dir}/spaces.trace.json.gz" + gpt2,
+       "{dir}/spaces.trace.json.gz: (file): expected a readable profiler trace (Chrome trace JSON, optionally gzipped) of at "
+       "most 1024 MiB once unpacked, got more"},
+      {"9 Mi empty events", "validate --no-trace --measured {dir}/empties.trace.json.gz" + gpt2,
+       "{dir}/empties.trace.json.gz: traceEvents: expected at most 8388608 trace events (the limit on events), got more"},
+      {"an event nested 100 deep", "validate --no-trace --measured {dir}/deep.trace.json.gz" + gpt2,
+       "{dir}/deep.trace.json.gz: traceEvents[0]: expected objects and arrays nested at most 64 deep (the limit on depth), "
+       "got deeper nesting at byte "},
+      {"a 17 MiB kernel name", "validate --no-trace --measured {dir}/long_name.trace.json.gz" + gpt2,
+       "{dir}/long_name.trace.json.gz: (document): expected strings and numbers of at most 16 MiB each (the limit on a value's "
+       "size), got a longer one ending past byte 16777244 of the unpacked text"},
+      {"21 Mi values in an allocator record", "validate --allocator-record {dir}/zeros.allocator.rank0.json.gz",
+       "{dir}/zeros.allocator.rank0.json.gz: provenance[20971517]: expected at most 20971520 JSON values in the document "
+       "(the limit on elements), got more (at line 1, column "},
+  };
+  for (const auto& c : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = test::run_trainsim(expand(c.args, d));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string expected = expand(c.message, d);
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << c.name << ":\n  expected: " << expected << "\n  got: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name;
+    EXPECT_LT(seconds, 20.0) << c.name;  // a few seconds; generous for a shared machine
+  }
+}
+
+// Issue 43, item 5: what the user gave is echoed escaped and cut, names and flags get suggestions,
+// and an unwritable HOME only costs the cache.
+TEST(Hardening, MessagesEscapeCutAndSuggest) {
+  test::ScratchDir dir;
+  const std::string d = dir.path().string();
+  nlohmann::json p = test::read_source_json("hwprofiles/dgx2.json");
+  p[std::string("bad\0key", 7)] = 1;
+  dir.write("nul_key.json", p.dump());
+  p = test::read_source_json("hwprofiles/dgx2.json");
+  p[std::string(5000000, 'k')] = 1;
+  dir.write("long_key.json", p.dump());
+  std::string dup = "{\"" + std::string(5000000, 'k') + "\": 1, \"" + std::string(5000000, 'k') + "\": 2}";
+  dir.write("dup_long_key.json", dup);
+  const std::vector<Case> cases = {
+      {"a NUL inside a key", "memory --model gpt2-1.5b --hw {dir}/nul_key.json",
+       "{dir}/nul_key.json: bad\\x00key: expected one of the known keys"},
+      {"a 5 MB key", "memory --model gpt2-1.5b --hw {dir}/long_key.json",
+       "{dir}/long_key.json: " + std::string(512, 'k') + "... (5000000 bytes): expected one of the known keys"},
+      {"a 5 MB key given twice", "memory --model gpt2-1.5b --hw {dir}/dup_long_key.json",
+       "{dir}/dup_long_key.json: " + std::string(512, 'k') + "... (5000000 bytes): expected each key once in an object, got \"" +
+           std::string(80, 'k') + "... (5000000 bytes)\" twice: at line 1, column 2 (value 1) and again at line 1, column 5000009"},
+      {"a built-in model misspelt", "memory --model gpt3-175",
+       "--model: expected a built-in model (\"bert-large\""},
+      {"a built-in model misspelt: the suggestion", "memory --model gpt3-175", "got \"gpt3-175\" (did you mean \"gpt3-175b\"?)"},
+      {"a built-in cluster misspelt", "memory --model gpt2-1.5b --hw dgx-2", "got \"dgx-2\" (did you mean \"dgx2\"?)"},
+      {"a flag misspelt", "memory --model gpt2-1.5b --tpp 2", "for --tpp did you mean --tp?"},
+      {"a subcommand misspelt", "memroy --model gpt2-1.5b", "for memroy did you mean memory?"},
+      {"an explicit --cache that cannot be created", "plan --model gpt2-1.5b --hw dgx2 --nodes 1 --quiet --cache /proc/trainsim-no/cache",
+       "--cache: expected a directory trainsim can create or write for its results cache, got \"/proc/trainsim-no/cache\""},
+  };
+  for (const auto& c : cases) {
+    const auto r = test::run_trainsim(expand(c.args, d));
+    const std::string expected = expand(c.message, d);
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err.substr(0, 2000);
+    EXPECT_NE(r.err.find(expected), std::string::npos) << c.name << ":\n  expected: " << expected.substr(0, 2000)
+                                                        << "\n  got: " << r.err.substr(0, 2000);
+    EXPECT_LT(r.err.size(), 4096u) << c.name;  // one cut message, not megabytes
+    EXPECT_EQ(r.err.find('\0'), std::string::npos) << c.name;
+    EXPECT_TRUE(r.out.empty()) << c.name;
+  }
+
+  // A profile name with an ANSI escape and a newline: printed escaped in the answer.
+  p = test::read_source_json("hwprofiles/dgx2.json");
+  p["name"] = "evil\x1b[31m\nname";
+  dir.write("ansi.json", p.dump());
+  auto r = test::run_trainsim("memory --model gpt2-1.5b --hw " + d + "/ansi.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("evil\\x1b[31m\\nname"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+
+  // No HOME to cache in: plan answers without the cache, with one warning.
+  r = test::run_command("env -u XDG_CACHE_HOME HOME=/proc/trainsim-no-home " + std::string(TRAINSIM_BINARY) +
+                        " plan --model gpt2-1.5b --hw dgx2 --nodes 1 --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  const std::string warning =
+      "trainsim: warning: running without the results cache: --cache (default): expected a directory trainsim can create or "
+      "write for its results cache, got \"/proc/trainsim-no-home/.cache/trainsim\"";
+  EXPECT_EQ(r.err.rfind(warning, 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find("warning", warning.size()), std::string::npos) << r.err;
 }
 
 }  // namespace

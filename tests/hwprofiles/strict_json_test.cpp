@@ -91,5 +91,39 @@ TEST(StrictJson, SyntaxErrorNamesTheFile) {
   }
 }
 
+// Issue 43: echoed values are escaped and cut once, in ConfigError.
+TEST(ConfigErrorMessage, EscapesControlCharactersAndCutsLongValues) {
+  EXPECT_EQ(printable(std::string("a\0b\x1b[31m\n\t\r\x7f", 12)), "a\\x00b\\x1b[31m\\n\\t\\r\\x7f");
+  EXPECT_EQ(printable("r\xc3\xa9sum\xc3\xa9"), "r\xc3\xa9sum\xc3\xa9");  // UTF-8 kept
+  EXPECT_EQ(printable(std::string(10, 'x'), 4), "xxxx... (10 bytes)");
+  // Never half a character: "é" is two bytes, cut before it.
+  EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab... (4 bytes)");
+  const ConfigError e(std::string("f\0.json", 7), std::string(1000, 'k'), "a number", std::string("\x1b]0;x\x07", 6));
+  EXPECT_EQ(std::string(e.what()), "f\\x00.json: " + std::string(512, 'k') + "... (1000 bytes): expected a number, got \\x1b]0;x\\x07");
+  EXPECT_EQ(e.key_path().size(), 1000u);  // the fields keep what was given
+}
+
+TEST(ConfigErrorMessage, SuggestsTheClosestNameOnlyWhenClose) {
+  const std::vector<std::string_view> names = {"gpt3-175b", "gpt2-1.5b", "bert-large", "dgx2"};
+  EXPECT_EQ(closest_name("gpt3-175", names), "gpt3-175b");
+  EXPECT_EQ(closest_name("bert-lareg", names), "bert-large");  // a swap counts once
+  EXPECT_EQ(closest_name("DGX2", names), "dgx2");
+  EXPECT_EQ(closest_name("llama", names), "");
+  EXPECT_EQ(closest_name(std::string(1000, 'g'), names), "");
+  EXPECT_EQ(did_you_mean("dgx-2", names), " (did you mean \"dgx2\"?)");
+  EXPECT_EQ(did_you_mean("zzz", names), "");
+}
+
+TEST(StrictJson, ParseStopsAtTheLimitOnValues) {
+  EXPECT_NO_THROW(parse_json_text("[1, 2, [3]]", "x.json", 5));
+  try {
+    parse_json_text("[1, 2, [3, 4]]", "x.json", 5);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "x.json: [2][1]: expected at most 5 JSON values in the document (the limit on elements), got more (at line 1, column 14)");
+  }
+}
+
 }  // namespace
 }  // namespace trainsim
