@@ -308,7 +308,7 @@ class Walk {
   // evenly over three counts, the line is extended to the strategy's count; otherwise the whole
   // count is walked.
   std::optional<double> step() {
-    const auto m = static_cast<int>(s_.micro_batches());
+    const std::int64_t m = s_.micro_batches();
     // The stage kinds' periods too: the walk's increments alternate as the replay's do, and a
     // line through three counts one apart would overshoot its own full count.
     const std::vector<int> kinds = s_.pp > 1 ? stage_kind_counts(wl::partition_stages(m_, s_)) : std::vector<int>{};

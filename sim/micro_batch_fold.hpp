@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -37,7 +38,7 @@ struct FoldTry {
 // interleaved schedule's groups of p.
 // `stage_kinds`: how many stages hold each distinct number of layers (stage_kind_counts), empty
 // where every stage holds as many.
-inline std::vector<FoldTry> fold_tries(const wl::Strategy& s, int m, const std::vector<int>& stage_kinds = {}) {
+inline std::vector<FoldTry> fold_tries(const wl::Strategy& s, std::int64_t m, const std::vector<int>& stage_kinds = {}) {
   const int period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
   const int base = s.pp > 1 ? s.pp + 1 : 2;
   const int first = (base + period - 1) / period * period;
@@ -52,8 +53,9 @@ inline std::vector<FoldTry> fold_tries(const wl::Strategy& s, int m, const std::
   std::vector<FoldTry> out;
   for (int start : {first, 2 * first}) {
     for (int k : periods) {
-      const int b = start + ((m - start) % k + k) % k;  // the first count from which steps of k reach m
-      if (3 * b + 3 * k < m) out.push_back({start, b, k});
+      // the first count from which steps of k reach m (m may pass an int: 2^31 sequences a step)
+      const int b = start + static_cast<int>(((m - start) % k + k) % k);
+      if (3 * static_cast<std::int64_t>(b) + 3 * k < m) out.push_back({start, b, k});
     }
   }
   return out;
@@ -80,7 +82,7 @@ inline bool grows_evenly(double a, double c, double e) {
 }
 
 // The value at m on the line through c (at b + k) and e (at b + 2k).
-inline double extend(double c, double e, int m, const FoldTry& t) {
+inline double extend(double c, double e, std::int64_t m, const FoldTry& t) {
   return e + static_cast<double>(m - (t.b + 2 * t.k)) / t.k * (e - c);
 }
 
@@ -90,14 +92,14 @@ inline double extend(double c, double e, int m, const FoldTry& t) {
 // each replay within the limit. Such a step is extrapolated, not folded, and said so; the replays
 // together may hold more micro-batches than the step (each stays within the limit, which is what
 // bounds a replay's memory). Empty where the step fits the limit or even the first try would not.
-inline std::vector<FoldTry> extrapolation_tries(const wl::Strategy& s, int m, int largest) {
+inline std::vector<FoldTry> extrapolation_tries(const wl::Strategy& s, std::int64_t m, int largest) {
   std::vector<FoldTry> out;
   if (m <= largest) return out;
   const int period = s.pp > 1 && s.schedule == wl::Schedule::INTERLEAVED ? s.pp : 1;
   const int base = s.pp > 1 ? s.pp + 1 : 2;
   const int first = (base + period - 1) / period * period;
   for (int k : {period, 2 * period, 4 * period}) {
-    const int b = first + ((m - first) % k + k) % k;  // so that m lies on the line's grid
+    const int b = first + static_cast<int>(((m - first) % k + k) % k);  // so that m lies on the line's grid
     if (b + 2 * k <= largest && b + 2 * k < m) out.push_back({first, b, k});
   }
   return out;

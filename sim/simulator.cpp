@@ -232,7 +232,7 @@ class MicroBatchFold {
  public:
   // `largest`: the most micro-batches one replay may hold (trainsim's op limit).
   MicroBatchFold(Replays& r, const wl::Strategy& s, std::vector<int> stage_kinds, int largest)
-      : r_(r), s_(s), m_(static_cast<int>(s.micro_batches())), stage_kinds_(std::move(stage_kinds)), largest_(largest) {}
+      : r_(r), s_(s), m_(s.micro_batches()), stage_kinds_(std::move(stage_kinds)), largest_(largest) {}
 
   Outcome run(bool fold, std::string* trace, std::string* how) {
     int given_up = -1;  // the start whose longer periods would replay too much
@@ -312,11 +312,11 @@ class MicroBatchFold {
 
   Replays& r_;
   const wl::Strategy& s_;
-  int m_;
+  std::int64_t m_;
   std::vector<int> stage_kinds_;  // stage_kind_counts of a pipeline's partition
   int largest_;
   std::map<int, Outcome> replayed_;
-  int replayed_micro_batches_ = 0;
+  std::int64_t replayed_micro_batches_ = 0;
   bool attempted_ = false;
 };
 
@@ -412,7 +412,7 @@ double estimated_replay_ops(const wl::ModelSpec& m, const wl::Strategy& s, const
   // The largest single replay: the widest count of the fold's first try (MicroBatchFold), or of
   // the first extrapolation where one replay of the step would pass the limit, or every micro-batch.
   const double per_micro_batch = replay_ops_per_micro_batch(m, s, profile, options);
-  const int micro_batches = static_cast<int>(s.micro_batches());
+  const std::int64_t micro_batches = s.micro_batches();
   const std::vector<int> kinds = s.pp > 1 ? stage_kind_counts(wl::partition_stages(m, s)) : std::vector<int>{};
   const std::vector<FoldTry> tries = options.fold_micro_batches ? fold_tries(s, micro_batches, kinds) : std::vector<FoldTry>{};
   if (!tries.empty()) return per_micro_batch * (tries.front().b + 2 * tries.front().k);

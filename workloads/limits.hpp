@@ -41,8 +41,9 @@ inline constexpr IntLimit GPUS{1, std::int64_t{1} << 24};
 inline constexpr IntLimit NODES{1, std::int64_t{1} << 20};
 inline constexpr IntLimit PARALLEL_DEGREE{1, std::int64_t{1} << 24};  // dp, tp, pp, vpp
 inline constexpr IntLimit MICRO_BATCH{1, std::int64_t{1} << 20};
-inline constexpr IntLimit GLOBAL_BATCH{1, std::int64_t{1} << 31};
-inline constexpr IntLimit GRAD_ACCUM{1, std::int64_t{1} << 31};
+// Below 2^31: a step's micro-batches are counted in an int by the schedules and the replay.
+inline constexpr IntLimit GLOBAL_BATCH{1, (std::int64_t{1} << 31) - 1};
+inline constexpr IntLimit GRAD_ACCUM{1, (std::int64_t{1} << 31) - 1};
 // A raw parameter count (`--params`): model states are computed in floating point.
 inline constexpr double MAX_RAW_PARAMS = 1e21;
 }  // namespace limits

@@ -209,13 +209,17 @@ TEST(PlanAnswers, EachTargetPlansFirstFitsByItsReplayAndMatchesTheMemoryModel) {
 }
 
 
-// Training runs whole steps: 31B tokens with a global batch of 2^31 sequences of 1024 take one
-// step (2.2e12 tokens), not the fraction of it that tokens over tokens/s would give.
+// Training runs whole steps: 31B tokens with a global batch of 2^30 sequences of 1024 take one
+// step (1.1e12 tokens), not the fraction of it that tokens over tokens/s would give.
 TEST(PlanAnswers, TimeToTrainIsAtLeastOneStep) {
-  const nlohmann::json j = plan_json("--model gpt2-1.5b --hw dgx2 --nodes 1 --global-batch 2147483648 --top 1");
+  const nlohmann::json j = plan_json("--model gpt2-1.5b --hw dgx2 --nodes 1 --global-batch 1073741824 --top 1");
   ASSERT_EQ(j["ranked"].size(), 1u);
   const nlohmann::json& e = j["ranked"][0];
   EXPECT_GE(e["time_to_train_days"].get<double>() * 86400, e["step_time_s"].get<double>() * (1 - 1e-12));
+  // 2^31 sequences is past what a step's micro-batch count may hold: refused, naming the flag.
+  const auto past = test::run_trainsim("plan --model gpt2-1.5b --hw dgx2 --nodes 1 --global-batch 2147483648 --quiet --no-cache");
+  EXPECT_EQ(past.exit_code, 2);
+  EXPECT_NE(past.err.find("--global-batch"), std::string::npos) << past.err;
 }
 
 }  // namespace
