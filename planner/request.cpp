@@ -124,6 +124,19 @@ Request resolve_request(const InputFlags& f) {
                       "none");
   }
 
+  // A capture trains as it recorded: its numerics are the model's unless --precision says otherwise
+  // (then attach_capture refuses the mismatch, naming both).
+  if (!f.capture_file.empty() && model->has_architecture()) {
+    model->capture_numerics = wl::capture_numerics_of_file(f.capture_file);
+    model->numerics = *model->capture_numerics;
+  }
+  if (model->layer_from_capture && f.capture_file.empty()) {
+    throw ConfigError(model->origin, "model_type",
+                      "a family with a hand-written layer (gpt2, gpt_neox, llama, bert), or this one with a capture of its layer: "
+                      "record it with `trainsim capture --hf-config " + model->origin +
+                          " --micro-batch B --seq S --precision autocast-bf16` (workloads/capture/README.md) and pass --capture FILE",
+                      "\"" + model->name + "\"");
+  }
   const wl::ClusterShape shape{r.profile.gpus_per_node(), r.profile.node_count, r.profile.name};
   r.inputs = wl::resolve_inputs(input, *model, shape);
   r.infeasible_reason = r.inputs.infeasible_reason;
@@ -132,6 +145,7 @@ Request resolve_request(const InputFlags& f) {
   if (f.memory_headroom) r.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
   if (!f.capture_file.empty() && !r.infeasible_reason) {
     r.inputs.model.capture = wl::attach_capture(f.capture_file, "--capture", r.inputs.model, r.inputs.strategy);
+    if (r.inputs.model.layer_from_capture) r.inputs.model.captured_params = r.inputs.model.capture->params;
   }
   return r;
 }

@@ -233,7 +233,7 @@ SymbolValues symbols_of_model(const ModelSpec& m, std::int64_t micro_batch, std:
   SymbolValues v{{"b", micro_batch}, {"s", seq}, {"h", m.hidden}, {"a", m.heads}, {"V", m.vocab}, {"L", m.layers}};
   v["kv"] = m.kv_heads > 0 ? m.kv_heads : m.heads;
   v["g"] = v["kv"] > 0 ? m.heads / v["kv"] : 0;
-  v["d"] = m.heads > 0 ? m.hidden / m.heads : 0;
+  v["d"] = m.heads > 0 ? m.head_dim() : 0;
   v["f"] = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * m.hidden;
   if (m.seq_len > 0) v["P"] = m.seq_len;
   return v;

@@ -11,11 +11,19 @@
 #include "strategy_identity.hpp"
 
 namespace trainsim::wl {
+
+Numerics capture_numerics(const CaptureDocument& doc) {
+  const std::string& p = doc.run.precision;
+  return p == "fp32" ? Numerics::FP32 : p == "bf16" ? Numerics::BF16 : p == "fp16-scaler" ? Numerics::FP16_MIXED : Numerics::BF16_MIXED;
+}
+
+Numerics capture_numerics_of_file(const std::string& path) { return capture_numerics(load_capture(path)); }
+
 namespace {
 
 // The run's settings that change what PyTorch dispatches, against the stack's: a capture of another
 // precision or without checkpointing where the run recomputes costs other kernels.
-void check_run(const CaptureDocument& doc, const std::string& flag, const Strategy& s) {
+void check_run(const CaptureDocument& doc, const std::string& flag, const ModelSpec& m, const Strategy& s) {
   const std::string where = flag + " " + doc.source;
   if (!s.stack.is_pytorch()) {
     throw ConfigError(where, "--stack", "a PyTorch stack (pytorch, pytorch-ddp, pytorch-pipelining): a capture records PyTorch's ops",
@@ -27,9 +35,16 @@ void check_run(const CaptureDocument& doc, const std::string& flag, const Strate
     throw ConfigError(where, "--stack", "pytorch, pytorch-ddp or pytorch-pipelining (FSDP2 with a capture is not modeled yet)",
                       "pytorch-fsdp");
   }
-  if (doc.run.precision != "autocast-bf16") {
-    throw ConfigError(where, "run.precision", "autocast-bf16 (fp32 weights, bf16 autocast: how --stack pytorch* trains)",
+  if (capture_numerics(doc) != m.numerics) {
+    throw ConfigError(where, "run.precision",
+                      fmt::format("the run's numerics, {} (capture with the --precision that trains as the run does)", to_string(m.numerics)),
                       doc.run.precision);
+  }
+  if (m.sliding_window && *m.sliding_window < s.seq) {
+    throw ConfigError(where, "--seq",
+                      fmt::format("a sequence within the model's sliding window of {} tokens (windowed attention is not modeled)",
+                                  *m.sliding_window),
+                      std::to_string(s.seq));
   }
   const bool recompute = s.recompute == Recompute::FULL;
   if (recompute && !doc.run.recompute) {
@@ -52,7 +67,7 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, cons
   auto out = std::make_shared<ModelCapture>();
   const std::string bytes = read_input_file(path);
   CaptureDocument doc = load_capture(path);
-  check_run(doc, flag, s);
+  check_run(doc, flag, m, s);
   const SymbolValues changes = capture_changes_for(doc, symbols_of_model(m, s.micro_batch, s.seq));
   if (!changes.empty()) {
     if (!doc.scalable) {
@@ -70,9 +85,10 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, cons
     const auto kind = doc.layer_counts.find(p.layer_kind);
     captured_params += p.group == "layer" ? n * static_cast<double>(kind == doc.layer_counts.end() ? 0 : kind->second) : n;
     out->layer_param_tensors += p.group == "layer" ? 1 : 0;
+    (p.group == "layer" ? out->params.layer : p.group == "head" ? out->params.head : out->params.embedding).push_back(n);
   }
   const double model_params = total_params(m);
-  if (std::fabs(captured_params - model_params) > 1e-9 * model_params) {
+  if (!m.layer_from_capture && std::fabs(captured_params - model_params) > 1e-9 * model_params) {
     throw ConfigError(flag + " " + path, "params",
                       fmt::format("the parameters of --model {} ({:.0f}): a capture of the same architecture", m.name, model_params),
                       fmt::format("{:.0f} at the model's sizes", captured_params));

@@ -26,10 +26,17 @@ struct ModelCapture {
   std::string id;          // the file and a hash of its bytes: what results and messages name
   std::string describe;    // for the answer's Basis line
   std::int64_t layer_param_tensors = 0;  // a layer's parameter tensors (AccumulateGrad adds one kernel each)
+  CapturedParamCounts params;            // the capture's parameter tensors at the model's sizes
 };
 
+// The training numerics a capture recorded (run.precision: fp32, bf16, autocast-bf16, fp16-scaler).
+Numerics capture_numerics(const CaptureDocument& doc);
+// The same, read from the file, for the stack's checks before the capture is attached.
+Numerics capture_numerics_of_file(const std::string& path);
+
 // Loads `path` (a ConfigError names the flag, the file and the key on a bad capture), checks it
-// describes `m` (the same architecture: its ties hold at the model's sizes) and a stack that can
+// describes `m` (the same architecture: its ties hold at the model's sizes; the same parameters,
+// except for a layer_from_capture model, whose parameters are the capture's) and a stack that can
 // run it, and scales it to `m` and the run's micro-batch and sequence.
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
                                                    const Strategy& s);

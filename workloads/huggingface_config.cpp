@@ -1,7 +1,10 @@
-// A Hugging Face config.json as a model source (GPT-2, GPT-NeoX, Llama and BERT styles), read as
-// it is. Every key either changes the answer (architecture, dropout, biases, dtype), is refused
-// with the reason trainsim cannot model it (mixture of experts, sliding windows, another head
-// width), or is listed back under `ignored_hf_keys`: none is dropped silently.
+// A Hugging Face config.json as a model source, read as it is. GPT-2, GPT-NeoX, Llama and BERT
+// styles have trainsim's hand-written layers; every other decoder-only family (mistral, qwen2,
+// qwen3, gemma, phi3, olmo2, falcon, starcoder2, ...) is read for its sizes alone and takes its
+// layer from a capture (workloads/capture/, captured_model.hpp), without which a run refuses it.
+// Every key either changes the answer (architecture, dropout, biases, dtype), is refused with the
+// reason trainsim cannot model it (mixture of experts, another head width on a hand-written layer),
+// or is listed back under `ignored_hf_keys`: none is dropped silently.
 #include <fmt/format.h>
 
 #include "limits.hpp"
@@ -20,7 +23,6 @@ void refuse_unmodeled(StrictObject& c) {
       {"n_routed_experts", "mixture-of-experts layers"},
       {"num_experts_per_tok", "mixture-of-experts layers"},
       {"moe_intermediate_size", "mixture-of-experts layers"},
-      {"sliding_window", "sliding-window attention"},
       {"q_lora_rank", "low-rank (multi-head latent) attention"},
       {"kv_lora_rank", "low-rank (multi-head latent) attention"},
       {"moe_num_experts", "mixture-of-experts layers"},
@@ -162,6 +164,66 @@ void read_llama(StrictObject& c, ModelSpec& m) {
   read_dropout(c, m, {{"attention_dropout", 0.0}});
 }
 
+// The first of `keys` the config has (transformers' spellings differ by family, as
+// trainsim_capture.scale.HF_KEYS lists them), within `limit`.
+std::optional<std::int64_t> first_of(StrictObject& c, std::initializer_list<std::string_view> keys, const IntLimit& limit) {
+  for (const std::string_view key : keys) {
+    if (c.has(key) && !c.raw(key).is_null()) return read_limited(c, key, limit);
+  }
+  return std::nullopt;
+}
+
+std::int64_t required_of(StrictObject& c, std::initializer_list<std::string_view> keys, const IntLimit& limit) {
+  if (auto v = first_of(c, keys, limit)) return *v;
+  std::string names;
+  for (const std::string_view key : keys) names += (names.empty() ? "\"" : " or \"") + std::string(key) + "\"";
+  throw ConfigError(c.source(), std::string(*keys.begin()), "a size under one of the keys " + names, "none");
+}
+
+// A decoder-only family without a hand-written layer: its sizes as trainsim_capture.scale's
+// symbols_from_hf_config reads them (kv = heads unless given, falcon's multi_query = one KV head;
+// head_dim = hidden / heads unless given; the MLP width 4 hidden unless given). What the layer
+// computes, holds and saves comes from its capture; the norm, MLP and position kinds below only
+// name it in answers.
+void read_captured_family(StrictObject& c, ModelSpec& m) {
+  if (c.optional_boolean("is_encoder_decoder").value_or(false)) {
+    throw ConfigError(c.source(), "is_encoder_decoder", "false (a decoder-only causal language model)", "true");
+  }
+  m.layer_from_capture = true;
+  m.layers = required_of(c, {"num_hidden_layers", "n_layer", "n_layers"}, limits::LAYERS);
+  m.hidden = required_of(c, {"hidden_size", "n_embd", "d_model"}, limits::HIDDEN);
+  m.heads = required_of(c, {"num_attention_heads", "n_head", "n_heads"}, limits::HEADS);
+  m.vocab = required_of(c, {"vocab_size"}, limits::VOCAB);
+  m.seq_len = first_of(c, {"max_position_embeddings", "n_positions"}, limits::SEQ).value_or(0);
+  const bool multi_query = c.optional_boolean("multi_query").value_or(false);
+  const bool new_arch = c.optional_boolean("new_decoder_architecture").value_or(false);
+  m.kv_heads = first_of(c, {"num_key_value_heads", "num_kv_heads", "n_head_kv"}, limits::HEADS)
+                   .value_or(multi_query && !new_arch ? 1 : m.heads);
+  m.ffn_hidden = first_of(c, {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}, limits::FFN_HIDDEN).value_or(4 * m.hidden);
+  if (auto d = first_of(c, {"head_dim"}, limits::HIDDEN); d && *d * m.heads != m.hidden) m.head_dim_override = *d;
+  m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
+  m.position = PositionKind::ROTARY;
+  m.norm = NormKind::RMSNORM;
+  m.mlp = MlpKind::SWIGLU;
+  m.biases = false;
+  // Windowed attention changes the attention's cost only where the window is shorter than the
+  // sequence (checked per run, captured_model.cpp); qwen2's use_sliding_window false turns it off.
+  if (c.optional_boolean("use_sliding_window").value_or(true) && c.has("sliding_window") && !c.raw("sliding_window").is_null()) {
+    m.sliding_window = c.integer("sliding_window", 1, std::int64_t{1} << 40);
+  }
+  // Every dropout probability the family names (attention_dropout, hidden_dropout, resid_pdrop, ...):
+  // a nonzero one stores masks the capture records.
+  std::vector<std::string> keys;
+  for (const auto& [key, v] : c.json().items()) {
+    const bool dropout = key.find("dropout") != std::string::npos || key.find("pdrop") != std::string::npos;
+    if (dropout && !v.is_null()) keys.push_back(key);
+  }
+  m.dropout = false;
+  for (const auto& key : keys) {
+    m.dropout = c.number(key, NumberRange{0.0, 1.0, true, "a probability in [0, 1]"}) > 0 || m.dropout;
+  }
+}
+
 void read_bert(StrictObject& c, ModelSpec& m) {
   read_common(c, m);
   m.position = PositionKind::LEARNED;
@@ -189,15 +251,16 @@ ModelSpec load_huggingface_config(const JsonDocument& doc) {
   else if (type == "gpt_neox") read_neox(c, m);
   else if (type == "llama") read_llama(c, m);
   else if (type == "bert") read_bert(c, m);
-  else {
-    throw ConfigError(doc.source, "model_type", "a supported Hugging Face style: \"gpt2\", \"gpt_neox\", \"llama\", \"bert\"",
-                      "\"" + type + "\"");
-  }
+  else read_captured_family(c, m);
   if (m.kv_heads == 0) m.kv_heads = m.heads;
   refuse_unmodeled(c);
   read_torch_dtype(c, m);
   validate_model(m, doc.source);
-  check_head_dim(c, m);
+  if (!m.layer_from_capture) check_head_dim(c, m);
+  if (!m.layer_from_capture && c.has("sliding_window") && !c.raw("sliding_window").is_null()) {
+    throw ConfigError(doc.source, "sliding_window", "no sliding-window attention for a " + type + " layer (not modeled)",
+                      describe_json(c.raw("sliding_window")));
+  }
   m.ignored_keys = c.unread_keys();
   return m;
 }

@@ -36,6 +36,12 @@ struct PublishedCount {
 
 struct ModelCapture;  // captured_model.hpp
 
+// Parameters as a capture counted them (captured_model.cpp), for a family whose layer trainsim knows
+// only from a capture: they replace model_params.hpp's closed forms. Elements per tensor, by group.
+struct CapturedParamCounts {
+  std::vector<double> embedding, layer, head;  // the tensors of the embedding, of one layer, of the head
+};
+
 struct ModelSpec {
   std::string name;
   std::string description;
@@ -70,9 +76,18 @@ struct ModelSpec {
   // The user's own layer, captured (`--capture`, captured_model.hpp): replaces trainsim's
   // PyTorch layer in the costs of a PyTorch stack.
   std::shared_ptr<const ModelCapture> capture;
+  // A Hugging Face family whose layer trainsim has no hand-written model of (huggingface_config.cpp):
+  // its layer's kernels, parameters and saved tensors come from a capture, without which it is refused.
+  bool layer_from_capture = false;
+  std::int64_t head_dim_override = 0;  // config.json head_dim where it is not hidden / heads (0: none)
+  std::optional<std::int64_t> sliding_window;  // attention window (tokens); checked against the run's sequence
+  std::optional<CapturedParamCounts> captured_params;  // set with the capture of a layer_from_capture model
+  // The numerics of the capture the run attaches (planner/request.cpp reads it before the stack's
+  // checks): a PyTorch stack runs what its capture recorded (pure bf16, say), not only autocast.
+  std::optional<Numerics> capture_numerics;
 
   bool has_architecture() const { return !raw_params.has_value(); }
-  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
   std::int64_t kv_hidden() const { return head_dim() * kv_heads; }
 };
 

@@ -5,9 +5,17 @@
 namespace trainsim::wl {
 namespace {
 std::int64_t norm_params(const ModelSpec& m) { return m.norm == NormKind::LAYERNORM ? 2 * m.hidden : m.hidden; }
+
+std::int64_t sum_of(const std::vector<double>& tensors) {
+  double n = 0;
+  for (double t : tensors) n += t;
+  return static_cast<std::int64_t>(n);
+}
 }  // namespace
 
 std::vector<OperatorParams> layer_operators(const ModelSpec& m) {
+  // A captured layer is one unit: PyTorch's stacks that run captures split and gather no operators.
+  if (m.captured_params) return {{"layer", sum_of(m.captured_params->layer), 0}};
   const std::int64_t h = m.hidden, f = m.ffn_hidden, kv = m.kv_hidden();
   const std::int64_t b = m.biases ? 1 : 0;
   std::vector<OperatorParams> ops;
@@ -37,6 +45,7 @@ double layer_params_per_tp_rank(const ModelSpec& m, int tp) {
 }
 
 std::int64_t embedding_params(const ModelSpec& m) {
+  if (m.captured_params) return sum_of(m.captured_params->embedding);
   std::int64_t p = m.vocab * m.hidden;
   if (m.position == PositionKind::LEARNED) p += m.seq_len * m.hidden;
   p += m.type_vocab * m.hidden;
@@ -46,6 +55,7 @@ std::int64_t embedding_params(const ModelSpec& m) {
 }
 
 std::int64_t head_params(const ModelSpec& m) {
+  if (m.captured_params) return sum_of(m.captured_params->head);
   const std::int64_t h = m.hidden;
   if (m.head == HeadKind::BERT_PRETRAINING) {
     // Devlin et al. 2019 / Hugging Face BertForPreTraining: pooler (h*h + h), MLM transform
@@ -72,6 +82,9 @@ double largest_operator_params(const ModelSpec& m, int tp) {
 
 RankParams rank_params(const ModelSpec& m, int tp) {
   RankParams r;
+  if (m.captured_params) {  // tp is 1 where a capture runs (captured_model.cpp)
+    return {static_cast<double>(layer_params(m)), static_cast<double>(embedding_params(m)), static_cast<double>(head_params(m))};
+  }
   const double word_embedding = static_cast<double>(m.vocab * m.hidden);
   r.per_layer = layer_params_per_tp_rank(m, tp);
   r.embedding = static_cast<double>(embedding_params(m)) - word_embedding + word_embedding / tp;
@@ -81,6 +94,9 @@ RankParams rank_params(const ModelSpec& m, int tp) {
 }
 
 std::vector<double> parameter_tensors(const ModelSpec& m, int tp, int layer) {
+  if (m.captured_params) {
+    return layer < 0 ? m.captured_params->embedding : layer >= m.layers ? m.captured_params->head : m.captured_params->layer;
+  }
   const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
   const bool b = m.biases;
   const RankParams r = rank_params(m, tp);

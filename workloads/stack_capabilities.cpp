@@ -17,7 +17,10 @@ std::optional<StackRefusal> stack_cannot_run(const Strategy& s, const ModelSpec&
     // torch.utils.checkpoint around each layer is full recompute; selective recompute is Megatron's.
     need(s.recompute != Recompute::SELECTIVE, "recompute none or full (PyTorch checkpoints whole layers)",
          std::string(to_string(s.recompute)));
-    need(!raw && m.numerics == Numerics::BF16_MIXED, "a model architecture trained in bf16-mixed",
+    // A capture records what the user's code runs (pure bf16, say); trainsim's own layer is autocast's.
+    const bool captured = m.capture_numerics && *m.capture_numerics == m.numerics;
+    need(!raw && (m.numerics == Numerics::BF16_MIXED || captured),
+         "a model architecture trained in bf16-mixed (or as its --capture recorded)",
          raw ? std::string("--params") : std::string(to_string(m.numerics)));
     need(!s.delayed_update, "no delayed parameter update (torch.optim steps after the backward)", "delayed update");
     // torch.utils.checkpoint keeps each layer's input on the GPU; moving checkpoints to the host is

@@ -27,7 +27,9 @@ std::string fixtures(const test::ScratchDir& dir) {
   dir.write("wrongtype.json", profile.dump());
   dir.write("broken.json", "{\"schema_version\": 1,");
   dir.write("ds.json", R"({"zero_optimization": {"stage": 3, "offload_parm": {"device": "cpu"}}})");
-  dir.write("t5.json", R"({"model_type": "t5"})");
+  dir.write("t5.json", R"({"model_type": "t5", "is_encoder_decoder": true, "d_model": 512, "num_heads": 8, "num_layers": 6})");
+  dir.write("qwen2.json", R"({"model_type": "qwen2", "hidden_size": 1536, "num_attention_heads": 12, "num_key_value_heads": 2,
+                              "intermediate_size": 8960, "num_hidden_layers": 28, "vocab_size": 151936})");
   return dir.path().string();
 }
 
@@ -62,8 +64,11 @@ TEST(BadInput, EachCaseHasItsOwnMessageAndExitCode2AndWritesNothing) {
        "{dir}/ds.json: zero_optimization.offload_parm: expected one of the known keys"},
       {"unknown Megatron argument", "--model gpt2-1.5b --megatron-args \"--tensor-model-parallel 2\"",
        "--megatron-args: --tensor-model-parallel: expected a Megatron-LM argument trainsim knows"},
-      {"unsupported Hugging Face model", "--model {dir}/t5.json",
-       "{dir}/t5.json: model_type: expected a supported Hugging Face style"},
+      {"encoder-decoder Hugging Face model", "--model {dir}/t5.json",
+       "{dir}/t5.json: is_encoder_decoder: expected false (a decoder-only causal language model), got true"},
+      {"Hugging Face family without a capture", "--model {dir}/qwen2.json",
+       "{dir}/qwen2.json: model_type: expected a family with a hand-written layer (gpt2, gpt_neox, llama, bert), or this one "
+       "with a capture of its layer: record it with `trainsim capture --hf-config {dir}/qwen2.json"},
       {"missing file", "--model gpt2-1.5b --deepspeed {dir}/absent.json",
        "{dir}/absent.json: (file): expected a readable regular file of at most 16 MiB, got a path that does not exist"},
       {"no model", "--hw dgx2", "--model: expected a model"},

@@ -87,8 +87,8 @@ TEST(CaptureCli, WhatACaptureCannotCostIsRefused) {
   EXPECT_EQ(ds.exit_code, 2);
   EXPECT_NE(ds.err.find("--stack"), std::string::npos) << ds.err;
   EXPECT_NE(ds.err.find("a PyTorch stack"), std::string::npos) << ds.err;
-  // A capture in fp32 where the stack trains under bf16 autocast.
-  const auto fp32 = test::run_trainsim(run_args(model) + " --capture " + test::source_path("workloads/captures/gpt_model_py.json"));
+  // A capture in fp32 where the run trains under bf16 autocast.
+  const auto fp32 = test::run_trainsim(run_args(model) + " --precision bf16-mixed --capture " + test::source_path("workloads/captures/gpt_model_py.json"));
   EXPECT_EQ(fp32.exit_code, 2);
   EXPECT_NE(fp32.err.find("run.precision"), std::string::npos) << fp32.err;
   // Another architecture of the same symbols: GPT-2's layer (biases, LayerNorm, GELU) has other parameters.

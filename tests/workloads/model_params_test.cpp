@@ -82,15 +82,45 @@ TEST(HuggingFace, LlamaNeoxAndBertStylesGiveTheirKnownCounts) {
                    336226108.0);
 }
 
-TEST(HuggingFace, UnsupportedModelTypeIsAConfigError) {
+TEST(HuggingFace, AnEncoderDecoderIsAConfigError) {
   test::ScratchDir dir;
-  const std::string path = dir.write("config.json", R"({"model_type": "t5", "d_model": 512})");
+  const std::string path = dir.write("config.json", R"({"model_type": "t5", "is_encoder_decoder": true, "d_model": 512})");
   try {
     load_model_file(path);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_EQ(e.key_path(), "model_type");
-    EXPECT_NE(std::string(e.what()).find("\"gpt2\", \"gpt_neox\", \"llama\", \"bert\""), std::string::npos);
+    EXPECT_EQ(e.key_path(), "is_encoder_decoder");
+  }
+}
+
+// A family without a hand-written layer is read for its sizes under each family's spellings
+// (transformers' config classes: FalconConfig's num_kv_heads and multi_query, Gemma2Config's head_dim)
+// and marked as taking its layer from a capture.
+TEST(HuggingFace, AFamilyWithoutAHandWrittenLayerIsReadForItsSizes) {
+  test::ScratchDir dir;
+  const ModelSpec gemma2 = load_model_file(dir.write("gemma2.json", R"({"model_type": "gemma2", "hidden_size": 2304,
+      "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216, "num_hidden_layers": 26,
+      "vocab_size": 256000, "max_position_embeddings": 8192, "sliding_window": 4096, "attention_dropout": 0.0})"));
+  EXPECT_TRUE(gemma2.layer_from_capture);
+  EXPECT_EQ(gemma2.head_dim(), 256);  // not 2304 / 8 = 288
+  EXPECT_EQ(gemma2.kv_hidden(), 1024);
+  EXPECT_EQ(gemma2.sliding_window, 4096);
+  EXPECT_FALSE(gemma2.dropout);
+  const ModelSpec falcon = load_model_file(dir.write("falcon.json", R"({"model_type": "falcon", "hidden_size": 4544,
+      "num_attention_heads": 71, "multi_query": true, "num_hidden_layers": 32, "vocab_size": 65024, "hidden_dropout": 0.1})"));
+  EXPECT_EQ(falcon.kv_heads, 1);
+  EXPECT_EQ(falcon.ffn_hidden, 4 * 4544);
+  EXPECT_TRUE(falcon.dropout);
+  const ModelSpec qwen2 = load_model_file(dir.write("qwen2.json", R"({"model_type": "qwen2", "hidden_size": 1536,
+      "num_attention_heads": 12, "num_key_value_heads": 2, "intermediate_size": 8960, "num_hidden_layers": 28,
+      "vocab_size": 151936, "sliding_window": 32768, "use_sliding_window": false})"));
+  EXPECT_FALSE(qwen2.sliding_window.has_value());
+  try {
+    load_model_file(dir.write("no_layers.json", R"({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16,
+        "vocab_size": 1000})"));
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key_path(), "num_hidden_layers");
   }
 }
 
