@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 
@@ -13,7 +14,20 @@ constexpr std::array<const char*, OP_CLASS_COUNT> OP_CLASS_NAMES = {
     "softmax",   "loss",         "copy_cast",     "index_gather",  "fill",        "alloc",     "random",
     "foreach",   "optimizer",    "view",          "sync",          "host",        "other"};
 
+// SCHEMA.md, "Phases, layers and ops", in CapturePhase's order.
+constexpr std::array<std::pair<CapturePhase, std::string_view>, 8> PHASE_NAMES = {{
+    {CapturePhase::EMBED_FORWARD, "embed.forward"},
+    {CapturePhase::LAYER_FORWARD, "layer.forward"},
+    {CapturePhase::HEAD_FORWARD, "head.forward"},
+    {CapturePhase::HEAD_BACKWARD, "head.backward"},
+    {CapturePhase::LAYER_RECOMPUTE, "layer.recompute"},
+    {CapturePhase::LAYER_BACKWARD, "layer.backward"},
+    {CapturePhase::EMBED_BACKWARD, "embed.backward"},
+    {CapturePhase::OPTIMIZER, "optimizer"},
+}};
+
 constexpr std::int64_t MAX_I = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t MIN_I = std::numeric_limits<std::int64_t>::min();
 // Arrays in a capture are bounded by the file size the strict reader accepts; these keep a hostile
 // document from asking for more work than its size suggests (ops and tensors of a real capture
 // number in the thousands; a layer kind list, a handful).
@@ -100,7 +114,9 @@ class Loader {
   void model(StrictObject o);
   CapturedParam param(StrictObject o);
   CapturedBuffer buffer(StrictObject o, std::size_t index);
-  void position(const nlohmann::json& v, const std::string& path, bool nullable);
+  std::optional<CapturePosition> position(const nlohmann::json& v, const std::string& path, bool nullable, bool alloc = false);
+  void check_positions();
+  void check_position(const CapturePosition& p, const CapturedBuffer& b, const std::string& path) const;
   std::vector<std::int64_t> tensor(StrictObject o, bool& carries, bool list_member, CapturedListMember* member);
   CapturedPhase phase(StrictObject o);
   CapturedOp op(StrictObject o);
@@ -206,17 +222,65 @@ CapturedParam Loader::param(StrictObject o) {
   return p;
 }
 
-void Loader::position(const nlohmann::json& v, const std::string& path, bool nullable) {
-  if (nullable && v.is_null()) return;
+// An allocation names the op that made the buffer (op -1, "before the phase", is for frees only:
+// replay.py would index its timeline from the end with it).
+std::optional<CapturePosition> Loader::position(const nlohmann::json& v, const std::string& path, bool nullable, bool alloc) {
+  if (nullable && v.is_null()) return std::nullopt;
   StrictObject o = object_at(v, path);
-  one_of(o, "phase", {"embed.forward", "head.forward", "head.backward", "embed.backward", "layer.forward",
-                      "layer.recompute", "layer.backward", "optimizer"});
-  o.integer("op", -1, MAX_I);
-  if (o.has("layer_offset")) o.integer("layer_offset", std::numeric_limits<std::int64_t>::min(), MAX_I);
-  if (o.has("layer_index")) o.integer("layer_index", std::numeric_limits<std::int64_t>::min(), MAX_I);
-  if (o.has("segment")) o.integer("segment", 0, MAX_I);
-  if (o.has("after")) o.boolean("after");
+  CapturePosition p;
+  p.phase = o.choice("phase", EnumNames<CapturePhase>(PHASE_NAMES));
+  p.op = o.integer("op", alloc ? 0 : -1, MAX_I);
+  p.layer_offset = o.optional_integer("layer_offset", MIN_I, MAX_I);
+  p.layer_index = o.optional_integer("layer_index", MIN_I, MAX_I);
+  if (p.layer_offset && p.layer_index) error(o.path_of("layer_index"), "layer_offset or layer_index, not both");
+  p.segment = o.optional_integer("segment", 0, MAX_I);
+  p.after = o.optional_boolean("after").value_or(false);
   o.finish();
+  return p;
+}
+
+// validate.py's _pos, once the phases are known: an optimizer position names one of its segments,
+// and no position names an op past its phase's (the longest layer kind's or body's) ops. A
+// layer_offset in a layer phase counts from the owning layer's copy, so only a layer's buffer has
+// one (replay.py has no layer to count from otherwise).
+void Loader::check_position(const CapturePosition& p, const CapturedBuffer& b, const std::string& path) const {
+  std::size_t n = 0;
+  if (p.phase == CapturePhase::OPTIMIZER) {
+    if (!p.segment || *p.segment >= static_cast<std::int64_t>(doc_.optimizer.size())) {
+      error(path + ".segment", fmt::format("a segment of phases.optimizer (it has {})", doc_.optimizer.size()),
+            p.segment ? std::to_string(*p.segment) : "none");
+    }
+    const CapturedSegment& seg = doc_.optimizer[static_cast<std::size_t>(*p.segment)];
+    n = seg.ops.ops.size();
+    for (const auto& [kind, body] : seg.bodies) n = std::max(n, body.ops.size());
+  } else if (is_layer_phase(p.phase)) {
+    for (const auto& l : doc_.layers) {
+      const CapturedPhase& ph = p.phase == CapturePhase::LAYER_FORWARD     ? l.forward
+                                : p.phase == CapturePhase::LAYER_RECOMPUTE ? l.recompute
+                                                                           : l.backward;
+      n = std::max(n, ph.ops.size());
+    }
+    if (p.layer_offset && b.owner != "layer") {
+      error(path + ".layer_offset", "layer_index (layer_offset counts from the owning layer; this buffer's owner is " + b.owner + ")");
+    }
+  } else {
+    n = doc_.ends.at(capture_phase_name(p.phase)).ops.size();
+  }
+  if (p.op >= static_cast<std::int64_t>(n)) {
+    error(path + ".op", fmt::format("an op of {} (it has {})", capture_phase_name(p.phase), n), std::to_string(p.op));
+  }
+}
+
+void Loader::check_positions() {
+  for (std::size_t i = 0; i < doc_.buffers.size(); ++i) {
+    const CapturedBuffer& b = doc_.buffers[i];
+    const std::string at = fmt::format("buffers[{}]", i);
+    if (b.alloc) check_position(*b.alloc, b, at + ".alloc");
+    if (b.free) check_position(*b.free, b, at + ".free");
+    if (b.free_first.at) check_position(*b.free_first.at, b, at + ".free_first");
+    if (b.free_last.at) check_position(*b.free_last.at, b, at + ".free_last");
+    for (std::size_t j = 0; j < b.saved.size(); ++j) check_position(b.saved[j], b, fmt::format("{}.saved[{}]", at, j));
+  }
 }
 
 CapturedBuffer Loader::buffer(StrictObject o, std::size_t index) {
@@ -229,6 +293,11 @@ CapturedBuffer Loader::buffer(StrictObject o, std::size_t index) {
   b.dtype = o.string("dtype");
   b.bytes = o.integer("bytes", 0, MAX_I);
   b.alloc_bytes = o.integer("alloc_bytes", 0, MAX_I);
+  // validate.py: what the replay adds up is the allocator's rounding of the storage.
+  if (std::int64_t rounded = 0; !round_up_to_block(b.bytes, doc_.block_bytes, rounded) || rounded != b.alloc_bytes) {
+    error(o.path_of("alloc_bytes"), fmt::format("bytes rounded up to the allocator's block of {}", doc_.block_bytes),
+          std::to_string(b.alloc_bytes));
+  }
   b.owner = one_of(o, "owner", {"layer", "ends", "optimizer"});
   if (o.has("layer_kind")) b.layer_kind = o.string("layer_kind");
   if (b.owner == "layer" && b.layer_kind.empty()) error(o.path_of("layer_kind"), "a layer kind (owner is layer)");
@@ -248,18 +317,24 @@ CapturedBuffer Loader::buffer(StrictObject o, std::size_t index) {
     lay.finish();
   }
   if (o.has("of")) o.string("of");
-  position(o.raw("alloc"), o.path_of("alloc"), true);
-  position(o.raw("free"), o.path_of("free"), true);
-  if (o.has("free_first")) position(o.raw("free_first"), o.path_of("free_first"), true);
-  if (o.has("free_last")) position(o.raw("free_last"), o.path_of("free_last"), true);
+  b.alloc = position(o.raw("alloc"), o.path_of("alloc"), true, true);
+  b.free = position(o.raw("free"), o.path_of("free"), true);
+  for (auto [key, f] : {std::pair{"free_first", &b.free_first}, std::pair{"free_last", &b.free_last}}) {
+    f->given = o.has(key);
+    if (f->given) f->at = position(o.raw(key), o.path_of(key), true);
+  }
   if (o.has("saved")) {
     const auto& saved = array(o, "saved");
-    for (std::size_t i = 0; i < saved.size(); ++i) position(saved[i], fmt::format("{}[{}]", o.path_of("saved"), i), false);
+    for (std::size_t i = 0; i < saved.size(); ++i) b.saved.push_back(*position(saved[i], fmt::format("{}[{}]", o.path_of("saved"), i), false));
   }
-  if (o.has("per_layer")) o.string("per_layer");
-  if (o.has("per_repetition")) o.boolean("per_repetition");
+  if (o.has("per_layer")) b.per_layer = o.string("per_layer");
+  b.per_repetition = o.optional_boolean("per_repetition").value_or(false);
+  // replay.py repeats such a buffer over the layers of its layer_kind.
+  if (b.per_repetition && b.owner == "optimizer" && b.layer_kind.empty()) {
+    error(o.path_of("layer_kind"), "the layer kind of a per-repetition buffer");
+  }
   if (o.has("device")) o.string("device");
-  if (o.has("freed_by_gc")) o.boolean("freed_by_gc");
+  b.freed_by_gc = o.optional_boolean("freed_by_gc").value_or(false);
   o.finish();
   return b;
 }
@@ -495,7 +570,17 @@ void Loader::memory(StrictObject o) {
   doc_.memory.layers = o.integer("layers", 0, MAX_I);
   doc_.memory.base_bytes = o.integer("base_bytes", 0, MAX_I);
   doc_.memory.peak_bytes = o.integer("peak_bytes", 0, MAX_I);
-  position(o.raw("peak_at"), o.path_of("peak_at"), true);
+  // replay.py's peak_at: the op, with the layer in a layer phase or a layers segment.
+  if (!o.raw("peak_at").is_null()) {
+    StrictObject at = o.object("peak_at");
+    CapturePeakAt p;
+    p.phase = at.choice("phase", EnumNames<CapturePhase>(PHASE_NAMES));
+    p.op = at.integer("op", 0, MAX_I);
+    p.segment = at.optional_integer("segment", 0, MAX_I);
+    p.layer = at.optional_integer("layer", 0, MAX_I);
+    at.finish();
+    doc_.memory.peak_at = p;
+  }
   doc_.memory.end_bytes = o.integer("end_bytes", 0, MAX_I);
   doc_.memory.unplaced_buffers = o.integer("unplaced_buffers", 0, MAX_I);
   o.finish();
@@ -544,7 +629,20 @@ void Loader::top_level(StrictObject& top) {
   optimizer(phases.object("optimizer"));
   phases.finish();
   const auto& layers = array(top, "layers");
-  for (std::size_t i = 0; i < layers.size(); ++i) doc_.layers.push_back(layer(object_at(layers[i], fmt::format("layers[{}]", i))));
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    doc_.layers.push_back(layer(object_at(layers[i], fmt::format("layers[{}]", i))));
+    for (std::size_t j = 0; j < i; ++j) {
+      if (doc_.layers[j].kind == doc_.layers[i].kind) error(fmt::format("layers[{}].kind", i), "a layer kind no earlier layer has", "\"" + doc_.layers[i].kind + "\"");
+    }
+  }
+  // The replay runs each layer of the sequence with its kind's ops.
+  for (std::size_t i = 0; i < doc_.layer_sequence.size(); ++i) {
+    const std::string& kind = doc_.layer_sequence[i].first;
+    if (std::none_of(doc_.layers.begin(), doc_.layers.end(), [&](const CapturedLayer& l) { return l.kind == kind; })) {
+      error(fmt::format("model.layer_sequence[{}]", i), "a kind of layers[]", "\"" + kind + "\"");
+    }
+  }
+  check_positions();
   totals(top.object("totals"));
   memory(top.object("memory"));
   if (top.has("timing")) top.raw("timing");  // --time's measurements: untested, kept out of the costing
@@ -561,6 +659,15 @@ CaptureDocument Loader::load() {
 }  // namespace
 
 const char* op_class_name(OpClass c) { return OP_CLASS_NAMES[static_cast<std::size_t>(c)]; }
+
+const char* capture_phase_name(CapturePhase p) { return PHASE_NAMES[static_cast<std::size_t>(p)].second.data(); }
+
+bool round_up_to_block(std::int64_t bytes, std::int64_t block, std::int64_t& out) {
+  if (block <= 0) return false;
+  // Python's -(-n // block) * block: a ceiling on both sides of 0 (C++ division truncates).
+  const std::int64_t q = bytes / block + ((bytes % block) > 0 ? 1 : 0);
+  return !__builtin_mul_overflow(q, block, &out);
+}
 
 CaptureDocument load_capture_json(const JsonDocument& json) { return Loader(json).load(); }
 

@@ -2,9 +2,10 @@
 // A trainsim.capture v1 document (workloads/capture/SCHEMA.md), loaded strictly: every object's
 // keys are checked against the schema (unknown keys, wrong types and expressions that do not
 // evaluate to the recorded values are ConfigErrors naming the file and the key path), and what
-// the costing needs is kept: symbols and their space, layer counts, each layer kind's forward /
-// recompute / backward ops, the ends' phases, the optimizer's segments, params, buffers' bytes,
-// totals and the memory summary. Tensors' layouts and buffers' positions are checked, not kept.
+// the costing and the memory replay need is kept: symbols and their space, layer counts, each layer
+// kind's forward / recompute / backward ops, the ends' phases, the optimizer's segments, params,
+// buffers' bytes and positions (capture_memory.hpp replays them), totals and the memory summary.
+// Tensors' layouts are checked, not kept.
 //
 // Getting per-layer costs from a capture (the API the `--stack pytorch*` integration uses):
 //
@@ -14,6 +15,8 @@
 //     //   or from a Hugging Face config.json: symbols_from_hf_config(...) then scale_capture
 //     CapturedCosts costs = captured_costs(doc, /*tp=*/2);      // captured_layer_cost.hpp
 //     const LayerCost& layer = costs.layers.at("layer").cost;  // forward + backward of one layer
+//     // the step's peak allocated bytes at any layer count (capture_memory.hpp)
+//     CaptureMemoryReplay mem = replay_capture_memory(doc, /*layers=*/80);
 //
 // Everything here is hardware-free (workloads/ depends on nothing but the strict JSON reader).
 
@@ -108,11 +111,46 @@ struct CapturedParam {
   std::string dtype;
 };
 
+// SCHEMA.md, "Phases, layers and ops": the step's phases, in step order.
+enum class CapturePhase {
+  EMBED_FORWARD, LAYER_FORWARD, HEAD_FORWARD, HEAD_BACKWARD, LAYER_RECOMPUTE, LAYER_BACKWARD, EMBED_BACKWARD, OPTIMIZER
+};
+// The phase as positions spell it ("embed.forward", "layer.recompute", "optimizer", ...).
+const char* capture_phase_name(CapturePhase p);
+inline bool is_layer_phase(CapturePhase p) {
+  return p == CapturePhase::LAYER_FORWARD || p == CapturePhase::LAYER_RECOMPUTE || p == CapturePhase::LAYER_BACKWARD;
+}
+
+// SCHEMA.md, "Buffers and positions": an op of the step, relative to the buffer that names it.
+struct CapturePosition {
+  CapturePhase phase = CapturePhase::EMBED_FORWARD;
+  std::int64_t op = 0;  // -1 (frees only): before the phase's first op
+  bool after = false;   // a free: right after the op
+  // In a layer phase: the layer relative to the owning layer's copy (layer_offset) or counted from
+  // the first (>= 0) or the last (< 0) layer (layer_index); in the optimizer: the segment and, in a
+  // layers segment, the repetition relative to the buffer's own or as an index.
+  std::optional<std::int64_t> layer_offset, layer_index, segment;
+};
+
+// free_first / free_last: `given` when the key is there; `at` is then a position or null (that
+// layer's copy is never freed), which replay.py tells apart from an absent key.
+struct CaptureFreeOverride {
+  bool given = false;
+  std::optional<CapturePosition> at;
+};
+
 struct CapturedBuffer {
   std::string kind, owner, layer_kind, dtype;
   std::int64_t bytes = 0;
   std::optional<Expr> bytes_expr;  // null where the storage is larger than its tensor (bytes_note)
-  std::int64_t alloc_bytes = 0;
+  std::int64_t alloc_bytes = 0;    // bytes rounded up to the allocator's block
+  std::optional<CapturePosition> alloc;  // null: exists before the step
+  std::optional<CapturePosition> free;   // null: alive at the end of the step
+  CaptureFreeOverride free_first, free_last;
+  std::vector<CapturePosition> saved;  // where autograd saved it (not used by the replay)
+  std::string per_layer;               // a list op's buffer, one copy per layer of this kind; empty: none
+  bool per_repetition = false;         // allocated in each repetition of a layers segment (layer_kind)
+  bool freed_by_gc = false;
 };
 
 // SCHEMA.md, "Top level" totals: sums over a phase's ops.
@@ -126,11 +164,25 @@ struct CaptureTotals {
   CaptureSums optimizer, step;
 };
 
+// Where the memory replay peaked (replay.py's peak_at): an op of a phase, with its layer in a layer
+// phase or a layers segment of the optimizer, and its segment in the optimizer.
+struct CapturePeakAt {
+  CapturePhase phase = CapturePhase::EMBED_FORWARD;
+  std::int64_t op = 0;
+  std::optional<std::int64_t> segment, layer;
+  bool operator==(const CapturePeakAt&) const = default;
+};
+
+// SCHEMA.md, "Memory replay": the document's memory summary for its own layer sequence.
 struct CaptureMemory {
   std::int64_t layers = 0, base_bytes = 0, peak_bytes = 0, end_bytes = 0, unplaced_buffers = 0;
-  // false after scale_capture: the C++ side does not replay the memory timeline (trainsim_capture
-  // replay.py does; scale with the Python package where the memory summary is needed).
+  std::optional<CapturePeakAt> peak_at;  // null: the peak is the bytes that exist before the step
+  // Whether the summary is the replay of this document. A loaded document's is the recorder's;
+  // scale_capture replays the scaled document (capture_memory.hpp, replay.py's semantics, as
+  // scale.py does), so it stays true. False only where a caller changed buffers or ops afterwards
+  // without replaying again (replay_capture_memory(doc).memory is the current summary).
   bool current = true;
+  bool operator==(const CaptureMemory&) const = default;
 };
 
 struct SymbolSpace {
@@ -171,6 +223,10 @@ inline constexpr std::string_view CAPTURE_END_PHASES[] = {"embed.forward", "head
 
 CaptureDocument load_capture(const std::string& path);
 CaptureDocument load_capture_json(const JsonDocument& json);
+
+// PyTorch's caching allocator's rounding (emit.round_alloc, validate.py): bytes rounded up to a
+// multiple of `block` (a ceiling, for negative bytes too; 0 stays 0). False where it overflows.
+bool round_up_to_block(std::int64_t bytes, std::int64_t block, std::int64_t& out);
 
 // Sums of a phase's ops (SCHEMA.md totals), and the totals of a whole document (trainsim_capture's
 // replay.totals): what scale_capture recomputes and what the tests hold the document's totals to.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "capture_memory.hpp"
+
 namespace trainsim::wl {
 namespace {
 
@@ -218,14 +220,18 @@ CaptureDocument scale_capture(const CaptureDocument& doc, const SymbolValues& ch
   for (auto& p : out.params) {
     for (auto& d : p.shape) sc.dim(d, "params " + p.name);
   }
+  // scale.py: a buffer whose bytes_expr is null (a storage larger than its tensor) keeps its bytes;
+  // every buffer's alloc_bytes is rounded again. Positions do not change with sizes.
   for (std::size_t i = 0; i < out.buffers.size(); ++i) {
     auto& b = out.buffers[i];
     if (b.bytes_expr) b.bytes = sc.eval(*b.bytes_expr, fmt::format("buffers[{}].bytes_expr", i));
-    const std::int64_t block = doc.block_bytes;
-    b.alloc_bytes = b.bytes == 0 ? 0 : (b.bytes + block - 1) / block * block;
+    if (!round_up_to_block(b.bytes, doc.block_bytes, b.alloc_bytes)) {
+      throw ConfigError(doc.source, fmt::format("buffers[{}].bytes_expr", i), "a size that fits 64 bits once rounded to the allocator's block");
+    }
   }
   out.totals = compute_totals(out);
-  out.memory.current = false;
+  // scale.py's `out["memory"] = replay(out)`: the scaled document's own layer sequence.
+  out.memory = replay_capture_memory(out).memory;
   return out;
 }
 

@@ -3,8 +3,8 @@
 // trainsim_capture/scale.py does (SCHEMA.md, "Scaling"): tied symbols are completed from
 // symbol_space.ties, changing a fixed or a tied symbol is refused, every *_expr is evaluated
 // again, buffers' alloc_bytes are rounded up to the allocator's block, list ops' kernels follow
-// multi_tensor_apply (SCHEMA.md, "Kernels") and totals are summed again. The memory summary is not
-// replayed here (CaptureMemory::current is false afterwards).
+// multi_tensor_apply (SCHEMA.md, "Kernels"), totals are summed again and the memory summary is
+// replayed (capture_memory.hpp, as scale.py calls replay.py): CaptureMemory::current stays true.
 
 #include <cstdint>
 #include <vector>
@@ -15,8 +15,8 @@
 namespace trainsim::wl {
 
 // Throws ConfigError (naming the capture and "symbols.<name>") for a capture without symbols, a
-// symbol it does not have, a fixed or tied symbol changed, or an expression that does not give an
-// integer (or overflows) at the new values.
+// symbol it does not have, a fixed or tied symbol changed, an expression that does not give an
+// integer (or overflows) at the new values, or a step too long or too large to replay.
 CaptureDocument scale_capture(const CaptureDocument& doc, const SymbolValues& changes);
 
 // The symbols of a model (a Hugging Face config.json through load_model's reader, or a built-in

@@ -170,6 +170,51 @@ TEST(CaptureDocument, RefusesBadExpressions) {
   expect_refused([](auto& j) { j["symbol_space"]["ties"]["h"] = "a*d+1"; }, "symbol_space.ties.h", "recorded 64");
 }
 
+// Buffers keep their positions (SCHEMA.md, "Buffers and positions") for the memory replay.
+TEST(CaptureDocument, KeepsBufferPositions) {
+  const nlohmann::json j = test::read_source_json(GPT);
+  const CaptureDocument doc = load_capture(test::source_path(GPT));
+  // buffers[97]: a layer's input gradient, freed in the next layer's backward, and the first
+  // layer's copy in embed.backward.
+  const CapturedBuffer& b = doc.buffers.at(97);
+  ASSERT_TRUE(b.alloc && b.free);
+  EXPECT_EQ(b.alloc->phase, CapturePhase::LAYER_BACKWARD);
+  EXPECT_EQ(b.alloc->op, j["buffers"][97]["alloc"]["op"].get<std::int64_t>());
+  EXPECT_EQ(b.free->layer_offset, std::optional<std::int64_t>(-1));
+  EXPECT_TRUE(b.free->after);
+  ASSERT_TRUE(b.free_first.given && b.free_first.at);
+  EXPECT_EQ(b.free_first.at->phase, CapturePhase::EMBED_BACKWARD);
+  EXPECT_FALSE(b.free_last.given);
+  // The token ids exist before the step and stay; the embedding saves them.
+  EXPECT_FALSE(doc.buffers.at(16).alloc.has_value());
+  EXPECT_FALSE(doc.buffers.at(16).free.has_value());
+  ASSERT_EQ(doc.buffers.at(16).saved.size(), 1u);
+  int per_layer = 0;
+  for (const auto& x : doc.buffers) per_layer += x.per_layer.empty() ? 0 : 1;
+  EXPECT_EQ(per_layer, 24);
+  ASSERT_TRUE(doc.memory.peak_at.has_value());
+  EXPECT_EQ(doc.memory.peak_at->phase, CapturePhase::OPTIMIZER);
+  EXPECT_EQ(doc.memory.peak_at->segment, std::optional<std::int64_t>(6));
+  EXPECT_FALSE(doc.memory.peak_at->layer.has_value());
+}
+
+TEST(CaptureDocument, RefusesPositionsTheReplayCannotPlace) {
+  expect_refused([](auto& j) { j["buffers"][97]["free"]["op"] = 100000; }, "buffers[97].free.op", "an op of layer.backward");
+  expect_refused([](auto& j) { j["buffers"][97]["alloc"]["op"] = -1; }, "buffers[97].alloc.op", "an integer >= 0");
+  expect_refused([](auto& j) { j["buffers"][97]["free"]["phase"] = "layer.sideways"; }, "buffers[97].free.phase", "one of");
+  expect_refused([](auto& j) { j["buffers"][97]["free"]["layer_index"] = 0; }, "buffers[97].free.layer_index", "not both");
+  expect_refused([](auto& j) { j["buffers"][97]["free_first"] = {{"phase", "optimizer"}, {"op", 0}}; }, "buffers[97].free_first.segment",
+                 "a segment of phases.optimizer");
+  expect_refused([](auto& j) { j["buffers"][97]["free_first"] = {{"phase", "optimizer"}, {"op", 0}, {"segment", 7}}; },
+                 "buffers[97].free_first.segment", "it has 7");
+  // An end's buffer has no owning layer for a layer_offset to count from.
+  expect_refused([](auto& j) { j["buffers"][16]["free"] = {{"phase", "layer.forward"}, {"op", 0}, {"layer_offset", 1}, {"after", true}}; },
+                 "buffers[16].free.layer_offset", "layer_index");
+  expect_refused([](auto& j) { j["buffers"][16]["alloc_bytes"] = 513; }, "buffers[16].alloc_bytes", "rounded up to the allocator's block of 512");
+  expect_refused([](auto& j) { j["model"]["layer_sequence"] = nlohmann::json::array({nlohmann::json::array({"encoder", 4})}); }, "model.layer_sequence[0]", "a kind of layers[]");
+  expect_refused([](auto& j) { j["memory"]["peak_at"]["layer_offset"] = 0; }, "memory.peak_at.layer_offset", "layer_offset");
+}
+
 // The scaled documents must agree op by op with trainsim_capture's --scale of the same capture.
 void expect_same_ops(const CapturedPhase& got, const CapturedPhase& want, const std::string& where) {
   ASSERT_EQ(got.ops.size(), want.ops.size()) << where;
@@ -227,7 +272,10 @@ void expect_scaling_matches(const std::string& capture, const SymbolValues& chan
   EXPECT_EQ(scaled.totals.step, want.totals.step);
   EXPECT_EQ(scaled.totals.optimizer, want.totals.optimizer);
   EXPECT_EQ(scaled.totals.layers, want.totals.layers);
-  EXPECT_FALSE(scaled.memory.current);
+  // scale.py replays the scaled document (replay.py); the C++ scaling does the same.
+  EXPECT_TRUE(scaled.memory.current);
+  EXPECT_EQ(scaled.memory.peak_bytes, want.memory.peak_bytes);
+  EXPECT_EQ(scaled.memory, want.memory);
 }
 
 TEST(CaptureScale, GptEqualsThePythonScaling) {
@@ -238,6 +286,14 @@ TEST(CaptureScale, GptEqualsThePythonScaling) {
 TEST(CaptureScale, LlamaWithRecomputeEqualsThePythonScaling) {
   expect_scaling_matches(LLAMA, {{"kv", 4}, {"g", 2}, {"d", 32}, {"f", 352}, {"s", 64}, {"V", 1000}, {"L", 7}},
                          "tests/data/captures/llama_model_llama_py.recompute.scaled_kv4_d32.json");
+}
+
+// For-loop AdamW on the CPU with recompute (per-repetition buffers, host copies), scaled to a size
+// whose peak is inside a layer's recompute.
+TEST(CaptureScale, TinyMlpEqualsThePythonScaling) {
+  expect_scaling_matches("tests/data/captures/tiny_mlp.autocast_forloop_cpu_recompute.json",
+                         {{"h", 512}, {"f", 512}, {"V", 64}, {"s", 512}, {"b", 2}, {"L", 4}},
+                         "tests/data/captures/tiny_mlp.autocast_forloop_cpu_recompute.scaled_h512_s512.json");
 }
 
 TEST(CaptureScale, RefusesTiedUnknownAndBadSymbols) {
