@@ -65,6 +65,71 @@ void read_launches(StrictObject& m, MeasuredRun& r) {
   }
 }
 
+// measured of a run that ran: its step time, its peaks per rank and what else it timed.
+void read_step(StrictObject& m, MeasuredRun& r, const std::string& directory) {
+  if (m.has("oom_message")) {
+    throw ConfigError(m.source(), m.path_of("oom_message"), "oom_message only beside \"oom\": true (the message of a run that ran out of memory)",
+                      r.oom ? "\"oom\": false" : "no measured.oom");
+  }
+  r.step_time_s = m.number("step_time_s", SECONDS);
+  if (auto spread = m.optional_number("step_time_spread", {0.0, 1e3, true, "a number in [0, 1000]"})) r.step_time_spread = *spread;
+  r.peak_allocated_bytes = m.numbers("peak_allocated_bytes", BYTES);
+  r.peak_reserved_bytes = m.numbers("peak_reserved_bytes", BYTES);
+  if (r.peak_reserved_bytes.size() != r.peak_allocated_bytes.size()) {
+    throw ConfigError(m.source(), "measured.peak_reserved_bytes",
+                      "one peak per rank, as many as measured.peak_allocated_bytes (" +
+                          std::to_string(r.peak_allocated_bytes.size()) + ")",
+                      std::to_string(r.peak_reserved_bytes.size()) + " values");
+  }
+  if (auto busy = m.optional_object("busy")) {
+    const NumberRange busy_s{0.0, 1e6, true, "seconds in [0, 1e6]"};
+    r.compute_busy_s = busy->optional_number("compute_s", busy_s);
+    r.communication_busy_s = busy->optional_number("communication_s", busy_s);
+    r.exposed_communication_s = busy->optional_number("exposed_communication_s", busy_s);
+    r.offload_io_busy_s = busy->optional_number("offload_io_s", busy_s);
+    r.optimizer_busy_s = busy->optional_number("optimizer_s", busy_s);
+    r.host_busy_s = busy->optional_number("host_s", busy_s);
+    r.bubble_fraction = busy->optional_number("bubble_fraction", {0.0, 1.0, true, "a fraction in [0, 1]"});
+    if (auto d = busy->optional_string("definition")) {
+      if (*d == "kernels") r.busy_definition = BusyDefinition::KERNELS;
+      else if (*d == "call_spans") r.busy_definition = BusyDefinition::CALL_SPANS;
+      else throw ConfigError(m.source(), busy->path_of("definition"), "\"kernels\" or \"call_spans\"", "\"" + *d + "\"");
+    }
+    busy->finish();
+  }
+  if (auto bytes = m.optional_object("bytes")) {
+    const NumberRange moved{0.0, 1e18, true, "a number of bytes in [0, 1e18]"};
+    for (const char* key : {"collective", "p2p", "host_to_device", "device_to_host", "nvme_read", "nvme_write"}) {
+      if (auto v = bytes->optional_number(key, moved)) r.bytes_moved.emplace_back(key, *v);
+    }
+    bytes->finish();
+  }
+  if (m.has("launches")) read_launches(m, r);
+  if (m.has("trace") && !m.json().at("trace").is_null()) r.trace_path = beside(directory, m.string("trace"), m, "trace");
+  else if (m.has("trace")) m.raw("trace");
+  m.finish({"warmup_steps", "warmup_step_times_s", "step_times_s", "step_times_s_per_rank", "params_per_rank",
+            "tokens_per_s", "build_s"});
+}
+
+// measured of a run that ran out of GPU memory ("oom": true): the allocator's message and nothing
+// else. A run that did not finish a step has no step time and no peaks of timed steps; a figure here
+// would be one the validation cannot compare, so it is refused rather than ignored (what the run
+// reached before it ran out belongs in stack.details.oom, which is kept).
+void read_out_of_memory(StrictObject& m, MeasuredRun& r) {
+  r.oom_message = m.string("oom_message");
+  if (r.oom_message.empty()) {
+    throw ConfigError(m.source(), m.path_of("oom_message"), "the allocator's message (a non-empty string)", "\"\"");
+  }
+  for (const auto& [key, value] : m.json().items()) {
+    if (key == "oom" || key == "oom_message") continue;
+    throw ConfigError(m.source(), m.path_of(key),
+                      "no other key in measured beside \"oom\": true (a run that ran out of memory has no step time and no "
+                      "peaks; where it ran out belongs in stack.details.oom)",
+                      describe_json(value));
+  }
+  m.finish();
+}
+
 }  // namespace
 
 MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& directory) {
@@ -93,6 +158,17 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
   // The calibration of the host the run ran on, when the run carries one (a profile JSON beside it):
   // validate costs the run there unless --hw says otherwise (reports/validation/README.md, "Launches").
   if (auto profile = root.optional_string("profile")) r.profile_path = beside(directory, *profile, root, "profile");
+  // The capture of the run's layer, when the run carries one: validate predicts the run from it, as
+  // `--capture FILE` predicts every run. Checked here to be there; read when the run is predicted.
+  if (auto capture = root.optional_string("capture")) {
+    r.capture_path = beside(directory, *capture, root, "capture");
+    std::error_code ec;
+    if (!fs::is_regular_file(*r.capture_path, ec)) {
+      const bool exists = fs::exists(*r.capture_path, ec);
+      throw ConfigError(doc.source, "capture", "a capture beside the measured run (trainsim_capture's JSON, workloads/capture/SCHEMA.md)",
+                        "\"" + *capture + "\" (" + (exists ? "not a regular file" : "no such file") + ")");
+    }
+  }
   // The strategy object is trainsim's strategy schema, read by its own strict reader.
   const nlohmann::json& strategy = root.raw("strategy");
   if (!strategy.is_object()) throw ConfigError(doc.source, "strategy", "an object (a trainsim strategy)", describe_json(strategy));
@@ -148,44 +224,9 @@ MeasuredRun measured_run_from_json(const JsonDocument& doc, const std::string& d
   }
   {
     StrictObject m = root.object("measured");
-    r.step_time_s = m.number("step_time_s", SECONDS);
-    if (auto spread = m.optional_number("step_time_spread", {0.0, 1e3, true, "a number in [0, 1000]"})) r.step_time_spread = *spread;
-    r.peak_allocated_bytes = m.numbers("peak_allocated_bytes", BYTES);
-    r.peak_reserved_bytes = m.numbers("peak_reserved_bytes", BYTES);
-    if (r.peak_reserved_bytes.size() != r.peak_allocated_bytes.size()) {
-      throw ConfigError(doc.source, "measured.peak_reserved_bytes",
-                        "one peak per rank, as many as measured.peak_allocated_bytes (" +
-                            std::to_string(r.peak_allocated_bytes.size()) + ")",
-                        std::to_string(r.peak_reserved_bytes.size()) + " values");
-    }
-    if (auto busy = m.optional_object("busy")) {
-      const NumberRange busy_s{0.0, 1e6, true, "seconds in [0, 1e6]"};
-      r.compute_busy_s = busy->optional_number("compute_s", busy_s);
-      r.communication_busy_s = busy->optional_number("communication_s", busy_s);
-      r.exposed_communication_s = busy->optional_number("exposed_communication_s", busy_s);
-      r.offload_io_busy_s = busy->optional_number("offload_io_s", busy_s);
-      r.optimizer_busy_s = busy->optional_number("optimizer_s", busy_s);
-      r.host_busy_s = busy->optional_number("host_s", busy_s);
-      r.bubble_fraction = busy->optional_number("bubble_fraction", {0.0, 1.0, true, "a fraction in [0, 1]"});
-      if (auto d = busy->optional_string("definition")) {
-        if (*d == "kernels") r.busy_definition = BusyDefinition::KERNELS;
-        else if (*d == "call_spans") r.busy_definition = BusyDefinition::CALL_SPANS;
-        else throw ConfigError(doc.source, busy->path_of("definition"), "\"kernels\" or \"call_spans\"", "\"" + *d + "\"");
-      }
-      busy->finish();
-    }
-    if (auto bytes = m.optional_object("bytes")) {
-      const NumberRange moved{0.0, 1e18, true, "a number of bytes in [0, 1e18]"};
-      for (const char* key : {"collective", "p2p", "host_to_device", "device_to_host", "nvme_read", "nvme_write"}) {
-        if (auto v = bytes->optional_number(key, moved)) r.bytes_moved.emplace_back(key, *v);
-      }
-      bytes->finish();
-    }
-    if (m.has("launches")) read_launches(m, r);
-    if (m.has("trace") && !m.json().at("trace").is_null()) r.trace_path = beside(directory, m.string("trace"), m, "trace");
-    else if (m.has("trace")) m.raw("trace");
-    m.finish({"warmup_steps", "warmup_step_times_s", "step_times_s", "step_times_s_per_rank", "params_per_rank",
-              "tokens_per_s", "build_s"});
+    r.oom = m.optional_boolean("oom");
+    if (ran_out_of_memory(r)) read_out_of_memory(m, r);
+    else read_step(m, r, directory);
   }
   root.finish();
   return r;

@@ -38,6 +38,9 @@ struct MeasuredRun {
   std::string name;
   std::string model_path;      // the trainsim model JSON, resolved beside the file
   std::optional<std::string> profile_path;  // "profile": the run's own host's profile JSON, beside the file
+  // "capture" (optional): the capture of the run's layer (trainsim_capture's JSON, workloads/capture/),
+  // beside the file: validate predicts this run from it, as `--capture FILE` predicts every run.
+  std::optional<std::string> capture_path;
   std::string gpu;             // provenance.gpu
   int gpus = 1;
   // provenance.cpu_steal_fraction (optional): the hypervisor's share of the CPU time the machine
@@ -58,6 +61,11 @@ struct MeasuredRun {
   // Each launch's cpu_steal_fraction (optional per launch, as the row's): the steal over that
   // launch's timed steps, beside launch_step_times_s; empty without launches.
   std::vector<std::optional<double>> launch_cpu_steal_fractions;
+  // measured.oom (optional): true where the run ran out of GPU memory (then measured holds only oom and
+  // oom_message: no step time and no peaks), false where it is said explicitly that it ran; absent
+  // for the rows that predate the key. Validate compares a "fits" row where it is given.
+  std::optional<bool> oom;
+  std::string oom_message;   // measured.oom_message: the allocator's message (oom true only)
   std::vector<double> peak_allocated_bytes;  // per rank
   std::vector<double> peak_reserved_bytes;   // per rank
   // measured.busy (optional; the reference step reports them): per-stream busy seconds of rank 0's
@@ -72,6 +80,9 @@ struct MeasuredRun {
   std::optional<std::string> trace_path;     // resolved beside the file, when the run has one
   bool from_trace = false;                   // the step time is the profiled step's (no timed steps)
 };
+
+// Whether the run ran out of GPU memory (measured.oom true).
+inline bool ran_out_of_memory(const MeasuredRun& r) { return r.oom.value_or(false); }
 
 // `path`: a measured-run JSON. Throws ConfigError for anything malformed.
 MeasuredRun load_measured_run(const std::string& path);

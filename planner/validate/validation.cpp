@@ -9,6 +9,7 @@
 #include <set>
 
 #include "accuracy.hpp"
+#include "captured_model.hpp"
 #include "config_error.hpp"
 #include "cost_model.hpp"
 #include "host_dispatch.hpp"
@@ -75,7 +76,55 @@ bool copies_into_fresh_pageable(const wl::Strategy& s, wl::Numerics n) {
          wl::stack_states(s.stack, n, s.zero_stage, s.micro_batches()).blocking_pageable_grad_offload;
 }
 
+constexpr double GiB = 1073741824.0;
+
+// "the 133.95 GiB a GPU may hold (141.0 GiB of HBM less 1.00 GiB reserved, less 5% headroom)"
+std::string gpu_limit_text(const MemoryLimits& l) {
+  return fmt::format("the {:.2f} GiB a GPU may hold ({:.1f} GiB of HBM less {:.2f} GiB reserved, less {:g}% headroom)",
+                     l.gpu_limit_bytes / GiB, l.gpu_capacity_bytes / GiB, (l.gpu_capacity_bytes - l.gpu_usable_bytes) / GiB,
+                     100 * l.headroom);
+}
+
+// Whether the configuration fits its GPU, by the planner's rule (planner/memory_fit.hpp, as `trainsim
+// simulate` and `plan` decide it): where the memory model's peak GPU overflows the usable memory less
+// the headroom by more than its tolerance, it does not (the planner does not replay it); otherwise the
+// replay's reserved peak decides, against the same limit. Host memory and storage are not the GPU's:
+// a measured OOM is the GPU allocator's. Measured: 0 where the run ran out of memory, 1 where it ran.
+ValidationRow fits_row(const MeasuredRun& run, const MemoryAnswer& memory, const sim::SimResult* replay) {
+  const MemoryLimits& l = memory.fit.limits;
+  const wl::StageMemory& st = memory.estimate.stages[static_cast<std::size_t>(memory.estimate.peak_stage)];
+  bool fits = false;
+  std::string how;
+  if (memory.fit.gpu == Verdict::OVERFLOWS) {
+    how = fmt::format("the memory model puts {:.2f} GiB on its largest GPU, over {} by more than the model's tolerance, so "
+                      "nothing is replayed",
+                      st.gpu_bytes() / GiB, gpu_limit_text(l));
+  } else {
+    const std::optional<MemoryMisfit> misfit = replay_misfit(*replay, l);
+    fits = !misfit || misfit->reason != "gpu-memory";
+    how = fmt::format("the replay reserves {:.2f} GiB at its peak ({:.2f} GiB allocated), {} {}", replay->peak_reserved_bytes / GiB,
+                      replay->peak_memory_bytes / GiB, fits ? "within" : "over", gpu_limit_text(l));
+  }
+  const double measured = ran_out_of_memory(run) ? 0 : 1;
+  ValidationRow r = row(run, "fits", "boolean", fits ? 1 : 0, measured, true, 0,
+                        fmt::format("predicted {} by the planner's rule (planner/memory_fit.hpp): {}; measured: {}",
+                                    fits ? "to fit" : "not to fit", how, ran_out_of_memory(run) ? "ran out of memory" : "ran"));
+  r.error_pct = 0;  // a percentage of a yes or no says nothing: error_abs is the row's error (+1: predicted to fit, ran out)
+  r.within = r.predicted == r.measured;
+  return r;
+}
+
 }  // namespace
+
+// A row's own capture, or --capture for every row; a row that names one while --capture names
+// another would leave which to use unsaid, so both are refused.
+void check_capture_source(const MeasuredRun& run, const InputFlags& flags) {
+  if (run.capture_path && !flags.capture_file.empty()) {
+    throw ConfigError(run.path, "capture",
+                      "either the run's own capture or --capture, not both (drop --capture to predict each run from its own)",
+                      "capture \"" + *run.capture_path + "\" and --capture \"" + flags.capture_file + "\"");
+  }
+}
 
 // A profile calibrated for PyTorch's stacks: their host dispatch and their own kernels (flash attention
 // and the torch_* curves of calibrate/scripts/torch_microbench.py). h200x2-measured has host dispatch but
@@ -145,6 +194,7 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
     if (in.runs.empty()) {
       throw ConfigError(measured, "", "a directory holding measured-run JSON files (\"kind\": \"trainsim.measured_run\")", "none");
     }
+    for (const MeasuredRun& run : in.runs) check_capture_source(run, flags);
     return in;
   }
   if (!fs::is_regular_file(measured, ec)) {
@@ -167,6 +217,7 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
                         "\"" + sidecar + "\"");
     }
     in.runs.push_back(measured_run_from_json(doc, std::filesystem::path(measured).parent_path().string()));
+    check_capture_source(in.runs.back(), flags);
   }
   return in;
 }
@@ -188,6 +239,9 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   InputFlags flags = given;
   if (flags.model.empty()) flags.model = run.model_path;
   flags.hw = hw;
+  // The run's own capture predicts it as --capture would (request.cpp attaches it).
+  check_capture_source(run, given);
+  if (run.capture_path) flags.capture_file = *run.capture_path;
   wl::StrategyInput strategy = run.strategy;
   // The run's own pipeline partition (a stack splits layers its own way; run_step.py evenly).
   if (run.layers_per_stage.size() >= 2) {
@@ -204,7 +258,18 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     v.error = "not simulated: " + *request.infeasible_reason;
     return v;
   }
-  // The run is known to have fit: it is simulated whatever the memory model says about fitting,
+  if (request.inputs.model.capture) {
+    v.capture = request.inputs.model.capture->id;
+    v.notes.push_back("each layer's, the embedding's and the head's kernels from the capture " + request.inputs.model.capture->describe);
+  }
+  const bool oom = ran_out_of_memory(run);
+  // A run that ran out of memory has one row: whether it fits. Where the memory model already says it
+  // does not, the planner replays nothing, and neither does this.
+  if (oom && memory.fit.gpu == Verdict::OVERFLOWS) {
+    v.rows.push_back(fits_row(run, memory, nullptr));
+    return v;
+  }
+  // A run that ran is known to have fit: it is simulated whatever the memory model says about fitting,
   // so its predicted peak can be compared with the measured one.
   // The storage of the machine the run ran on, measured in the same device call, replaces the
   // profile's: each lent VM's disk is its own (reports/validation/reference/README.md).
@@ -247,6 +312,10 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     }
   }
   for (const auto& g : r.per_gpu) v.predicted_peaks.push_back(g.peak_memory_bytes);
+  if (oom) {
+    v.rows.push_back(fits_row(run, memory, &r));
+    return v;
+  }
   // Only where the run's stack has calibrated host dispatch (a stack without, such as trainsim's
   // reference step, has no host stream to move).
   if (sim::stack_dispatch(request.inputs.strategy, profile) != nullptr && r.step_time_s > 0) {
@@ -333,14 +402,17 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
     b.within = std::abs(b.error_abs) <= BUBBLE_TOLERANCE;
     v.rows.push_back(b);
   }
+  // Said to have run ("oom": false): whether trainsim predicts that it fits.
+  if (run.oom) v.rows.push_back(fits_row(run, memory, &r));
   return v;
 }
 
 MetricStats metric_stats(const std::vector<RunValidation>& runs, const std::string& metric, bool exclude_gaps) {
   MetricStats s;
   double sum = 0, sum_abs = 0;
-  // The bubble's target is absolute: its worst row is the largest absolute error.
-  const bool absolute = metric == "bubble_fraction";
+  // The bubble's target is absolute, and whether a configuration fits is a yes or no: their worst
+  // row is the largest absolute error.
+  const bool absolute = metric == "bubble_fraction" || metric == "fits";
   for (const auto& v : runs) {
     for (const auto& r : v.rows) {
       if (r.metric != metric || (exclude_gaps && !r.gap.empty())) continue;

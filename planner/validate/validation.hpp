@@ -30,8 +30,11 @@ inline constexpr const char* REGENERATE_COMMAND =
 
 struct ValidationRow {
   std::string name;    // the measured run
-  std::string metric;  // step_time, peak_allocated, peak_reserved, exposed_communication, bubble_fraction
-  std::string unit;    // "s", "bytes", "fraction"
+  // step_time, peak_allocated, peak_reserved, exposed_communication, bubble_fraction, compute_busy,
+  // optimizer_busy, fits (runs whose measured.oom is given: 1 where the configuration fits its GPU, 0
+  // where it runs out of memory)
+  std::string metric;
+  std::string unit;    // "s", "bytes", "fraction", "boolean"
   double predicted = 0;
   double measured = 0;
   double error_pct = 0;  // 100 (predicted - measured) / measured
@@ -55,6 +58,7 @@ struct RunValidation {
   std::vector<std::string> notes;        // the simulation's assumptions and notes, once each
   std::string storage_basis;             // when the run's machine_storage replaced the profile's: what and whence
   std::string error;                     // when nothing could be predicted: why
+  std::string capture;                   // the capture the run was predicted from (its id), if any
   // How host-bound the prediction is: the relative change of the predicted step per relative
   // change of the profile's host dispatch figures for the run's stack, from a second replay with them
   // HOST_SENSITIVITY_PROBE larger (0: the host never on the step's critical path; 1: the step
@@ -83,6 +87,10 @@ inline const ValidationRow* find_row(const RunValidation& v, const std::string& 
   return nullptr;
 }
 
+// The metric of the one row a run that could not be predicted has in the report: "fits" where it
+// ran out of memory (it has no step time), else "step_time".
+inline const char* error_metric(const MeasuredRun& r) { return ran_out_of_memory(r) ? "fits" : "step_time"; }
+
 // The relative growth of the host dispatch figures in the replay that measures host_sensitivity.
 inline constexpr double HOST_SENSITIVITY_PROBE = 0.1;
 
@@ -106,8 +114,13 @@ struct ValidationInputs {
 };
 ValidationInputs read_validation_inputs(const std::string& measured, const std::string& sidecar, const InputFlags& flags);
 
+// A run's own capture ("capture") together with --capture is a ConfigError naming both: which one
+// predicts the run would be left unsaid.
+void check_capture_source(const MeasuredRun& run, const InputFlags& flags);
+
 // Simulates the run's model and strategy (flags override them; --hw when `hw_given`, else
-// default_profile) and compares.
+// default_profile; the run's own capture, else --capture) and compares. A run whose measured.oom is
+// given gets a "fits" row (validation.cpp, fits_row); one that ran out of memory has only that row.
 RunValidation validate_run(const MeasuredRun& run, const InputFlags& flags, bool hw_given, bool read_trace);
 void apply_known_gaps(std::vector<RunValidation>& runs, const std::vector<KnownGap>& gaps);
 // A gap naming a row that the runs do not have is a ConfigError naming the file.

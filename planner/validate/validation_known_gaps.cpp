@@ -22,8 +22,8 @@ std::vector<KnownGap> load_known_gaps(const std::string& path) {
   std::map<std::pair<std::string, std::string>, std::string> listed;
   for (StrictObject g : root.objects("gaps")) {
     const std::string metric = g.string("metric");
-    if (metric != "step_time" && metric != "peak_allocated" && metric != "bubble_fraction") {
-      throw ConfigError(doc.source, g.path_of("metric"), "a metric with a target: step_time, peak_allocated or bubble_fraction",
+    if (metric != "step_time" && metric != "peak_allocated" && metric != "bubble_fraction" && metric != "fits") {
+      throw ConfigError(doc.source, g.path_of("metric"), "a metric with a target: step_time, peak_allocated, bubble_fraction or fits",
                         "\"" + metric + "\"");
     }
     const std::string reason = g.string("reason");
@@ -56,7 +56,8 @@ void check_known_gaps(const std::vector<RunValidation>& runs, const std::vector<
     bool found = false;
     for (const auto& v : runs) {
       for (const auto& r : v.rows) found = found || (r.name == gaps[i].name && r.metric == gaps[i].metric);
-      found = found || (v.run.name == gaps[i].name && !v.error.empty() && gaps[i].metric == "step_time");
+      // A run not predicted has one row in the report: its fits row where it ran out of memory, else its step time.
+      found = found || (v.run.name == gaps[i].name && !v.error.empty() && gaps[i].metric == error_metric(v.run));
     }
     if (!found) {
       throw ConfigError(path, "gaps.names", "names of validated runs that have a row of the gap's metric",

@@ -21,6 +21,7 @@ namespace {
 constexpr double GiB = 1073741824.0;
 
 std::string value_text(const ValidationRow& r, double v) {
+  if (r.unit == "boolean") return v != 0 ? "fits" : "OOM";
   if (r.unit == "bytes") return fmt::format("{:.2f} GiB", v / GiB);
   if (r.unit == "s") return v < 1 ? fmt::format("{:.1f} ms", v * 1e3) : fmt::format("{:.3f} s", v);
   return fmt::format("{:.3f}", v);
@@ -28,6 +29,7 @@ std::string value_text(const ValidationRow& r, double v) {
 
 std::string error_text(const ValidationRow& r) {
   if (r.metric == "bubble_fraction") return fmt::format("{:+.3f}", r.error_abs);
+  if (r.unit == "boolean") return r.error_abs == 0 ? "-" : fmt::format("{:+.0f}", r.error_abs);
   return fmt::format("{:+.1f}%", r.error_pct);
 }
 
@@ -51,6 +53,16 @@ std::map<std::string, std::string> profile_descriptions(const std::vector<RunVal
   return d;
 }
 
+// Whether any run has a row of `metric`.
+bool has_metric(const std::vector<RunValidation>& runs, const std::string& metric) {
+  return std::any_of(runs.begin(), runs.end(), [&](const RunValidation& v) { return find_row(v, metric) != nullptr; });
+}
+
+// What a run that ran out of memory measured: no step time.
+nlohmann::ordered_json error_measured(const MeasuredRun& r) {
+  return ran_out_of_memory(r) ? nlohmann::ordered_json(0) : nlohmann::ordered_json(r.step_time_s);
+}
+
 nlohmann::ordered_json stats_json(const MetricStats& s) {
   return {{"rows", s.rows},
           {"mean_abs_error_pct", s.mean_abs_error_pct},
@@ -59,6 +71,31 @@ nlohmann::ordered_json stats_json(const MetricStats& s) {
           {"worst_error_abs", s.worst_error_abs},
           {"worst_name", s.worst_name},
           {"outside_tolerance", s.outside}};
+}
+
+// The report's section on whether the configurations fit, for the runs that say whether they ran
+// out of memory (measured.oom); empty without such runs.
+std::string fits_markdown(const std::vector<RunValidation>& runs) {
+  std::string table;
+  int rows = 0, agree = 0;
+  for (const auto& v : runs) {
+    const ValidationRow* r = find_row(v, "fits");
+    if (r == nullptr) continue;
+    ++rows;
+    if (r->within) ++agree;
+    table += fmt::format("| {} | {} | {} | {} | {} |\n", r->name, value_text(*r, r->predicted), value_text(*r, r->measured),
+                         status_text(*r), r->note);
+  }
+  if (rows == 0) return {};
+  return fmt::format(
+      "## Whether it fits\n\n"
+      "The runs that say whether they ran out of GPU memory (`measured.oom`): whether trainsim predicts that the "
+      "configuration fits its GPU, by the planner's rule (`planner/memory_fit.hpp`: where the memory model's largest GPU "
+      "overflows the usable memory less the headroom by more than the model's tolerance it does not, with no replay; "
+      "otherwise the replay's reserved peak decides against the same limit), against what the run did (`OOM`: it ran out "
+      "of memory; `fits`: it ran). {} of {} predicted as measured.\n\n"
+      "| run | predicted | measured | status | how |\n|---|---|---|---|---|\n{}\n",
+      agree, rows, table);
 }
 
 }  // namespace
@@ -82,7 +119,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& v : runs) {
     if (!v.error.empty()) {
-      rows.push_back({{"name", v.run.name}, {"metric", "step_time"}, {"predicted", nullptr}, {"measured", v.run.step_time_s},
+      rows.push_back({{"name", v.run.name}, {"metric", error_metric(v.run)}, {"predicted", nullptr}, {"measured", error_measured(v.run)},
                       {"error_pct", nullptr}, {"error", v.error}});
       continue;
     }
@@ -91,6 +128,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
                                   {"measured", r.measured}, {"error_pct", r.error_pct}, {"error_abs", r.error_abs},
                                   {"unit", r.unit},        {"toleranced", r.toleranced}, {"within_tolerance", r.within}};
       if (!r.gap.empty()) e["known_gap"] = r.gap;
+      if (r.metric == "fits") e["note"] = r.note;
       if (r.metric == "step_time" && !v.storage_basis.empty()) e["storage_basis"] = v.storage_basis;
       if (r.metric == "step_time" && !v.run.launch_step_times_s.empty()) e["measured_launches"] = v.run.launch_step_times_s;
       if (r.metric == "step_time" && v.run.cpu_steal_fraction) e["host_cpu_steal_fraction"] = *v.run.cpu_steal_fraction;
@@ -108,13 +146,22 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
   // What each run exercised, for the accuracy every answer states (planner/accuracy.hpp).
   nlohmann::ordered_json what_ran = nlohmann::ordered_json::array();
   for (const auto& v : runs) {
-    what_ran.push_back({{"name", v.run.name}, {"gpu", v.run.gpu}, {"gpus", v.run.gpus}, {"stack", v.run.stack},
-                        {"profile", v.profile}, {"features", v.features}, {"kernel_classes", kernel_classes_json(v)}});
+    nlohmann::ordered_json run = {{"name", v.run.name}, {"gpu", v.run.gpu}, {"gpus", v.run.gpus}, {"stack", v.run.stack},
+                                  {"profile", v.profile}, {"features", v.features}, {"kernel_classes", kernel_classes_json(v)}};
+    if (!v.capture.empty()) run["capture"] = v.capture;
+    if (v.run.oom) run["oom"] = *v.run.oom;
+    if (ran_out_of_memory(v.run)) run["oom_message"] = v.run.oom_message;
+    what_ran.push_back(run);
   }
   j["runs"] = what_ran;
   nlohmann::ordered_json stats;
   for (const char* m : METRICS) {
     stats[m] = {{"all_rows", stats_json(metric_stats(runs, m, false))}, {"without_known_gaps", stats_json(metric_stats(runs, m, true))}};
+  }
+  // Only where runs say whether they ran out of memory (the committed rows predate the key).
+  if (has_metric(runs, "fits")) {
+    stats["fits"] = {{"all_rows", stats_json(metric_stats(runs, "fits", false))},
+                     {"without_known_gaps", stats_json(metric_stats(runs, "fits", true))}};
   }
   j["stats"] = stats;
   const RankingStats ranking = ranking_stats(runs);
@@ -126,13 +173,14 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
   std::string out = fmt::format("{:<42} {:<22} {:>12} {:>12} {:>9}  {}\n", "run", "metric", "predicted", "measured", "error", "status");
   for (const auto& v : runs) {
     if (!v.error.empty()) {
-      out += fmt::format("{:<42} {:<22} {}\n", v.run.name, "step_time", v.error);
+      out += fmt::format("{:<42} {:<22} {}\n", v.run.name, error_metric(v.run), v.error);
       continue;
     }
     for (const auto& r : v.rows) {
       out += fmt::format("{:<42} {:<22} {:>12} {:>12} {:>9}  {}\n", r.name, r.metric, value_text(r, r.predicted),
                          value_text(r, r.measured), error_text(r), status_text(r));
     }
+    if (const ValidationRow* fits = find_row(v, "fits")) out += fmt::format("{:<42} fits: {}\n", v.run.name, fits->note);
     if (!v.storage_basis.empty()) out += fmt::format("{:<42} {}\n", v.run.name, v.storage_basis);
     if (v.run.peak_allocated_bytes.size() > 1) {
       auto gib = [](const std::vector<double>& b) {
@@ -169,6 +217,10 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
       if (gaps) out += fmt::format("; {} rows not listed as known gaps: mean {:.1f}%, worst {:+.1f}%", g.rows, g.mean_abs_error_pct, g.worst_error_pct);
     }
     out += "\n";
+  }
+  if (has_metric(runs, "fits")) {
+    const MetricStats f = metric_stats(runs, "fits", false);
+    out += fmt::format("fits: {} of {} rows predicted as measured (whether the configuration fits its GPU)\n", f.rows - f.outside, f.rows);
   }
   const RankingStats ranking = ranking_stats(runs);
   if (ranking.pairs > 0) {
@@ -233,6 +285,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
   md += rankings_markdown(runs);
   md += fresh_pages_markdown(runs);
   md += kernels_markdown(runs);
+  md += fits_markdown(runs);
   md += "## Rows that miss their target\n\n";
   std::map<std::string, std::vector<std::string>> by_reason;
   std::vector<std::string> unexplained;
@@ -248,7 +301,8 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
   md += "\n## Rows\n\n| run | metric | predicted | measured | error | status |\n|---|---|---|---|---|---|\n";
   for (const auto& v : runs) {
     if (!v.error.empty()) {
-      md += fmt::format("| {} | step_time | - | {} | - | {} |\n", v.run.name, fmt::format("{:.3f} s", v.run.step_time_s), v.error);
+      md += fmt::format("| {} | {} | - | {} | - | {} |\n", v.run.name, error_metric(v.run),
+                        ran_out_of_memory(v.run) ? std::string("OOM") : fmt::format("{:.3f} s", v.run.step_time_s), v.error);
       continue;
     }
     for (const auto& r : v.rows) {
@@ -302,6 +356,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "| run | stack | predicted peak allocated (GiB) | measured (GiB) | error per GPU | predicted reserved (GiB) | measured reserved (GiB) |\n"
         "|---|---|---|---|---|---|---|\n";
   for (const auto& v : runs) {
+    if (ran_out_of_memory(v.run)) continue;  // no peaks measured
     std::vector<std::string> p, m, pres, res, err;
     for (double b : v.predicted_reserved) pres.push_back(fmt::format("{:.1f}", b / GiB));
     for (double b : v.predicted_peaks) p.push_back(fmt::format("{:.1f}", b / GiB));

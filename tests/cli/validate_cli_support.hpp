@@ -2,9 +2,13 @@
 // input; validate_report_test.cpp: the report's sections): the committed runs they start from.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -32,5 +36,26 @@ inline std::string copy_run(const ScratchDir& dir, const std::function<void(nloh
 inline const char* const TINY_TRACE =
     R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_gemm", "ts": 1000, "dur": 80000},)"
     R"( {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "ts": 60000, "dur": 50000}]})";
+
+// Bad input: `validate` with a case's arguments (made in a fresh directory) and `extra` must exit 2,
+// print nothing, say every part of the message and write no report into that directory.
+struct BadCase {
+  const char* what;
+  std::function<std::string(const ScratchDir&)> args;  // the command's arguments
+  std::vector<std::string> message;                     // what the error must say
+};
+
+inline void expect_refused(const std::vector<BadCase>& cases, const std::string& extra) {
+  for (const auto& c : cases) {
+    ScratchDir dir;
+    const CommandResult r = run_trainsim("validate " + c.args(dir) + " " + extra);
+    EXPECT_EQ(r.exit_code, 2) << c.what << ": " << r.err << r.out;
+    EXPECT_TRUE(r.out.empty()) << c.what << ": printed " << r.out;
+    for (const auto& m : c.message) EXPECT_NE(r.err.find(m), std::string::npos) << c.what << ": no \"" << m << "\" in " << r.err;
+    for (const char* f : {"report.md", "summary.json", "step_time.svg"}) {
+      EXPECT_FALSE(std::filesystem::exists(dir.path() / f)) << c.what << ": wrote " << f;
+    }
+  }
+}
 
 }  // namespace trainsim::test::validate_cli

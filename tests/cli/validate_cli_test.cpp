@@ -18,7 +18,6 @@
 namespace trainsim::test {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace validate_cli;
 
 
@@ -182,12 +181,6 @@ TEST(ValidateCli, MachineStorageReplacesTheProfilesForThatRun) {
   EXPECT_NE(mixed_row.at("storage_basis").get<std::string>().find("reads and writes at once 1.100 + 1.100 GB/s"), std::string::npos)
       << mixed_row.at("storage_basis");
 }
-
-struct BadCase {
-  const char* what;
-  std::function<std::string(const ScratchDir&)> args;  // the command's arguments
-  std::vector<std::string> message;                     // what the error must say
-};
 
 // A pipeline run's busy.definition picks what the replay's bubble counts as busy: "call_spans"
 // (CUDA events around the stack's calls: a GPU waiting for its host inside a call is busy) or
@@ -388,14 +381,7 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json&) {})) + " --report-dir " + q((d.path() / "no").string()); },
        {"--report-dir", "an existing directory"}},
   };
-  for (const auto& c : cases) {
-    ScratchDir dir;
-    const CommandResult r = run_trainsim("validate " + c.args(dir) + " --no-trace");
-    EXPECT_EQ(r.exit_code, 2) << c.what << ": " << r.err << r.out;
-    EXPECT_TRUE(r.out.empty()) << c.what << ": printed " << r.out;
-    for (const auto& m : c.message) EXPECT_NE(r.err.find(m), std::string::npos) << c.what << ": no \"" << m << "\" in " << r.err;
-    for (const char* f : {"report.md", "summary.json", "step_time.svg"}) EXPECT_FALSE(fs::exists(dir.path() / f)) << c.what << ": wrote " << f;
-  }
+  expect_refused(cases, "--no-trace");
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
 a simulated OOM; a simulated hang the driver must kill) and checks what it packs: every measured run
 against what planner/validate/measured_run.cpp requires and tolerates (unknown keys are errors there),
 its strategy against workloads/strategy_sources.cpp's reader, its trainsim model JSON against
-workloads/model_loader.cpp's, the OOM row (the keys the reader does not accept yet are exactly
-measured.oom and measured.oom_message), the failure rows and the summary. Where a trainsim binary is
-found ($TRAINSIM, else build/trainsim), also reads the bf16-mixed rows with `trainsim validate`.
+workloads/model_loader.cpp's, the OOM row (its measured exactly measured.oom and measured.oom_message),
+the failure rows and the summary. Where a trainsim binary is found ($TRAINSIM, else build/trainsim), also
+reads the bf16-mixed rows and the OOM row with `trainsim validate`.
 
     /usr/bin/python3 reports/validation/captured_models/test_writer.py
 
@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 
 # planner/validate/measured_run.cpp
-TOP_KEYS = {"schema_version", "kind", "name", "provenance", "model", "profile", "strategy", "stack",
+TOP_KEYS = {"schema_version", "kind", "name", "provenance", "model", "profile", "capture", "strategy", "stack",
             "machine_storage", "measured"}
 TOP_REQUIRED = {"schema_version", "kind", "name", "provenance", "model", "strategy", "stack", "measured"}
 STACKS = {"pytorch", "pytorch-ddp", "pytorch-fsdp", "pytorch-pipelining", "megatron", "deepspeed",
@@ -29,7 +29,7 @@ STACKS = {"pytorch", "pytorch-ddp", "pytorch-fsdp", "pytorch-pipelining", "megat
 MEASURED_KEYS = {"step_time_s", "step_time_spread", "peak_allocated_bytes", "peak_reserved_bytes", "busy", "bytes",
                  "launches", "trace", "warmup_steps", "warmup_step_times_s", "step_times_s", "step_times_s_per_rank",
                  "params_per_rank", "tokens_per_s", "build_s"}
-# the keys an OOM row adds, which the reader must learn (reported to the issue)
+# an OOM row's measured: exactly these (the reader refuses any other key beside "oom": true)
 OOM_KEYS = {"oom", "oom_message"}
 # workloads/strategy_sources.cpp strategy_from_json
 STRATEGY_INT = {"gpus", "nodes", "dp", "tp", "pp", "vpp", "first_stage_layers", "last_stage_layers", "shards", "zero",
@@ -335,7 +335,7 @@ def main():
     trainsim = os.environ.get("TRAINSIM") or os.path.join(REPO, "build", "trainsim")
     if os.access(trainsim, os.X_OK):
         for p in plan:
-            if outcomes[p["name"]] != "ok":
+            if outcomes[p["name"]] not in ("ok", "oom"):
                 continue
             r = subprocess.run([trainsim, "validate", "--measured", os.path.join(runs_dir, p["name"] + ".json"),
                                 "--hw", "h200x2-measured"], capture_output=True, text=True, timeout=300)
@@ -343,6 +343,9 @@ def main():
             print(f"trainsim validate {p['name']}: exit {r.returncode}: {msg[0] if msg else ''}")
             if p["precision"] == "bf16-mixed":
                 check(r.returncode == 0, f"trainsim validate reads {p['name']}")
+            if outcomes[p["name"]] == "oom" and r.returncode == 0:
+                # one row: whether it fits (the dry run's OOM is simulated on a tiny model: predicted to fit)
+                check(" fits " in r.stdout and "step_time" not in r.stdout, f"{p['name']}: a fits row alone")
     else:
         print(f"(no trainsim binary at {trainsim}: the C++ reader itself not run; set TRAINSIM)")
     import shutil
