@@ -192,6 +192,12 @@ fi
 
 # ---- the measured runs, one process each ---------------------------------------------------------
 mapfile -t NAMES < <("$PY" "$MEASURE" list $DRYFLAG)
+# ONLY_RUNS=a,b: measure only these (a later session completing an earlier one); captures stay all
+if [ -n "${ONLY_RUNS:-}" ]; then
+  KEEP=()
+  for name in "${NAMES[@]}"; do case ",$ONLY_RUNS," in *",$name,"*) KEEP+=("$name") ;; esac; done
+  NAMES=("${KEEP[@]}")
+fi
 say "${#NAMES[@]} measured runs"
 i=0
 for name in "${NAMES[@]}"; do

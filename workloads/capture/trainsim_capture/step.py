@@ -172,6 +172,38 @@ def make_optimizer(params, kind):
     return torch.optim.AdamW(params, **kw)
 
 
+def _default_device(dev):
+    """Builds the model on its device from the start where this PyTorch can (torch.device as a
+    context manager, 2.0 on): a fake parameter moved across devices afterwards needs a tensor swap."""
+    import contextlib as _cl
+    return dev if hasattr(dev, "__enter__") else _cl.nullcontext()
+
+
+def _place(model, dev, dtype):
+    """model.to(device=dev, dtype=dtype) without nn.Module._apply: on PyTorch 2.x that swaps each fake
+    parameter with its converted copy (torch.utils.swap_tensors), which refuses tensors with weak
+    references (\"_apply(): Couldn't swap Embedding.weight\"). Each parameter or buffer not already on
+    `dev` in `dtype` (floating ones only) is replaced by its converted copy, once: tied weights stay
+    one Parameter."""
+    done = {}
+    for module in model.modules():
+        for table in (module._parameters, module._buffers):
+            for name, t in list(table.items()):
+                if t is None:
+                    continue
+                want = dtype if dtype is not None and t.is_floating_point() else t.dtype
+                if t.device == dev and t.dtype == want:
+                    continue
+                if id(t) not in done:
+                    with torch.no_grad():
+                        moved = t.detach().to(device=dev, dtype=want)
+                    if isinstance(t, torch.nn.Parameter):
+                        moved = torch.nn.Parameter(moved, requires_grad=t.requires_grad)
+                    done[id(t)] = moved
+                table[name] = done[id(t)]
+    return model
+
+
 def record_step(build, run, recorder_cls=Recorder, real=False, vocab=None, warmup=0):
     """build(): returns a Built (called inside the fake mode). Returns a Raw.
 
@@ -189,9 +221,9 @@ def record_step(build, run, recorder_cls=Recorder, real=False, vocab=None, warmu
     compat.SDPA_POLICY["mode"] = run.sdpa
     try:
         with fake, compat.sdpa_installed(), compat.no_profiler_ranges(), compat.fallback_watch(rec.notes):
-            built = build()
-            model = built.model.to(device=dev, dtype=pdtype) if not getattr(built, "dtype_applied", False) \
-                else built.model.to(device=dev)
+            with _default_device(dev):
+                built = build()
+            model = _place(built.model, dev, None if getattr(built, "dtype_applied", False) else pdtype)
             model.train()
             named = list(model.named_parameters())
             params = [p for _, p in named]
