@@ -34,7 +34,9 @@ GENERIC = {
     # with coefficients from COEFFS, agree unless the ties make them equal (so a dimension matches
     # one expression); P > s at every point (learned positions), h != a*d (head width independent)
     "b": (4, 3, 5),
-    "s": (58, 20, 21),
+    # s: multiples of 32, as the memory-efficient SDPA kernel pads its log-sum-exp ([b, a,
+    # round_up(s, 32)]: a dimension no polynomial gives at other lengths); checked as above
+    "s": (224, 96, 160),
     "h": (48, 64, 128),
     "a": (5, 7, 4),       # when heads are independent (no grouped-query ties)
     "kv": (6, 2, 3),
@@ -42,7 +44,7 @@ GENERIC = {
     "d": (16, 40, 56),
     "f": (112, 96, 48),
     "V": (97, 123, 81),
-    "P": (144, 128, 80),
+    "P": (288, 160, 224),
 }
 
 
