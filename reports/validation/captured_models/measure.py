@@ -947,6 +947,49 @@ def cmd_summary(args):
     return 0
 
 
+def cmd_collect(args):
+    """The rows trainsim validate reads, from unpacked session archives (later ones complete earlier
+    ones: a run measured in a later session replaces its failure row): every measured row with the
+    config.json or model JSON it names, `"oom": false` on a run that ran (so validate checks that it
+    is predicted to fit), `"capture"` where the session captured it, `"profile"` the machine's
+    calibration when given. Writes nothing unless every row has its model file."""
+    import shutil
+    rows = {}
+    for stage in args.stages:
+        runs_dir, cap_dir = os.path.join(stage, "runs"), os.path.join(stage, "captures")
+        for f in sorted(os.listdir(runs_dir)):
+            if not f.endswith(".json") or f.count(".") != 1:
+                continue
+            with open(os.path.join(runs_dir, f)) as fh:
+                doc = json.load(fh)
+            if not isinstance(doc, dict) or doc.get("kind") != "trainsim.measured_run":
+                continue
+            extra = {}
+            model = os.path.join(runs_dir, doc["model"])
+            if not os.path.isfile(model):
+                print(f"collect: {f}: model {doc['model']} missing", file=sys.stderr)
+                return 2
+            extra[doc["model"]] = model
+            cap = os.path.join(cap_dir, doc["name"] + ".capture.json")
+            if os.path.isfile(cap):
+                doc["capture"] = os.path.basename(cap)
+                extra[doc["capture"]] = cap
+            if not doc["measured"].get("oom"):
+                doc["measured"]["oom"] = False
+            rows[doc["name"]] = (doc, extra)
+    os.makedirs(args.dest, exist_ok=True)
+    if args.profile:
+        shutil.copyfile(args.profile, os.path.join(args.dest, os.path.basename(args.profile)))
+    for name, (doc, extra) in sorted(rows.items()):
+        if args.profile:
+            doc["profile"] = os.path.basename(args.profile)
+        write_json(os.path.join(args.dest, name + ".json"), doc)
+        for base, src in extra.items():
+            shutil.copyfile(src, os.path.join(args.dest, base))
+    print(f"collect: {len(rows)} rows into {args.dest}")
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="measure.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -976,13 +1019,17 @@ def main(argv=None):
     a.add_argument("stage")
     a = sub.add_parser("list")
     a.add_argument("--dry-run", action="store_true")
+    a = sub.add_parser("collect")
+    a.add_argument("dest")
+    a.add_argument("stages", nargs="+", help="unpacked captured_models/ folders, earlier sessions first")
+    a.add_argument("--profile", help="the machine's profile (trainsim-calibrate's profile.json, renamed)")
     args = p.parse_args(argv)
     if args.cmd == "list":
         for r in all_runs(args.dry_run):
             print(r["name"])
         return 0
     return {"prepare": cmd_prepare, "run": cmd_run, "fail": cmd_fail, "captures": cmd_captures,
-            "summary": cmd_summary}[args.cmd](args)
+            "summary": cmd_summary, "collect": cmd_collect}[args.cmd](args)
 
 
 if __name__ == "__main__":
