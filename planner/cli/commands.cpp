@@ -9,6 +9,7 @@ void register_commands(CLI::App& app, Commands& commands) {
   register_compare(app, commands);
   register_list(app, commands);
   register_validate(app, commands);
+  register_capture(app, commands);
 }
 
 }  // namespace trainsim::cli

@@ -32,5 +32,6 @@ void register_plan(CLI::App& app, Commands& commands);
 void register_compare(CLI::App& app, Commands& commands);
 void register_simulate(CLI::App& app, Commands& commands);
 void register_validate(CLI::App& app, Commands& commands);
+void register_capture(CLI::App& app, Commands& commands);
 
 }  // namespace trainsim::cli
