@@ -59,6 +59,24 @@ void check_run(const CaptureDocument& doc, const std::string& flag, const ModelS
   }
 }
 
+// The layer's buffers by where they live (ModelCapture::LayerMemory). A layer's own buffers only:
+// the head's and the optimizer's are the stack's (logits, states).
+ModelCapture::LayerMemory layer_memory(const CaptureDocument& doc) {
+  ModelCapture::LayerMemory out;
+  for (const CapturedBuffer& b : doc.buffers) {
+    if (b.owner != "layer" || b.kind != "activation" || !b.alloc) continue;
+    const CapturePhase freed = b.free ? b.free->phase : CapturePhase::OPTIMIZER;  // null: alive at the end
+    const bool to_backward = freed == CapturePhase::LAYER_BACKWARD || freed == CapturePhase::EMBED_BACKWARD ||
+                             freed == CapturePhase::OPTIMIZER;
+    const bool to_head = freed == CapturePhase::HEAD_FORWARD || freed == CapturePhase::HEAD_BACKWARD;
+    const double bytes = static_cast<double>(b.alloc_bytes);
+    if (b.alloc->phase == CapturePhase::LAYER_FORWARD && to_backward) out.kept += bytes;
+    if (b.alloc->phase == CapturePhase::LAYER_FORWARD && to_head) out.autocast_cache += bytes;
+    if (b.alloc->phase == CapturePhase::LAYER_RECOMPUTE && to_backward) out.recomputed += bytes;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
@@ -94,6 +112,7 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, cons
                       fmt::format("{:.0f} at the model's sizes", captured_params));
   }
   out->costs = captured_costs(doc, 1);
+  out->layer_memory = layer_memory(doc);
   out->id = path + "#" + hex64(fnv1a64(bytes));
   out->describe = fmt::format("{} ({}, recorded on the {} device{}; scaled to the model, micro-batch {}, sequence {})", path,
                               doc.run.precision, doc.run.device, doc.run.recompute ? ", with recompute" : "", s.micro_batch, s.seq);

@@ -27,6 +27,13 @@ struct ModelCapture {
   std::string describe;    // for the answer's Basis line
   std::int64_t layer_param_tensors = 0;  // a layer's parameter tensors (AccumulateGrad adds one kernel each)
   CapturedParamCounts params;            // the capture's parameter tensors at the model's sizes
+  // One layer's buffers for one micro-batch (alloc_bytes, SCHEMA.md "Buffers and positions"):
+  // kept: allocated by its forward, freed in the backward (its saved tensors, or under checkpointing
+  // its input); recomputed: allocated by its recompute, freed in its backward; autocast_cache:
+  // allocated by its forward, freed before the backward (autocast's weight casts under checkpointing).
+  struct LayerMemory {
+    double kept = 0, recomputed = 0, autocast_cache = 0;
+  } layer_memory;
 };
 
 // The training numerics a capture recorded (run.precision: fp32, bf16, autocast-bf16, fp16-scaler).

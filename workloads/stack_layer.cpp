@@ -199,11 +199,13 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
 }
 
 double torch_layer_checkpoint_bytes(const ModelSpec& m, const Strategy& s) {
+  if (const ModelCapture* cap = captured_for(m, s)) return cap->layer_memory.kept;
   const Dims d = dims(m, s);
   return (fsdp(s) ? 2.0 : 4.0) * d.T * d.h;
 }
 
 double torch_autocast_cache_bytes(const ModelSpec& m, const Strategy& s) {
+  if (const ModelCapture* cap = captured_for(m, s)) return cap->layer_memory.autocast_cache;
   if (!s.stack.autocast() || s.recompute != Recompute::FULL) return 0;
   return 2 * linear_params_per_layer(m);
 }
@@ -292,6 +294,8 @@ LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
 }
 
 double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s) {
+  // A capture: what its layer keeps, with a checkpointed layer's recompute re-materializing the rest.
+  if (const ModelCapture* cap = captured_for(m, s)) return cap->layer_memory.kept + cap->layer_memory.recomputed;
   const Dims d = dims(m, s);
   const bool bf16 = fsdp(s);
   const double re = bf16 ? 2.0 : 4.0;
