@@ -332,6 +332,22 @@ def main():
     check(len(full) >= 27 and min(combos.values()) >= 6 and len(combos) == 4,
           f"at least 24 timed runs, each precision/recompute combination at least 6 times: {combos}")
     check(len({r["arch"] for r in full}) >= 12, "12 Hugging Face architectures and 2 hand-written models")
+    # collect: the rows as committed, each with its model file, "oom" stated, its capture where made
+    dest = os.path.join(unpack, "collected")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "measure.py"), "collect", dest, stage],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"measure.py collect: {r.stderr.strip()}")
+    for name, outcome in outcomes.items():
+        if outcome not in ("ok", "oom"):
+            check(not os.path.exists(os.path.join(dest, name + ".json")), f"collect: no row for the failed {name}")
+            continue
+        with open(os.path.join(dest, name + ".json")) as f:
+            row = json.load(f)
+        check(row["measured"].get("oom") is (outcome == "oom"), f"collect: {name}: measured.oom stated")
+        check(os.path.isfile(os.path.join(dest, row["model"])), f"collect: {name}: its model file beside it")
+        captured = cs.get(name, {}).get("status") == "ok"
+        check(("capture" in row) == captured and (not captured or os.path.isfile(os.path.join(dest, row["capture"]))),
+              f"collect: {name}: its capture named and beside it exactly when made")
     trainsim = os.environ.get("TRAINSIM") or os.path.join(REPO, "build", "trainsim")
     if os.access(trainsim, os.X_OK):
         for p in plan:
