@@ -23,12 +23,7 @@ void register_capture(CLI::App& app, Commands& commands) {
   CLI::App* sub = app.add_subcommand("capture", "Record your model's training step (python3 -m trainsim_capture; needs PyTorch)");
   sub->allow_extras();
   sub->prefix_command();
-  sub->footer(std::string("Every argument goes to trainsim_capture (workloads/capture/README.md); see `trainsim capture --help`.\n"
-                          "Examples:\n"
-                          "  trainsim capture --hf-config config.json --micro-batch 2 --seq 4096 --precision autocast-bf16 -o layer.json\n"
-                          "  trainsim simulate --model config.json --capture layer.json --stack pytorch --gpus 1 --micro-batch 2 --seq 4096\n\n") +
-              "Exit codes: trainsim_capture's (0 written, 2 bad input or a refused model, 3 the model failed under fake\n"
-              "tensors, 1 anything else); 2 also when no Python can be started.\n");
+  sub->set_help_flag();  // --help goes to trainsim_capture, whose options these are
   sub->callback([sub, &commands] {
     std::vector<std::string> args = sub->remaining();
     commands.run = [args] {

@@ -4,6 +4,7 @@
 // at another, and what cannot be costed from a capture is refused naming the flag and the key.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -116,6 +117,24 @@ TEST(CaptureCli, AMeasuredRunIsPredictedFromACapture) {
   ASSERT_EQ(with.exit_code, 0) << with.err;
   EXPECT_NE(with.out.find("h200x1_single_llama_L16-h4096_mb1x2"), std::string::npos) << with.out;
   EXPECT_NE(with.out, without.out);
+}
+
+// trainsim capture hands every argument, --help included, to the package; a Python that cannot be
+// started is exit 2 with its name, not a crash.
+TEST(CaptureCli, CaptureRunsThePackageOrSaysWhyNot) {
+  ::setenv("TRAINSIM_PYTHON", "/nonexistent/python3", 1);
+  const auto missing = test::run_trainsim("capture --help");
+  ::unsetenv("TRAINSIM_PYTHON");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("could not start /nonexistent/python3"), std::string::npos) << missing.err;
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3 with torch";
+  ::setenv("TRAINSIM_PYTHON", "/usr/bin/python3", 1);
+  const auto help = test::run_trainsim("capture --help");
+  const auto check = test::run_trainsim("capture --check " + test::source_path(CAPTURE));
+  ::unsetenv("TRAINSIM_PYTHON");
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("--hf-config"), std::string::npos) << help.out;
+  EXPECT_EQ(check.exit_code, 0) << check.err;
 }
 
 }  // namespace
