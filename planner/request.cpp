@@ -126,8 +126,10 @@ Request resolve_request(const InputFlags& f) {
 
   // A capture trains as it recorded: its numerics are the model's unless --precision says otherwise
   // (then attach_capture refuses the mismatch, naming both).
-  if (!f.capture_file.empty() && model->has_architecture()) {
-    model->capture_numerics = wl::capture_numerics_of_file(f.capture_file);
+  std::optional<wl::CaptureDocument> capture;
+  if (!f.capture_file.empty()) capture = wl::load_capture(f.capture_file);
+  if (capture && model->has_architecture()) {
+    model->capture_numerics = wl::capture_numerics(*capture);
     model->numerics = *model->capture_numerics;
   }
   if (model->layer_from_capture && f.capture_file.empty()) {
@@ -144,7 +146,7 @@ Request resolve_request(const InputFlags& f) {
   if (!r.infeasible_reason) r.infeasible_reason = missing_peak(r);
   if (f.memory_headroom) r.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
   if (!f.capture_file.empty() && !r.infeasible_reason) {
-    r.inputs.model.capture = wl::attach_capture(f.capture_file, "--capture", r.inputs.model, r.inputs.strategy);
+    r.inputs.model.capture = wl::attach_capture(f.capture_file, std::move(*capture), "--capture", r.inputs.model, r.inputs.strategy);
     if (r.inputs.model.layer_from_capture) r.inputs.model.captured_params = r.inputs.model.capture->params;
   }
   return r;

@@ -17,7 +17,6 @@ Numerics capture_numerics(const CaptureDocument& doc) {
   return p == "fp32" ? Numerics::FP32 : p == "bf16" ? Numerics::BF16 : p == "fp16-scaler" ? Numerics::FP16_MIXED : Numerics::BF16_MIXED;
 }
 
-Numerics capture_numerics_of_file(const std::string& path) { return capture_numerics(load_capture(path)); }
 
 namespace {
 
@@ -81,10 +80,14 @@ ModelCapture::LayerMemory layer_memory(const CaptureDocument& doc) {
 
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
                                                    const Strategy& s) {
+  return attach_capture(path, load_capture(path), flag, m, s);
+}
+
+std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, CaptureDocument doc, const std::string& flag,
+                                                   const ModelSpec& m, const Strategy& s) {
   if (!m.has_architecture()) throw ConfigError(flag, "--model", "a model architecture to scale the capture to", "--params");
   auto out = std::make_shared<ModelCapture>();
   const std::string bytes = read_input_file(path);
-  CaptureDocument doc = load_capture(path);
   check_run(doc, flag, m, s);
   const SymbolValues changes = capture_changes_for(doc, symbols_of_model(m, s.micro_batch, s.seq));
   if (!changes.empty()) {

@@ -38,13 +38,15 @@ struct ModelCapture {
 
 // The training numerics a capture recorded (run.precision: fp32, bf16, autocast-bf16, fp16-scaler).
 Numerics capture_numerics(const CaptureDocument& doc);
-// The same, read from the file, for the stack's checks before the capture is attached.
-Numerics capture_numerics_of_file(const std::string& path);
+
 
 // Loads `path` (a ConfigError names the flag, the file and the key on a bad capture), checks it
 // describes `m` (the same architecture: its ties hold at the model's sizes; the same parameters,
 // except for a layer_from_capture model, whose parameters are the capture's) and a stack that can
 // run it, and scales it to `m` and the run's micro-batch and sequence.
+// `doc`: the capture already loaded from `path` (planner/request.cpp reads its numerics first).
+std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, CaptureDocument doc, const std::string& flag,
+                                                   const ModelSpec& m, const Strategy& s);
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
                                                    const Strategy& s);
 
