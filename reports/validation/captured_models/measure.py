@@ -863,6 +863,7 @@ def cmd_captures(args):
             print(f"captures: hf_zoo into {zoo} ({left:.0f} s left)", flush=True)
             with open(os.path.join(stage, "zoo.log"), "w") as log:
                 p = start([python, "-m", "trainsim_capture.hf_zoo", zoo, "--jobs", str(args.jobs),
+                           "--variants", "autocast-bf16,autocast-bf16.recompute,bf16,bf16.recompute",
                            "--timeout", str(int(max(10, min(args.timeout, left - 5))))], log)
                 code = wait(p, left) if p is not None else "stopped"
             print(f"captures: hf_zoo ended ({code}) {time.time() - t_start:.0f} s after the captures started", flush=True)

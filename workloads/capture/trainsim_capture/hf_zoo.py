@@ -4,7 +4,7 @@
     PYTHONPATH=workloads/capture python3 -m trainsim_capture.hf_zoo OUTDIR [--jobs 12] [--only llama,gpt2]
 
 Writes OUTDIR/<name>.<variant>.json (a capture), OUTDIR/<name>.config.json (the config it was made
-from) and OUTDIR/summary.json (per capture: status, seconds, error). Each capture runs in its own
+from), OUTDIR/<name>.effective_config.json (that config as transformers completes it) and OUTDIR/summary.json (per capture: status, seconds, error). Each capture runs in its own
 process (one architecture failing does not stop the others), several at once. Exit 0 when every
 capture succeeded, 1 otherwise. The sizes are small but not degenerate (micro-batch 2, so b stays a
 symbol; grouped-query attention where the architecture has it; head_dim set apart from
@@ -68,7 +68,20 @@ VARIANTS = {
     "autocast-bf16": ["--precision", "autocast-bf16"],
     "autocast-bf16.recompute": ["--precision", "autocast-bf16", "--recompute"],
     "bf16": ["--precision", "bf16"],
+    "bf16.recompute": ["--precision", "bf16", "--recompute"],
 }
+
+
+def effective_config(cfg):
+    """The config as transformers completes it (every default spelled out), or None without
+    transformers: what a user's config.json is compared with before this capture stands in for it."""
+    try:
+        from transformers import AutoConfig
+    except ImportError:
+        return None
+    d = AutoConfig.for_model(**cfg).to_dict()
+    d.pop("transformers_version", None)
+    return d
 
 
 def main(argv=None):
@@ -100,6 +113,15 @@ def main(argv=None):
         with open(cfg_path, "w") as f:
             json.dump(CONFIGS[n], f, indent=1, sort_keys=True)
             f.write("\n")
+        try:
+            full = effective_config(CONFIGS[n])
+        except Exception as e:  # the captures still run; the reader then has no completed config
+            print(f"{n}: transformers could not complete the config: {type(e).__name__}: {e}", flush=True)
+            full = None
+        if full is not None:
+            with open(os.path.join(args.outdir, f"{n}.effective_config.json"), "w") as f:
+                json.dump(full, f, indent=1, sort_keys=True, default=str)
+                f.write("\n")
         for v in variants:
             out = os.path.join(args.outdir, f"{n}.{v}.json")
             cmd = [sys.executable, "-m", "trainsim_capture", "--hf-config", cfg_path, "--micro-batch",
