@@ -2,7 +2,8 @@
 """scale(capture at size X, size Y) equals the capture at size Y: ops, shapes, strides, bytes,
 FLOPs, kernels, buffers and memory, byte for byte of the document (provenance aside), for the
 hand-written MLP and Llama-like models under several precisions, optimizers and checkpointing; a
-fixed symbol (b = 1 at capture) refuses to scale."""
+fixed symbol (b = 1 at capture) refuses to scale; a model whose ops depend on s = P (a mask sliced
+to the sequence) is captured with P tied to s there, and scales only where P stays s."""
 import _common
 
 _common.require_torch()
@@ -53,4 +54,28 @@ try:
     c.check(False, "scaling a tied symbol is refused")
 except ScaleError as e:
     c.check("tied" in str(e), "scaling a tied symbol is refused", str(e))
+
+# s = P: the full slice runs no op, the generic sizes (P > s) would slice: P is tied to s
+from masked_model import masked_model  # noqa: E402
+kw = dict(precision="fp32", optimizer="adamw-foreach")
+full = _common.capture_module(masked_model, {"h": 16, "V": 50, "P": 8}, 3, 2, 8, **kw)
+c.eq(full["symbol_space"]["ties"], {"P": "s"}, "a mask spanning the sequence: P tied to s")
+part = _common.capture_module(masked_model, {"h": 16, "V": 50, "P": 12}, 3, 2, 8, **kw)
+c.check("P" in part["symbol_space"]["independent"], "a mask longer than the sequence: P independent",
+        str(part["symbol_space"]))
+c.check(len(full["layers"][0]["phases"]["forward"]["ops"]) < len(part["layers"][0]["phases"]["forward"]["ops"]),
+        "the whole-buffer slice runs one op fewer")
+y = _common.capture_module(masked_model, {"h": 24, "V": 40, "P": 16}, 3, 3, 16, **kw)
+z = scale(full, {"h": 24, "V": 40, "b": 3, "s": 16})
+for doc in (y, z):
+    doc.pop("provenance")
+a, b = jsonio.dumps(z), jsonio.dumps(y)
+c.check(a == b, "scaled == captured with P tied to s",
+        next((f"{p!r} vs {q!r}" for p, q in zip(a.splitlines(), b.splitlines()) if p != q), "")[:600])
+try:
+    scale(full, {"s": 6, "P": 8})
+    c.check(False, "scaling P apart from s is refused")
+except ScaleError as e:
+    c.check("P" in str(e), "scaling P apart from s is refused", str(e))
+
 c.done()

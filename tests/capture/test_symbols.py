@@ -27,7 +27,7 @@ def vals(e):
     return [p.evaluate(x) for x in pts + [target]]
 
 
-for e in ("b*s*h", "s*a*d+2*s*kv*d", "2*f", "b*s^2*a", "d/2", "s+1", "a", "h*V", "7"):
+for e in ("b*s*h", "s*a*d+2*s*kv*d", "2*f", "b*s^2*a", "d/2", "d/8", "s+1", "a", "h*V", "7"):
     c.eq(str(m.match(vals(e))), e, f"matched {e}")
 c.eq(str(m.match(vals("kv*g*d"))), "a*d", "tied forms are one dimension, written the simplest way")
 try:

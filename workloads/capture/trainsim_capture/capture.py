@@ -60,16 +60,22 @@ def capture(source, run, symbolic=True, progress=None):
     c_t = collect(analyze(raw_t))
     space = None
     if symbolic:
-        attempts = [False]
+        # (head_dim = hidden / heads, symbols equal at the requested size tied): the first that scales
+        attempts = [(False, False)]
         if getattr(source, "head_dim_free", False):
-            attempts.append(True)
+            attempts.append((True, False))
+        if source.space(values_t).tie_equal(values_t) is not None:
+            attempts.append((attempts[-1][0], True))
         last_err = None
-        for tied in attempts:
-            if tied:
+        for tied, tie_equal in attempts:
+            if tied and not getattr(source, "force_tied", False):
                 source.force_tied = True
                 say("head_dim independent of hidden did not work; retrying with head_dim = hidden / heads")
             try:
                 space = source.space(values_t)
+                if tie_equal:
+                    space = space.tie_equal(values_t)
+                    say(f"retrying with the symbols equal at the requested size tied: {space.ties}")
                 ov = source.generic_overrides(values_t)
                 points = [space.generic_point(k, ov) for k in range(3)]
                 cs = []
@@ -113,8 +119,6 @@ def capture(source, run, symbolic=True, progress=None):
             except (SymbolError, CaptureError, RuntimeError, TypeError, ValueError, AttributeError, KeyError,
                     IndexError) as e:
                 last_err = e
-                if not getattr(source, "head_dim_free", False) or tied:
-                    break
         if last_err is not None:
             if isinstance(last_err, SymbolError):
                 raise CaptureError(f"{source.name}: {last_err}")

@@ -7,14 +7,16 @@ from the concrete integers of the capture, never from the expressions.
 """
 
 DTYPE_BYTES = {
-    "f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1,
+    "f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1,
+    "u64": 8, "u32": 4, "u16": 2, "u8": 1,
     "bool": 1, "c64": 8, "c128": 16, "f8e4m3": 1, "f8e5m2": 1,
 }
 
 TORCH_DTYPE_NAMES = {
     "torch.float64": "f64", "torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16",
     "torch.int64": "i64", "torch.int32": "i32", "torch.int16": "i16", "torch.int8": "i8",
-    "torch.uint8": "u8", "torch.bool": "bool", "torch.complex64": "c64", "torch.complex128": "c128",
+    "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32", "torch.uint64": "u64",
+    "torch.bool": "bool", "torch.complex64": "c64", "torch.complex128": "c128",
     "torch.float8_e4m3fn": "f8e4m3", "torch.float8_e5m2": "f8e5m2",
 }
 

@@ -5,7 +5,8 @@ symbol has a different value at each, none of them small) and at the requested s
 dimension slot (a tensor's size, stride or storage offset, in a fixed traversal order) the four
 values must be one polynomial's values at the four symbol points. Candidates, simplest first:
   a constant;  c*m + k;  c1*m1 + c2*m2 + k
-with m a monomial of degree <= 4 in the symbols, c in COEFFS (rationals: a rotary half is "d/2"),
+with m a monomial of degree <= 4 in the symbols, c in COEFFS (rationals: a rotary half is "d/2", the
+inverse frequencies of GPT-NeoX's quarter rotary are "d/8"),
 k in -2..2. A slot with no candidate, or with two candidates that differ at some point allowed by
 the architecture's ties (e.g. a = kv*g), is refused (`SymbolError`): the capture cannot be scaled
 by shape. Candidates equal at every allowed point (h and a*d where the architecture ties them)
@@ -18,7 +19,7 @@ from fractions import Fraction
 from .poly import Poly, SYMBOL_ORDER, parse
 
 COEFFS = [Fraction(x) for x in (1, 2, 3, 4, 5, 6, 8, 12, 16)] + [Fraction(-1), Fraction(-2)] + \
-         [Fraction(1, 2), Fraction(1, 4), Fraction(3, 2), Fraction(3, 4)]
+         [Fraction(1, 2), Fraction(1, 4), Fraction(1, 8), Fraction(3, 2), Fraction(3, 4)]
 CONSTS = (0, 1, -1, 2, -2)
 MAX_DEGREE = 4
 
@@ -91,6 +92,22 @@ class SymbolSpace:
             vals = {s: rng.randint(7, 97) for s in self.independent}
             pts.append(self.complete(vals))
         return pts
+
+    def tie_equal(self, values):
+        """The same space with every independent symbol whose value at `values` equals an earlier
+        one's tied to it (P = s when the sequence fills the positions): PyTorch skips a slice that
+        spans a whole dimension (torch/csrc/autograd/python_variable_indexing.h, applySlicing), so a
+        model slicing a [P, P] mask to [s, s] runs one op fewer where s = P. None when no two are equal."""
+        ties, indep = dict(self.ties), []
+        for name in sorted(self.independent, key=_rank):
+            twin = next((o for o in indep if o != "b" and values.get(o) == values.get(name)), None)
+            if name != "b" and twin is not None:
+                ties[name] = twin
+            else:
+                indep.append(name)
+        if len(indep) == len(self.independent):
+            return None
+        return SymbolSpace(indep, ties, self.fixed)
 
     def describe(self):
         return {"independent": self.independent, "ties": self.ties, "fixed": self.fixed}

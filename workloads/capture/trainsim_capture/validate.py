@@ -9,7 +9,8 @@ PHASES_ENDS = ("embed.forward", "head.forward", "head.backward", "embed.backward
 LAYER_PHASE_KEYS = {"layer.forward": "forward", "layer.recompute": "recompute", "layer.backward": "backward"}
 BUFFER_KINDS = ("activation", "param", "grad", "optimizer_state", "model_buffer", "input", "existing",
                 "param_host", "grad_host")
-DTYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "bool", "c64", "c128", "f8e4m3", "f8e5m2")
+DTYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool", "c64", "c128",
+          "f8e4m3", "f8e5m2")
 
 TOP = {"kind", "schema_version", "provenance", "run", "stand_ins", "notes", "symbols", "symbol_space", "scalable",
        "model", "op_classes", "allocator", "params", "phases", "layers", "buffers", "totals", "memory"}
