@@ -6,6 +6,8 @@
 #include <array>
 #include <limits>
 
+#include "gzip_file.hpp"
+
 namespace trainsim::wl {
 namespace {
 
@@ -671,7 +673,13 @@ bool round_up_to_block(std::int64_t bytes, std::int64_t block, std::int64_t& out
 
 CaptureDocument load_capture_json(const JsonDocument& json) { return Loader(json).load(); }
 
-CaptureDocument load_capture(const std::string& path) { return load_capture_json(parse_json_file(path)); }
+// Committed captures are stored gzipped (a 300 KB capture packs into 20 KB); 64 MiB once unpacked
+// holds a capture of hundreds of layer kinds.
+CaptureDocument load_capture(const std::string& path) {
+  constexpr std::size_t max_bytes = std::size_t{64} << 20;
+  const std::string text = read_maybe_gzipped(path, "a capture (trainsim.capture JSON, optionally gzipped)", max_bytes);
+  return load_capture_json(parse_json_text(text, path, max_bytes / 4));
+}
 
 CaptureSums sum_ops(const CapturedPhase& phase) {
   CaptureSums s;
@@ -724,3 +732,4 @@ CaptureTotals compute_totals(const CaptureDocument& doc) {
 }
 
 }  // namespace trainsim::wl
+

@@ -197,8 +197,11 @@ void read_captured_family(StrictObject& c, ModelSpec& m) {
   m.seq_len = first_of(c, {"max_position_embeddings", "n_positions"}, limits::SEQ).value_or(0);
   const bool multi_query = c.optional_boolean("multi_query").value_or(false);
   const bool new_arch = c.optional_boolean("new_decoder_architecture").value_or(false);
-  m.kv_heads = first_of(c, {"num_key_value_heads", "num_kv_heads", "n_head_kv"}, limits::HEADS)
-                   .value_or(multi_query && !new_arch ? 1 : m.heads);
+  // Falcon's multi-query attention has one key/value head whatever num_kv_heads says (transformers
+  // models/falcon/modeling_falcon.py, FalconAttention: num_kv_heads if new_decoder_architecture or
+  // not multi_query, else 1).
+  m.kv_heads = multi_query && !new_arch ? 1
+                                        : first_of(c, {"num_key_value_heads", "num_kv_heads", "n_head_kv"}, limits::HEADS).value_or(m.heads);
   m.ffn_hidden = first_of(c, {"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}, limits::FFN_HIDDEN).value_or(4 * m.hidden);
   if (auto d = first_of(c, {"head_dim"}, limits::HIDDEN); d && *d * m.heads != m.hidden) m.head_dim_override = *d;
   m.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);

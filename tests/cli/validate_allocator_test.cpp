@@ -20,7 +20,7 @@ using namespace validate_cli;
 const std::string RECORD = "reports/validation/allocator/gpt/h200x2_ddp_L24-h1024_mb4x2.allocator.rank0.json.gz";
 
 nlohmann::json committed_record() {
-  return nlohmann::json::parse(planner::read_maybe_gzipped(source_path(RECORD), "the committed record", std::size_t{64} << 20));
+  return nlohmann::json::parse(read_maybe_gzipped(source_path(RECORD), "the committed record", std::size_t{64} << 20));
 }
 
 TEST(ValidateAllocator, ARecordReplaysToItsMeasuredReservedPeak) {

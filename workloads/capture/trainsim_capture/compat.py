@@ -125,25 +125,47 @@ def no_profiler_ranges():
 
 # ---------------------------------------------------------------------------------------------
 # Scaled dot-product attention stand-in (SCHEMA.md, "Stand-ins"). PyTorch picks an SDPA backend
-# by querying the GPU; fake tensors have no GPU to ask, so the capture decides by a stated rule:
+# by querying the GPU; fake tensors have no GPU to ask, so the capture decides by a stated rule
+# (the constraints of aten/src/ATen/native/transformers/cuda/sdp_utils.cpp that do not depend on
+# the GPU: both fused kernels want q, k and v of one dtype once autocast has cast them
+# (check_tensor_dtype); flash takes fewer key/value heads only with enable_gqa, the memory-efficient
+# kernel never (check_batch_size_and_num_heads_dense<false>)):
 #   flash     : 2.x, q in fp16/bf16, no attn_mask, head_dim <= 256 (head_dim padded to a multiple of
-#               8 first, as SDPA does for flash), key/value heads as given (flash does grouped-query
-#               attention natively);
-#   efficient : 2.x, not flash, an additive/boolean mask or fp32, head_dim <= 512 (memory-efficient
-#               attention; grouped-query key/value repeated to the query heads first);
-#   math      : otherwise, and always on 1.13 (no fused SDPA kernels there): SDPA's math path.
+#               8 first, as SDPA does for flash), the query's heads or enable_gqa;
+#   efficient : 2.x, not flash, an additive/boolean mask or fp32, head_dim <= 512, the query's heads;
+#   math      : otherwise (a single key/value head broadcast without enable_gqa, as Falcon's
+#               multi-query attention does), and always on 1.13 (no fused SDPA kernels there).
 # The rule is recorded in each attention op ("backend") and in the capture's stand-ins.
 
 _ORIG_SDPA = getattr(F, "scaled_dot_product_attention", None)
 SDPA_POLICY = {"mode": "auto"}  # "auto" (the rule above) or "flash" / "efficient" / "math" forced
 
 
-def sdpa_backend(q, k, v, attn_mask, dropout_p):
+def _autocast_dtype():
+    """The dtype autocast casts SDPA's inputs to (SDPA is on its lower-precision list), or None."""
+    try:
+        if torch.is_autocast_enabled("cuda"):
+            return torch.get_autocast_dtype("cuda")
+    except TypeError:  # before 2.4: no device argument; 1.13 has no fused SDPA anyway
+        if torch.is_autocast_enabled():
+            return torch.get_autocast_gpu_dtype()
+    return None
+
+
+def sdpa_backend(q, k, v, attn_mask, dropout_p, enable_gqa=False):
     mode = SDPA_POLICY["mode"]
     d = q.shape[-1]
-    flash_ok = (TORCH2 and has_aten("_scaled_dot_product_flash_attention") and q.dtype in (torch.float16, torch.bfloat16)
-                and attn_mask is None and d <= 256 and k.shape[-1] == d and v.shape[-1] == d)
-    eff_ok = TORCH2 and has_aten("_scaled_dot_product_efficient_attention") and d <= 512
+    cast = _autocast_dtype()
+    dtype = cast or q.dtype
+    one_dtype = cast is not None or q.dtype == k.dtype == v.dtype
+    heads_q, heads_kv = q.shape[-3] if q.dim() >= 3 else 1, k.shape[-3] if k.dim() >= 3 else 1
+    same_heads = heads_q == heads_kv and (v.shape[-3] if v.dim() >= 3 else 1) == heads_kv
+    grouped = enable_gqa and heads_kv > 0 and heads_q % heads_kv == 0
+    flash_ok = (TORCH2 and has_aten("_scaled_dot_product_flash_attention") and dtype in (torch.float16, torch.bfloat16)
+                and one_dtype and attn_mask is None and d <= 256 and k.shape[-1] == d and v.shape[-1] == d
+                and (same_heads or grouped))
+    eff_ok = (TORCH2 and has_aten("_scaled_dot_product_efficient_attention") and d <= 512 and one_dtype
+              and same_heads)
     if mode == "flash" and flash_ok:
         return "flash"
     if mode == "efficient" and eff_ok:
@@ -167,7 +189,7 @@ def _repeat_kv(t, groups):
 
 
 def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    backend = sdpa_backend(query, key, value, attn_mask, dropout_p)
+    backend = sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa)
     # key/value heads fewer than the query heads: grouped-query attention (enable_gqa, or a model
     # relying on broadcasting a single key/value head)
     groups = query.shape[-3] // key.shape[-3] if key.shape[-3] else 1
@@ -182,7 +204,7 @@ def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
         out = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, False, scale=scale)[0]
         return out[..., :d] if pad else out
     if backend == "efficient":
-        k, v = _repeat_kv(key, groups), _repeat_kv(value, groups)
+        k, v = key, value
         bias = attn_mask
         if bias is not None and bias.dtype == torch.bool:
             # SDPA turns a boolean mask into an additive one (convert_boolean_attn_mask)
@@ -195,7 +217,9 @@ def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
         need_lse = query.requires_grad or key.requires_grad or value.requires_grad
         return torch.ops.aten._scaled_dot_product_efficient_attention(
             query, k, v, bias, need_lse, dropout_p, is_causal, scale=scale)[0]
-    return sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, groups)
+    # math: fewer key/value heads are repeated only under enable_gqa; otherwise matmul broadcasts
+    # them (a single head, Falcon's multi-query attention)
+    return sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, groups if enable_gqa else 1)
 
 
 def sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, groups):

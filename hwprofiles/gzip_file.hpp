@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace trainsim::planner {
+namespace trainsim {
 
 // The decoded bytes of a (maybe gzipped) regular file, a chunk at a time, at most `max_bytes` in
 // all: past that, a ConfigError naming the file and the limit (what only, "... of at most N MiB
@@ -40,4 +40,4 @@ class BoundedFileReader {
 // ..."), when the file cannot be opened or read, or holds more than `max_bytes` once unpacked.
 std::string read_maybe_gzipped(const std::string& path, std::string_view what, std::size_t max_bytes);
 
-}  // namespace trainsim::planner
+}  // namespace trainsim

@@ -10,7 +10,7 @@
 #include "config_error.hpp"
 #include "input_file.hpp"
 
-namespace trainsim::planner {
+namespace trainsim {
 
 namespace {
 constexpr unsigned CHUNK_BYTES = 1 << 20;
@@ -58,4 +58,4 @@ std::string read_maybe_gzipped(const std::string& path, std::string_view what, s
   return out;
 }
 
-}  // namespace trainsim::planner
+}  // namespace trainsim
