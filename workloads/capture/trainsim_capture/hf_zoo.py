@@ -64,6 +64,14 @@ CONFIGS = {
                    "bias": False, "architectures": ["FalconForCausalLM"]},
 }
 
+# The same families as their other common published form: tied input and output embeddings
+# (Llama 3.2 1B/3B, Qwen2.5 0.5B-3B, Qwen3 0.6B-4B), GPT-2 trained without dropout (nanoGPT):
+# a committed capture stands in only for configs with the same structural keys.
+for _name, _change in (("llama", {"tie_word_embeddings": True}), ("qwen2", {"tie_word_embeddings": True}),
+                       ("qwen3", {"tie_word_embeddings": True}),
+                       ("gpt2", {"attn_pdrop": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0, "summary_first_dropout": 0.0})):
+    CONFIGS[_name + ("_tied" if "tie_word_embeddings" in _change else "_nodropout")] = dict(CONFIGS[_name], **_change)
+
 VARIANTS = {
     "autocast-bf16": ["--precision", "autocast-bf16"],
     "autocast-bf16.recompute": ["--precision", "autocast-bf16", "--recompute"],
