@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "captured_model.hpp"
+#include "committed_captures.hpp"
 #include "config_error.hpp"
 #include "cost_model.hpp"
 #include "enum_names.hpp"
@@ -132,21 +133,30 @@ Request resolve_request(const InputFlags& f) {
     model->capture_numerics = wl::capture_numerics(*capture);
     model->numerics = *model->capture_numerics;
   }
-  if (model->layer_from_capture && f.capture_file.empty()) {
+  const auto refuse_uncaptured = [&] {
     throw ConfigError(model->origin, "model_type",
                       "a family with a hand-written layer (gpt2, gpt_neox, llama, bert), or this one with a capture of its layer: "
                       "record it with `trainsim capture --hf-config " + model->origin +
                           " --micro-batch B --seq S --precision autocast-bf16` (workloads/capture/README.md) and pass --capture FILE",
                       "\"" + model->name + "\"");
-  }
+  };
   const wl::ClusterShape shape{r.profile.gpus_per_node(), r.profile.node_count, r.profile.name};
   r.inputs = wl::resolve_inputs(input, *model, shape);
   r.infeasible_reason = r.inputs.infeasible_reason;
   if (!r.infeasible_reason) r.infeasible_reason = cluster_infeasibility(r.inputs.strategy, r.profile);
   if (!r.infeasible_reason) r.infeasible_reason = missing_peak(r);
   if (f.memory_headroom) r.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
-  if (!f.capture_file.empty() && !r.infeasible_reason) {
-    r.inputs.model.capture = wl::attach_capture(f.capture_file, std::move(*capture), "--capture", r.inputs.model, r.inputs.strategy);
+  // A Hugging Face config under a PyTorch stack takes the committed capture of its family
+  // (committed_captures.hpp) where the user gave none: the layer PyTorch runs, not a hand-written one.
+  std::optional<std::string> committed;
+  if (f.capture_file.empty() && !model->huggingface_config.empty() && r.inputs.strategy.stack.is_pytorch()) {
+    committed = wl::committed_capture_for(model->huggingface_config, r.inputs.model.numerics,
+                                          r.inputs.strategy.recompute == wl::Recompute::FULL);
+  }
+  if (model->layer_from_capture && f.capture_file.empty() && !committed) refuse_uncaptured();
+  if (!r.infeasible_reason && (capture || committed)) {
+    r.inputs.model.capture = capture ? wl::attach_capture(f.capture_file, std::move(*capture), "--capture", r.inputs.model, r.inputs.strategy)
+                                     : wl::attach_capture(*committed, "the committed capture", r.inputs.model, r.inputs.strategy);
     if (r.inputs.model.layer_from_capture) r.inputs.model.captured_params = r.inputs.model.capture->params;
   }
   return r;

@@ -248,6 +248,7 @@ ModelSpec load_huggingface_config(const JsonDocument& doc) {
   const std::string type = c.string("model_type");
   ModelSpec m;
   m.origin = doc.source;
+  m.huggingface_config = doc.source;
   m.name = type;
   m.description = "Hugging Face config.json (" + type + ")";
   if (type == "gpt2") read_gpt2(c, m);

@@ -46,6 +46,7 @@ struct ModelSpec {
   std::string name;
   std::string description;
   std::string origin;  // a path, "built-in", "Hugging Face config.json", "--params"
+  std::string huggingface_config;  // the config.json a Hugging Face model was read from (committed_captures.hpp)
   // Architecture (absent when only a raw parameter count is known).
   std::int64_t layers = 0;
   std::int64_t hidden = 0;

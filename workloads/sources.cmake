@@ -19,4 +19,5 @@ set(TRAINSIM_WORKLOADS_SOURCES
   stack_capabilities.cpp
   stack_layer.cpp
   reference_stack.cpp
-  capture_expr.cpp capture_document.cpp capture_scale.cpp capture_memory.cpp captured_layer_cost.cpp captured_model.cpp)
+  capture_expr.cpp capture_document.cpp capture_scale.cpp capture_memory.cpp captured_layer_cost.cpp captured_model.cpp
+  committed_captures.cpp)

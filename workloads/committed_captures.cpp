@@ -1,0 +1,158 @@
+#include "committed_captures.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+#include "config_error.hpp"
+#include "strict_json.hpp"
+
+#ifndef TRAINSIM_COMMITTED_CAPTURES_DIR
+#error "TRAINSIM_COMMITTED_CAPTURES_DIR: the folder of the committed captures (set by workloads/CMakeLists.txt)"
+#endif
+
+namespace trainsim::wl {
+namespace {
+
+// The sizes a capture scales by, under every family's spelling (huggingface_config.cpp,
+// read_captured_family; trainsim_capture.scale.HF_KEYS).
+constexpr std::array<std::string_view, 24> SIZE_KEYS = {
+    "num_hidden_layers", "n_layer",          "n_layers",          "hidden_size",    "n_embd",       "d_model",
+    "num_attention_heads", "n_head",         "n_heads",           "num_key_value_heads", "num_kv_heads", "n_head_kv",
+    "intermediate_size", "n_inner",          "ffn_hidden_size",   "ffn_dim",        "head_dim",     "vocab_size",
+    "max_position_embeddings", "n_positions", "n_ctx",            "sliding_window", "original_max_position_embeddings",
+    "max_window_layers"};
+
+// Keys that change no operation of a training step: token ids, the initialization, norm epsilons
+// (a scalar argument), the rotary base (it sets the inverse frequencies' values, not their shape),
+// the cache and output switches (training runs with use_cache off), labels and bookkeeping.
+constexpr std::array<std::string_view, 25> NEUTRAL_KEYS = {
+    "_name_or_path",     "architectures",   "transformers_version", "dtype",          "torch_dtype",
+    "bos_token_id",      "eos_token_id",    "pad_token_id",         "sep_token_id",   "decoder_start_token_id",
+    "initializer_range", "rms_norm_eps",    "layer_norm_eps",       "layer_norm_epsilon", "rope_theta",
+    "use_cache",         "output_attentions", "output_hidden_states", "return_dict",   "id2label",
+    "label2id",          "problem_type",    "tokenizer_class",      "task_specific_params", "model_type"};
+
+bool listed(std::string_view key, auto const& keys) { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
+
+// A layer_types list (gemma2/3, qwen2/3, mistral): the user's layers must repeat the capture's
+// pattern, its shortest period.
+bool same_layer_pattern(const nlohmann::json& user, const nlohmann::json& ours) {
+  if (!user.is_array() || !ours.is_array() || ours.empty()) return user == ours;
+  std::size_t period = 1;
+  while (period < ours.size()) {
+    bool repeats = true;
+    for (std::size_t i = period; i < ours.size() && repeats; ++i) repeats = ours[i] == ours[i % period];
+    if (repeats) break;
+    ++period;
+  }
+  for (std::size_t i = 0; i < user.size(); ++i) {
+    if (user[i] != ours[i % period]) return false;
+  }
+  return true;
+}
+
+// rope_parameters (transformers 5) holds the rotary base beside the rotary type: the base is neutral.
+nlohmann::json without_rope_theta(nlohmann::json v) {
+  if (v.is_object()) v.erase("rope_theta");
+  return v;
+}
+
+std::string shown(const nlohmann::json& v) {
+  std::string s = v.dump();
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
+struct Difference {
+  std::string key, user, ours;
+};
+
+std::vector<Difference> differences(const nlohmann::json& user, const nlohmann::json& ours) {
+  std::vector<Difference> out;
+  for (const auto& [key, value] : user.items()) {
+    if (listed(key, SIZE_KEYS) || listed(key, NEUTRAL_KEYS) || !ours.contains(key)) continue;
+    const nlohmann::json& theirs = ours.at(key);
+    const bool same = key == "layer_types"       ? same_layer_pattern(value, theirs)
+                      : key == "rope_parameters" ? without_rope_theta(value) == without_rope_theta(theirs)
+                                                 : value == theirs;
+    if (!same) out.push_back({key, shown(value), shown(theirs)});
+  }
+  return out;
+}
+
+std::string variant_of(Numerics n, bool recompute) {
+  const std::string base = n == Numerics::BF16_MIXED ? "autocast-bf16" : n == Numerics::BF16 ? "bf16" : "";
+  return base.empty() ? base : base + (recompute ? ".recompute" : "");
+}
+
+std::string capture_command(const std::string& config_path, Numerics n, bool recompute) {
+  const std::string precision = n == Numerics::BF16_MIXED ? "autocast-bf16"
+                                : n == Numerics::BF16     ? "bf16"
+                                : n == Numerics::FP32     ? "fp32"
+                                                          : "fp16-scaler";
+  return fmt::format("`trainsim capture --hf-config {} --micro-batch B --seq S --precision {}{}` (workloads/capture/README.md) "
+                     "and pass --capture FILE",
+                     config_path, precision, recompute ? " --recompute" : "");
+}
+
+}  // namespace
+
+std::string committed_captures_dir() {
+  const char* dir = std::getenv("TRAINSIM_CAPTURES");
+  return dir != nullptr && *dir != '\0' ? dir : TRAINSIM_COMMITTED_CAPTURES_DIR;
+}
+
+std::optional<std::string> committed_capture_for(const std::string& config_path, Numerics numerics, bool recompute) {
+  const JsonDocument config = parse_json_file(config_path);
+  if (!config.json.is_object() || !config.json.contains("model_type") || !config.json.at("model_type").is_string()) {
+    return std::nullopt;
+  }
+  const std::string model_type = config.json.at("model_type").get<std::string>();
+  const std::filesystem::path dir = committed_captures_dir();
+  std::vector<std::string> names;  // the committed families' names, sorted: the same answer on every machine
+  std::error_code ec;
+  constexpr std::string_view suffix = ".effective_config.json";
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (file.size() > suffix.size() && file.ends_with(suffix) && names.size() < 4096) {
+      names.push_back(file.substr(0, file.size() - suffix.size()));
+    }
+  }
+  std::sort(names.begin(), names.end());
+
+  std::optional<std::pair<std::string, std::vector<Difference>>> closest;
+  for (const std::string& name : names) {
+    const JsonDocument ours = parse_json_file((dir / (name + std::string(suffix))).string());
+    if (!ours.json.is_object() || ours.json.value("model_type", "") != model_type) continue;
+    std::vector<Difference> diff = differences(config.json, ours.json);
+    if (diff.empty()) {
+      const std::string variant = variant_of(numerics, recompute);
+      const std::filesystem::path capture = dir / (name + "." + variant + ".json.gz");
+      if (variant.empty() || !std::filesystem::is_regular_file(capture)) {
+        throw ConfigError(config_path, "--precision",
+                          fmt::format("numerics with a committed capture of {} (bf16-mixed or bf16, with or without recompute), or "
+                                      "a capture of your own: {}",
+                                      name, capture_command(config_path, numerics, recompute)),
+                          fmt::format("{}{}", to_string(numerics), recompute ? " with recompute" : ""));
+      }
+      return capture.string();
+    }
+    if (!closest || diff.size() < closest->second.size()) closest.emplace(name, std::move(diff));
+  }
+  if (!closest) return std::nullopt;
+  const Difference& d = closest->second.front();
+  throw ConfigError(config_path, d.key,
+                    fmt::format("{} as in the committed capture {} of {} (its structure differs in {} key{}: a capture "
+                                "stands in only for the same structure), or a capture of your own: {}",
+                                d.ours, closest->first, model_type, closest->second.size(),
+                                closest->second.size() == 1 ? "" : "s", capture_command(config_path, numerics, recompute)),
+                    d.user);
+}
+
+}  // namespace trainsim::wl

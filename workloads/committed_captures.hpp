@@ -1,0 +1,33 @@
+#pragma once
+// The captures trainsim ships (workloads/captures/hf/, written by trainsim_capture.hf_zoo on a GPU
+// machine's PyTorch and transformers): one small size of each Hugging Face family, in each
+// precision and with and without recompute, that stand in for a user's config.json of the same
+// family so that `--model config.json` needs no capture of the user's own.
+//
+// A committed capture stands in for a config only where nothing but sizes differs: every key of
+// the user's config must equal the one in the capture's completed config
+// (<name>.effective_config.json: the config as transformers completes it, every default spelled
+// out), except the sizes the capture scales by (layers, widths, heads, vocabulary, positions,
+// window), `layer_types` where the user's layers repeat the capture's pattern, and the keys that
+// change no operation of a training step (token ids, initializer range, norm epsilons, rotary base,
+// cache and output switches). A config with another structure (tied embeddings, dropout, a
+// different attention) gets another capture or none.
+
+#include <optional>
+#include <string>
+
+#include "model.hpp"
+
+namespace trainsim::wl {
+
+// TRAINSIM_CAPTURES when set, else the source tree's workloads/captures/hf.
+std::string committed_captures_dir();
+
+// The committed capture for the Hugging Face config at `config_path` trained in `numerics`, with
+// recompute or not: its path, or nullopt where the directory holds no capture of the config's
+// model_type (the caller asks for a capture of the user's own). Throws ConfigError naming the
+// config and the first differing key where captures of the family exist but none has the config's
+// structure, or none was made in the run's numerics and recompute.
+std::optional<std::string> committed_capture_for(const std::string& config_path, Numerics numerics, bool recompute);
+
+}  // namespace trainsim::wl
