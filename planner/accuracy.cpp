@@ -207,8 +207,9 @@ AccuracyCard accuracy_card(const wl::Strategy& s, const hw::ClusterProfile& prof
     for (const EmbeddedFile& f : validation_summary_files()) out.push_back(nlohmann::json::parse(f.text, nullptr, false));
     return out;
   }();
-  // The summaries are this build's own files (tests/planner/accuracy_test.cpp reads them); should
-  // one not hold what the card reads, the answer still stands, saying so instead of a card.
+  // The summaries are this build's own files (tests/planner/accuracy_measured_test.cpp holds the card
+  // to the runs they summarize); should one not hold what the card reads, the answer still stands,
+  // saying so instead of a card.
   try {
     return accuracy_card(summaries, s, profile);
   } catch (const nlohmann::json::exception& e) {

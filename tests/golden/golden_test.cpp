@@ -39,7 +39,7 @@ void golden(const std::string& name, const std::string& args) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json actual = nlohmann::json::parse(r.out);
   // The measured accuracy every answer carries is the committed validation's, not the replay's
-  // (tests/planner/accuracy_test.cpp checks it): a new measured run must not touch these files.
+  // (tests/planner/accuracy_measured_test.cpp checks it): a new measured run must not touch these files.
   ASSERT_TRUE(actual.contains("accuracy"));
   actual.erase("accuracy");
   const std::string path = test::source_path("tests/golden/" + name + ".json");

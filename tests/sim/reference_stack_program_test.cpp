@@ -145,14 +145,19 @@ TEST(ReferenceStackProgram, CastsBeforeEachGatherAndAccumulatesAfterEachScatterO
   };
   const ProgramSet zero3 = program(m, s);
   const Seen v = look(zero3);
-  // Its Adam is the reference's kernel over the rank's shard, without a bf16 copy under ZeRO-3.
-  const hw::ClusterProfile prof = hw::builtin_profile("h200x4-measured");
-  const CostModel costs(prof, m.numerics, s.stack);
+  // Its Adam is the reference's kernel over the rank's shard, without a bf16 copy under ZeRO-3: half
+  // of the model's 355,919,872 parameters (the count its model file publishes) at 28 bytes each
+  // (fp32 weight, gradient and two moments read, weight and moments written), 4,982,878,208 bytes,
+  // at h200x4-measured's reference adam curve between its 2,013,265,920-byte (3,567 GB/s) and
+  // 8,053,063,680-byte (3,608 GB/s) points, log-interpolated to 3,593.80 GB/s: 1.38652 ms.
+  int adams = 0;
   for (const Instruction& in : zero3.stages.at(0).instructions) {
     if (std::string_view(in.name) == "adam") {
-      EXPECT_NEAR(in.seconds, costs.reference_adam_seconds(static_cast<double>(wl::total_params(m)) / 2, false), 1e-3 * in.seconds);
+      ++adams;
+      EXPECT_NEAR(in.seconds, 1.38652e-3, 1e-4 * 1.38652e-3);
     }
   }
+  EXPECT_GT(adams, 0);
   EXPECT_EQ(kernels(zero3, "cast_shard"), v.gathers);
   EXPECT_EQ(kernels(zero3, "accumulate_grad_shard"), v.reduce_scatters);
   const ProgramSet infinity = program(m, infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE));
