@@ -20,7 +20,7 @@ constexpr std::size_t MAX_PART_BYTES = 512;
 
 // "file.json: gpu.hbm_GBps: expected ..., got ..."; a flag is its own key: "--tp: expected ...".
 // Every part passes through printable(): the source, the key path and what we got come from the
-// user (a 5 MB key was once echoed twice, a NUL inside one cut the message at what()).
+// user (unfiltered, a 5 MB key is echoed twice and a NUL inside one cuts the message at what()).
 std::string config_error_message(const std::string& source, const std::string& key_path, const std::string& expected,
                                  const std::string& got) {
   std::string where = printable(source, MAX_PART_BYTES);

@@ -17,7 +17,7 @@ namespace {
 // The most frequent reason, for a row where nothing fits; where the family had no strategy to
 // search, why: the framework named does not run it, or it is asynchronous and --allow-async absent.
 std::string main_reason(const std::map<std::string, long>& counts, long enumerated, const PlanQuestion& q,
-                        std::string_view family) {
+                        const Family& family) {
   std::string best;
   long n = -1;
   for (const auto& [reason, c] : counts) {
@@ -28,7 +28,7 @@ std::string main_reason(const std::map<std::string, long>& counts, long enumerat
   if (q.framework.named()) {
     return fmt::format("no strategy of this family that {} runs ({})", wl::to_string(q.framework.stack.kind), q.framework.source);
   }
-  if (!q.framework.allow_async && (family == "pipedream" || family == "2bw")) {
+  if (!q.framework.allow_async && family.schedule && wl::schedule_facts(*family.schedule).asynchronous) {
     return "asynchronous (changes the optimizer's math): searched only with --allow-async";
   }
   return "no strategy of this family on this cluster";
@@ -67,7 +67,7 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
       CompareRow row;
       row.label = g.group.label;
       if (!g.ranked.empty()) row.entry = g.ranked.front();
-      else row.why_not = main_reason(g.infeasible, g.enumerated, pq, g.group.label);
+      else row.why_not = main_reason(g.infeasible, g.enumerated, pq, *g.group.families.front());
       row.infeasible = g.infeasible;
       row.enumerated = g.enumerated;
       row.candidates = g.candidates;

@@ -45,21 +45,21 @@ const std::vector<Family>& families() {
       {"l2l", "L2L: one layer on the GPU at a time, model states in host memory",
        [](const wl::Strategy& s) { return s.l2l; }},
       {"hydra", "Hydra: the whole model on each GPU, shard by shard, spilled through host memory",
-       [](const wl::Strategy& s) { return s.schedule == Schedule::HYDRA; }},
+       [](const wl::Strategy& s) { return s.schedule == Schedule::HYDRA; }, Schedule::HYDRA},
       {"megatron-3d", "Megatron-LM: tensor x pipeline (1F1B or interleaved) x data parallelism",
        [](const wl::Strategy& s) {
          return s.tp > 1 && (pipeline(s, Schedule::ONE_F_ONE_B) || pipeline(s, Schedule::INTERLEAVED));
        }},
       {"gpipe", "GPipe: all forwards, then all backwards, flush",
-       [](const wl::Strategy& s) { return pipeline(s, Schedule::GPIPE); }},
+       [](const wl::Strategy& s) { return pipeline(s, Schedule::GPIPE); }, Schedule::GPIPE},
       {"1f1b", "PipeDream-Flush (1F1B): one forward, one backward, flush",
-       [](const wl::Strategy& s) { return pipeline(s, Schedule::ONE_F_ONE_B); }},
+       [](const wl::Strategy& s) { return pipeline(s, Schedule::ONE_F_ONE_B); }, Schedule::ONE_F_ONE_B},
       {"interleaved", "interleaved 1F1B: several model chunks per GPU",
-       [](const wl::Strategy& s) { return pipeline(s, Schedule::INTERLEAVED); }},
+       [](const wl::Strategy& s) { return pipeline(s, Schedule::INTERLEAVED); }, Schedule::INTERLEAVED},
       {"pipedream", "PipeDream: 1F1B without a flush, a weight version per micro-batch in flight",
-       [](const wl::Strategy& s) { return pipeline(s, Schedule::PIPEDREAM); }},
+       [](const wl::Strategy& s) { return pipeline(s, Schedule::PIPEDREAM); }, Schedule::PIPEDREAM},
       {"2bw", "PipeDream-2BW: two weight versions, an update every batch, no flush",
-       [](const wl::Strategy& s) { return pipeline(s, Schedule::TWO_BW); }},
+       [](const wl::Strategy& s) { return pipeline(s, Schedule::TWO_BW); }, Schedule::TWO_BW},
   };
   return list;
 }

@@ -5,6 +5,7 @@
 // (megatron-3d is a kind of 1f1b or interleaved pipeline).
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,9 @@ struct Family {
   std::string_view name;
   std::string_view description;
   std::function<bool(const wl::Strategy&)> contains;
+  // The pipeline schedule every strategy of the family runs, where one does (its facts,
+  // wl::schedule_facts, say whether the family is asynchronous).
+  std::optional<wl::Schedule> schedule = std::nullopt;
 };
 
 const std::vector<Family>& families();

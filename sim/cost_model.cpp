@@ -103,7 +103,7 @@ namespace {
 // The calibrated kernel (trainsim-calibrate measures copy, layernorm, gelu and softmax) closest in
 // access pattern to each kernel of the lowering; elementwise passes behave as a copy.
 std::string_view calibrated_kernel(std::string_view name) {
-  // The reference's own kernels without a calibrated class of their own (an older profile).
+  // The reference's own kernels without a calibrated class of their own (a profile calibrated without calibration.reference_kernels).
   if (name.rfind("ref:layernorm", 0) == 0) return "layernorm";
   if (name.rfind("ref:causal_softmax", 0) == 0) return "softmax";
   if (name == "norm" || name == "final_norm" || name == "rmsnorm") return "layernorm";
@@ -115,12 +115,12 @@ std::string_view calibrated_kernel(std::string_view name) {
 
 namespace {
 // A PyTorch kernel without a curve of its own in the profile (DDP's gradient scaling into its buckets,
-// an elementwise fp32 pass costed as a copy; FSDP2's own kernels, calibration call
-// 46; the layer's kernels in its layouts, call 50; a profile calibrated before them): the curves it
-// is costed at instead, in order, first the one it was costed at before. SwiGLU's backward reads the
+// an elementwise fp32 pass costed as a copy; FSDP2's own kernels, which merge_fsdp_kernels.py adds; the
+// layer's kernels in its layouts, which torch_layer_kernels.py measures; a profile calibrated without
+// them): the curves it is costed at instead, in order of preference. SwiGLU's backward reads the
 // split forward's rate per byte where measured (its forward-and-backward bench is host-bound at the
 // smaller sizes, reports/calibration/layer-kernels-call50/), else the contiguous forward-and-backward.
-std::vector<std::string_view> older_torch_curves(std::string_view name) {
+std::vector<std::string_view> substitute_torch_curves(std::string_view name) {
   if (name == "torch:foreach_cast_fp32_to_bf16") return {"torch_cast_fp32_to_bf16"};
   if (name == "torch:split_copy_bf16" || name == "torch:bias_grad_bf16" || name == "torch:split_cat_bf16" ||
       name == "torch:mul_scalar_fp32") {
@@ -150,8 +150,8 @@ double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
     if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, calibrated, 1)) {
       return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
     }
-    for (const std::string_view older : older_torch_curves(modern)) {
-      if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, older, 1)) {
+    for (const std::string_view substitute : substitute_torch_curves(modern)) {
+      if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, substitute, 1)) {
         return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
       }
     }

@@ -38,8 +38,8 @@ class CostModel {
   // `stack`: the training stack whose products are costed. calibration.gemm_in_step measured
   // PyTorch's products in PyTorch's steps; the trainsim reference calls cuBLASLt itself with its
   // heuristic's first algorithm (calibrate/cuda/ref_gemm.cpp) and keeps the table timed back to back
-  // (with the in-step table two of its committed rows came out at -12.6% and -13.2%, where they are
-  // within 7% with it: reports/validation/README.md, row 52).
+  // (with the in-step table two of its committed rows, reports/validation/reference/, came out at
+  // -12.6% and -13.2%, where they are within 7% with the back-to-back table).
   CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, const wl::TrainingStack& stack);
 
   // An unbatched product at the profile's table of products timed inside training steps

@@ -20,6 +20,34 @@ enum class Recompute { NONE, SELECTIVE, FULL };
 
 std::string_view to_string(Schedule v);
 std::string_view to_string(OffloadTarget v);
+
+// What the rest of trainsim asks of a schedule, answered here only: the generators
+// (sim/schedules/), their shape checks, the strategy rules (strategy_rules.cpp), the replay and the
+// planner read these facts and never compare a schedule to a list of others.
+struct ScheduleFacts {
+  // No flush: a micro-batch's backward uses the weights its forward saw, older than the newest
+  // (weight stashing: PipeDream, Narayanan et al. 2019; PipeDream-2BW, Narayanan et al. 2021). The
+  // step changes the optimizer's math; it is replayed over several steps, the steady state reported.
+  bool asynchronous = false;
+  // Shape rules, checked on the strategy (strategy_rules.cpp) and on the generators' shapes
+  // (sim/schedules/pipeline_schedules.cpp, check_shape).
+  bool model_chunks = false;        // each stage split into vpp >= 2 model chunks; no other schedule splits one
+  bool micro_batches_in_groups_of_stages = false;  // m a multiple of p (Megatron-LM's get_model_chunk_id)
+  bool micro_batches_at_least_stages = false;      // m >= p (2BW's version made after step t - 2)
+  bool one_device = false;          // one stage: Hydra spills the whole model on each GPU, shard by shard
+};
+
+constexpr ScheduleFacts schedule_facts(Schedule v) {
+  switch (v) {
+    case Schedule::GPIPE:
+    case Schedule::ONE_F_ONE_B: return {};
+    case Schedule::INTERLEAVED: return {.model_chunks = true, .micro_batches_in_groups_of_stages = true};
+    case Schedule::PIPEDREAM: return {.asynchronous = true};
+    case Schedule::TWO_BW: return {.asynchronous = true, .micro_batches_at_least_stages = true};
+    case Schedule::HYDRA: return {.one_device = true};
+  }
+  return {};
+}
 std::string_view to_string(ActivationOffload v);
 std::string_view to_string(Recompute v);
 
@@ -76,9 +104,7 @@ struct Strategy {
 
 // Weight-stashing pipelines (PipeDream, Narayanan et al. 2019; PipeDream-2BW, Narayanan et al.
 // 2021): each micro-batch's backward uses the weights its forward saw, with no flush.
-inline bool weight_stashing_pipeline(const Strategy& s) {
-  return s.pp > 1 && (s.schedule == Schedule::PIPEDREAM || s.schedule == Schedule::TWO_BW);
-}
+inline bool weight_stashing_pipeline(const Strategy& s) { return s.pp > 1 && schedule_facts(s.schedule).asynchronous; }
 
 // A step that changes the optimizer's math: it updates weights that later micro-batches or steps
 // already used (the delayed parameter update of ZeRO-Offload, Ren et al. 2021 Sec. 5.2; the

@@ -105,12 +105,12 @@ const std::vector<Rule>& rules() {
       {{"stage-layers", S::STRATEGY, "first and last stage layers leave the other stages an equal share"}, stage_layers},
       {{"interleaved-needs-vpp", S::STRATEGY, "the interleaved schedule needs vpp >= 2"},
        [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
-         if (s.schedule != Schedule::INTERLEAVED || s.vpp >= 2) return std::nullopt;
+         if (!schedule_facts(s.schedule).model_chunks || s.vpp >= 2) return std::nullopt;
          return Broken{Field::VPP, "vpp >= 2 for the interleaved schedule", str(s.vpp)};
        }},
       {{"vpp-needs-interleaved", S::STRATEGY, "vpp > 1 only with the interleaved schedule"},
        [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
-         if (s.vpp <= 1 || s.schedule == Schedule::INTERLEAVED) return std::nullopt;
+         if (s.vpp <= 1 || schedule_facts(s.schedule).model_chunks) return std::nullopt;
          return Broken{Field::SCHEDULE, fmt::format("\"interleaved\" when vpp > 1 (vpp = {})", s.vpp),
                        "\"" + std::string(to_string(s.schedule)) + "\""};
        }},
@@ -123,7 +123,7 @@ const std::vector<Rule>& rules() {
       // pipeline, no ZeRO, no other offload, no tensor parallelism.
       {{"hydra-no-pipeline", S::STRATEGY, "Hydra runs without a pipeline"},
        [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
-         if (s.schedule != Schedule::HYDRA || s.pp == 1) return std::nullopt;
+         if (!schedule_facts(s.schedule).one_device || s.pp == 1) return std::nullopt;
          return Broken{Field::SCHEDULE, "pp = 1 for Hydra (each GPU runs the whole model, shard by shard)", "pp > 1"};
        }},
       {{"hydra-alone", S::STRATEGY, "Hydra with ZeRO 0, tp 1, no L2L and no offload"},
@@ -238,7 +238,9 @@ const std::vector<Rule>& rules() {
        }},
       {{"interleaved-micro-batches", S::STRATEGY, "the interleaved schedule needs micro-batches divisible by pp"},
        [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
-         if (s.schedule != Schedule::INTERLEAVED || s.pp < 1 || s.micro_batches() % s.pp == 0) return std::nullopt;
+         if (!schedule_facts(s.schedule).micro_batches_in_groups_of_stages || s.pp < 1 || s.micro_batches() % s.pp == 0) {
+           return std::nullopt;
+         }
          return Broken{Field::GLOBAL_BATCH,
                        fmt::format("a micro-batch count ({}) divisible by pp ({}) for the interleaved schedule (Megatron-LM)",
                                    s.micro_batches(), s.pp),
@@ -279,7 +281,9 @@ const std::vector<Rule>& rules() {
        }},
       {{"2bw-micro-batches", S::REPLAY, "2BW needs at least pp micro-batches"},
        [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
-         if (s.pp == 1 || s.schedule != Schedule::TWO_BW || s.micro_batches() >= s.pp) return std::nullopt;
+         if (s.pp == 1 || !schedule_facts(s.schedule).micro_batches_at_least_stages || s.micro_batches() >= s.pp) {
+           return std::nullopt;
+         }
          return Broken{Field::GLOBAL_BATCH,
                        fmt::format("at least pp = {} micro-batches per pipeline for 2BW (it updates once every m >= p "
                                    "micro-batches, Narayanan et al. 2021)",

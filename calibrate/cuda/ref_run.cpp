@@ -197,7 +197,7 @@ nlohmann::ordered_json run_reference_check_gpu(const ReferenceOptions& o) {
   // 2b. Host checkpoints against GPU checkpoints, both recomputing: the copies are bitwise and the
   //     kernels the same, so the gradients agree to the float rounding of the kernels that sum with
   //     atomicAdd (bias column sums, LayerNorm parameter gradients, the loss: their order changes
-  //     run to run), not bitwise; limit 1e-6. On 2 x H200 (ckpt-host call 1): 2.1e-7 (one GPU) and
+  //     run to run), not bitwise; limit 1e-6. On 2 x H200 (reference --check): 2.1e-7 (one GPU) and
   //     1.5e-7 (ZeRO-3), the loss, whose forward does not touch the checkpoints at all, 7.6e-8 and
   //     1.5e-7; a stale or overwritten checkpoint gives errors of order 1. Seven layers, so the ring
   //     of three GPU buffers wraps twice, and two micro-batches of different tokens, so it is reused

@@ -2,8 +2,8 @@
 // One thread per rank for the reference step's multi-GPU modes. When a rank throws, every NCCL
 // communicator is aborted (ncclCommAbort, which ends the operations in flight), so the ranks
 // blocked in a collective or a send/recv with the failed one return with an error instead of
-// waiting forever; the first rank's error is rethrown. (Before this, one failing rank left the
-// others hung: device call 5.)
+// waiting forever; the first rank's error is rethrown. (Without the abort, one failing rank leaves
+// the others blocked in NCCL for good.)
 
 #include <nccl.h>
 

@@ -1,13 +1,13 @@
 #!/bin/bash
-# One device call of the reference step (run from the repository root on the GPU machine, with the
-# stripped binaries beside this script (carried in .device-carry/reference/ of the session checkout)): the gpu tests, the check suite on every GPU,
-# then the measured runs named in RUNS. Everything lands under $OUT; each command has a timeout
-# so one hang cannot eat the call.
+# The reference step on a GPU machine (run from the repository root there, with the stripped
+# binaries beside this script, carried in .device-carry/reference/): the gpu tests, the check suite
+# on every GPU, then the measured runs named in RUNS. Everything lands under $OUT; each command has
+# a timeout so one hang cannot eat the machine's time.
 set -u
 export NCCL_NVLS_ENABLE=0
 D=$(cd "$(dirname "$0")" && pwd); B=$D/trainsim-calibrate
 FINAL=${OUT:-/tmp/out}
-# Only a few files come back from a call: work in /tmp/ref-out and send one archive.
+# Only a few files come back from the GPU machine: work in /tmp/ref-out and send one archive.
 OUT=/tmp/ref-out
 rm -rf "$OUT"; mkdir -p "$OUT/runs" "$OUT/logs" "$FINAL"
 NGPU=$(nvidia-smi -L | wc -l)

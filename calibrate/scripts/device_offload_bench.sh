@@ -1,5 +1,5 @@
 #!/bin/bash
-# What the device call for torch_offload_bench.py ran (a four-GPU machine): 1, 2 and 4 ranks at
+# torch_offload_bench.py on a four-GPU machine: 1, 2 and 4 ranks at
 # once, the two-rank phase on GPUs 0 and 1 as the validation runs had it, then the host's facts.
 #   OUT=DIR bash calibrate/scripts/device_offload_bench.sh
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (kind nvidia-h200): the reference's own kernels by class
+# On one GPU (kind nvidia-h200): the reference's own kernels by class
 # (trainsim-calibrate --full --only reference_kernels, profile.json against h200x4-measured as
 # base), then the op profile of the single-GPU L24-h1024 row with the same binary, so that the
 # kernels' rates in isolation can be set beside their times inside the step. Run from a folder

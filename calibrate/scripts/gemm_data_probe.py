@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Why do PyTorch's forward GEMMs in the measured runs outrun trainsim-calibrate's GEMM table?
-(issue 10, validation call 39; reports/validation/README.md, row "39", has the question and the
-rule.)
+(issue 10; results: reports/validation/gemm_data_probe/)
 
 The replay costs a layer's GEMMs from the profile's bf16 table (calibrate/cuda/gemm_bench.cpp: the
 fastest of up to 8 cuBLASLt candidates, operands uniform in [-1, 1)). In the profiled steps the
@@ -18,7 +17,7 @@ This times, on one GPU, bf16 products of the validation GPTs' forward shapes thr
 Each: 20 warm-up calls, then 5 rounds (the kinds interleaved) of 50 calls timed by CUDA events;
 the median round's TFLOP/s.
 
-With --interleaved (validation call 40): also `linear_between`, the training-like F.linear with a
+With --interleaved: also `linear_between`, the training-like F.linear with a
 memory-bound kernel after each call (an in-place add over a buffer sized to take about as long as
 the product), only the products timed (a pair of CUDA events around each); and `linear_each`, the
 same products back to back but each timed by its own events, so that the two differ only in what
@@ -64,7 +63,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=50)
-    ap.add_argument("--interleaved", action="store_true", help="also linear_between and linear_each (call 40)")
+    ap.add_argument("--interleaved", action="store_true", help="also linear_between and linear_each")
     args = ap.parse_args()
     rows = []
     for m, n, k in SHAPES:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Does an eager operator's launch cost the host more while the GPU is busy? (issue 10, validation
-call 29; reports/validation/README.md, row "29", has the question and the rule.)
+"""Does an eager operator's launch cost the host more while the GPU is busy? (issue 10;
+results: reports/validation/launch_cost_probe/)
 
 The host dispatch calibration (torch_stack_dispatch.py) runs a tiny GPT whose kernels finish before
 the next launch, so the GPU is idle at every launch; the real rows launch the same operators while

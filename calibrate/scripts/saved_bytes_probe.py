@@ -69,7 +69,7 @@ def one_layer(arch, h, a, kv, f, mode, mb, dev, checkpointed=False):
            "output_bytes": y.numel() * y.element_size(),
            "saved_bytes_per_layer": after - before - y.numel() * y.element_size() + io}
     # The backward must run (the saved tensors are the ones it uses), and frees them; under the same
-    # attention backend, which a checkpointed layer's recompute must choose again (call 43).
+    # attention backend, which a checkpointed layer's recompute must choose again.
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         y.float().sum().backward()
     del y, x, blk
@@ -83,7 +83,7 @@ def main():
     args = p.parse_args()
     dev = torch.device("cuda", 0)
     # The process's first GEMMs allocate cuBLAS's workspaces through the caching allocator (33 MiB
-    # in validation call 41's first case): one unrecorded layer first, so that no case counts them.
+    # on an H200 with torch 2.11 in the first case): one unrecorded layer first, so that no case counts them.
     for mode in ("autocast", "bf16"):
         one_layer(*CASES[0][1:6], mode, CASES[0][6], dev)
     rows = []

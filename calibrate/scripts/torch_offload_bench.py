@@ -26,8 +26,8 @@ Parts (each figure the median over samples of the slowest rank's time):
   the blocking pageable `x.to("cpu")`, `acc += y`], the copy and the add each timed on every rank;
   per round the slowest rank's time of each (a synchronous step pays the slowest rank at every
   layer), the mean over a sample's rounds, the median over samples. In `copies` the adds of
-  all ranks run back to back with every thread busy, which the step never does (the call-9 host
-  measured about 6 ms for every add at 2 ranks there, where the step's adds took microseconds to a
+  all ranks run back to back with every thread busy, which the step never does (one 4 x H200
+  host measured about 6 ms for every add at 2 ranks there, where the step's adds took microseconds to a
   few ms: reports/validation/known_gaps.json).
 - adam_model: AdamW(fused=True) over the tensors one rank holds of the validation GPT's shard
   (--model-layers, --model-hidden; 24 x 1024 by default), to check a costing of the shard tensor by
@@ -35,7 +35,7 @@ Parts (each figure the median over samples of the slowest rank's time):
 - autograd_rounds: the same rounds run where FSDP2 runs them, inside the backward pass: a chain of
   autograd Functions on a CUDA tensor, each Function's backward one round, so the rounds run on
   autograd's CUDA device thread (FSDP2's post-backward hook runs there: the step traces show its
-  `aten::add_` on another thread than the step's), with their own OpenMP team. Validation call 10's
+  `aten::add_` on another thread than the step's), with their own OpenMP team. One 4 x H200
   host added a 4-16 MiB shard in 0.14-0.3 ms in `rounds` while the step's own adds of 2-8 MB weight
   shards, on autograd's thread, took 2.7 ms on average (reports/calibration/h200x4-call10/README.md).
 """

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """GEMM rates as a training step runs its products: each product's kernel time inside steps.
 
-Validation call 51 (reports/validation/gemm_step_probe/) ran Llama 3 8B's layer products 10% faster
+The gemm step probe (reports/validation/gemm_step_probe/) ran Llama 3 8B's layer products 10% faster
 inside a single-GPU training step than the same GPU ran them back to back: back to back the products
 hold the GPU at its power limit and it lowers its clock (1680-1815 MHz against 1920 in the step). A
 table for predicting steps has to be measured where the steps run them. This script runs short
 single-GPU training steps (reports/validation/scripts/model.py's GPT and model_llama.py's decoder,
 two layers each, torch.autocast bf16, cross-entropy, fused AdamW: the validation rows' single-GPU
-step, flash attention through sdpa_kernel(FLASH_ATTENTION) since call 54) over a grid of widths and token counts, profiles two steps of each with record_shapes, and
+step, flash attention through sdpa_kernel(FLASH_ATTENTION), as run_step.py runs it) over a grid of widths and token counts, profiles two steps of each with record_shapes, and
 takes every matrix product's CUDA kernel time from the profiler's trace (aten::mm and aten::addmm
 by their "Input Dims", their kernels by "External id").
 
@@ -102,7 +102,7 @@ def one_config(arch, hidden, heads, kv, ffn, vocab, b, dev, tmp):
 
     def step():
         # Flash attention, as the validation rows run it (run_step.py): SDPA's default backend on an
-        # H200 is another kernel (calibration call 54's first run found no flash kernel in its steps).
+        # H200 picks another kernel, and the steps would hold no flash kernel to time.
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION), torch.autocast("cuda", dtype=torch.bfloat16):
             loss = loss_fn(model(x), y)
         loss.backward()

@@ -301,15 +301,16 @@ PipelineBuild build_pipeline_programs(const wl::ModelSpec& m, const wl::Strategy
   const std::vector<UnitCost> units = unit_costs(m, s, costs, false);
   const UnitWork work = unit_work(m, s, units);
 
-  const ScheduleEntry& entry = pipeline_schedule(wl::to_string(s.schedule));
+  const ScheduleEntry& entry = pipeline_schedule(s.schedule);
+  const bool asynchronous = wl::schedule_facts(s.schedule).asynchronous;
   PipelineShape shape;
   shape.stages = s.pp;
   shape.micro_batches = micro_batches > 0 ? micro_batches : static_cast<int>(s.micro_batches());
   shape.chunks = s.vpp;
-  shape.steps = program_steps(entry.asynchronous, trailing, shape.micro_batches, s.pp);
+  shape.steps = program_steps(asynchronous, trailing, shape.micro_batches, s.pp);
   const PipelineSchedule schedule = entry.make(shape);
   out.programs.steps = shape.steps;
-  out.programs.measured_steps = measured_steps(entry.asynchronous, shape.micro_batches, s.pp);
+  out.programs.measured_steps = measured_steps(asynchronous, shape.micro_batches, s.pp);
   for (int stage = 0; stage < s.pp; ++stage) {
     StageBuilder b(m, s, costs, memory, out.partition, work, stage, shape.micro_batches);
     out.programs.stages.push_back(b.build(schedule[static_cast<std::size_t>(stage)], shape.steps));

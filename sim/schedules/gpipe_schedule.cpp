@@ -13,7 +13,7 @@
 namespace trainsim::sim {
 
 PipelineSchedule gpipe_schedule(const PipelineShape& shape) {
-  check_shape("gpipe", shape);
+  check_shape(wl::Schedule::GPIPE, shape);
   const int m = shape.micro_batches;
   StageSchedule order;
   order.reserve(static_cast<std::size_t>(shape.steps) * (2 * static_cast<std::size_t>(m) + 1));

@@ -24,7 +24,7 @@
 namespace trainsim::sim {
 
 PipelineSchedule hydra_schedule(const PipelineShape& shape) {
-  check_shape("hydra", shape);
+  check_shape(wl::Schedule::HYDRA, shape);
   const int shards = shape.chunks;
   const int m = shape.micro_batches;
   StageSchedule order;

@@ -32,7 +32,7 @@ int interleaved_warmup(const PipelineShape& shape, int stage) {
 }
 
 PipelineSchedule interleaved_schedule(const PipelineShape& shape) {
-  check_shape("interleaved", shape);
+  check_shape(wl::Schedule::INTERLEAVED, shape);
   const int p = shape.stages;
   const int m = shape.micro_batches;
   const int v = shape.chunks;

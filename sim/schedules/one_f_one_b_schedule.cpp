@@ -19,7 +19,7 @@
 namespace trainsim::sim {
 
 PipelineSchedule one_f_one_b_schedule(const PipelineShape& shape) {
-  check_shape("1f1b", shape);
+  check_shape(wl::Schedule::ONE_F_ONE_B, shape);
   const int p = shape.stages;
   const int m = shape.micro_batches;
   PipelineSchedule schedule(static_cast<std::size_t>(p));

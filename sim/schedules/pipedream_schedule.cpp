@@ -20,7 +20,7 @@
 namespace trainsim::sim {
 
 PipelineSchedule pipedream_schedule(const PipelineShape& shape) {
-  check_shape("pipedream", shape);
+  check_shape(wl::Schedule::PIPEDREAM, shape);
   const int p = shape.stages;
   const int m = shape.micro_batches;
   const int total = m * shape.steps;

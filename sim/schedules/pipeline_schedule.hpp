@@ -3,7 +3,8 @@
 // runs the forward and backward passes of each (micro-batch, model chunk), and where it steps its
 // optimizer. No SimGrid, no hardware, no bytes: the program builder (sim/program/) inserts the
 // sends and receives between adjacent virtual stages, the tensor-parallel collectives, the
-// memory effects and the costs. One file per schedule; each is registered by name below.
+// memory effects and the costs. One file per schedule; each is registered below by its
+// wl::Schedule, whose facts (asynchronous or not, shape rules) are wl::schedule_facts.
 //
 // Conventions shared by every schedule:
 // - `stages` = p devices, `micro_batches` = m per step, `chunks` = v model chunks per device
@@ -26,6 +27,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "strategy.hpp"
 
 namespace trainsim::sim {
 
@@ -73,26 +76,28 @@ PipelineSchedule hydra_schedule(const PipelineShape& shape);
 // `stage` (forwards run whose backward has not, in chunk activations), and versions of one
 // chunk's weights alive at once on `stage` (a version is alive from the OPTIMIZER_STEP that makes
 // it while it is the newest or a later pass of the stage still computes with it). Both are the
-// maxima the generated order reaches, not just upper bounds. Throw std::invalid_argument for an
-// unknown schedule, a shape it rejects, or a stage outside 0 .. stages - 1.
-int max_in_flight(std::string_view schedule, const PipelineShape& shape, int stage);
-int max_weight_versions(std::string_view schedule, const PipelineShape& shape, int stage);
+// maxima the generated order reaches, not just upper bounds. Throw std::invalid_argument for a
+// shape the schedule rejects, or a stage outside 0 .. stages - 1.
+int max_in_flight(wl::Schedule schedule, const PipelineShape& shape, int stage);
+int max_weight_versions(wl::Schedule schedule, const PipelineShape& shape, int stage);
 
-// The registry: schedules by name ("gpipe", "1f1b", "interleaved", "pipedream", "2bw", "hydra").
+// The registry: every wl::Schedule, in the enum's order, with its generator. Whether it is
+// asynchronous (replayed over several steps, the steady-state step reported) is
+// wl::schedule_facts(schedule).asynchronous.
 struct ScheduleEntry {
-  std::string_view name;
+  wl::Schedule schedule;
   std::string_view description;
   PipelineSchedule (*make)(const PipelineShape&);
-  bool asynchronous;  // no flush: replayed over several steps, the steady-state step reported
 };
 const std::vector<ScheduleEntry>& pipeline_schedules();
-const ScheduleEntry& pipeline_schedule(std::string_view name);  // throws std::invalid_argument listing the names
+const ScheduleEntry& pipeline_schedule(wl::Schedule schedule);
 
 // Building blocks the generators share.
 //
 // Throws std::invalid_argument, naming `schedule` and the problem, for a shape that schedule does
-// not support (every rule in one place, so the generators and the bounds above agree).
-void check_shape(std::string_view schedule, const PipelineShape& shape);
+// not support (the rules are wl::schedule_facts, so the generators, the bounds above and the
+// strategy rules agree).
+void check_shape(wl::Schedule schedule, const PipelineShape& shape);
 
 // Megatron-LM's warm-up of the interleaved schedule on `stage`, in (micro-batch, chunk) passes:
 // (p - s - 1) * 2 + (v - 1) * p, at most m * v (interleaved_schedule.cpp).

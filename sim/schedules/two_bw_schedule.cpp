@@ -22,7 +22,7 @@
 namespace trainsim::sim {
 
 PipelineSchedule two_bw_schedule(const PipelineShape& shape) {
-  check_shape("2bw", shape);
+  check_shape(wl::Schedule::TWO_BW, shape);
   const int p = shape.stages;
   const int m = shape.micro_batches;
   const int total = m * shape.steps;

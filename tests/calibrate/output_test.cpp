@@ -141,7 +141,7 @@ TEST(CalibrateOutput, PlantedLinksAreNeverWrittenThrough) {
   std::ofstream(precious) << "keep me";
   const std::string out = dir.str() + "/out";
   fs::create_directory(out);
-  // The old writer's temporary name, and a link in place of an output: the first is left alone,
+  // A plain writer's fixed temporary name, and a link in place of an output: the first is left alone,
   // the second replaced by the new file; the target of neither is touched.
   fs::create_symlink(precious, out + "/summary.json.tmp-trainsim");
   fs::create_symlink(precious, out + "/summary.md");

@@ -68,9 +68,9 @@ TEST(ReferenceGpu, HostCheckpointsRunMovesEveryLayerInputOutAndBack) {
                    2 * x_bytes);
   // The same losses, to the float rounding of atomic adds: the loss itself is summed with
   // atomicAdd (ref_kernels.cu, cross_entropy), so even the first step's, whose forward does not
-  // depend on where the checkpoints are, differs in its last bits between two runs (ckpt-host
-  // call 1 had this test asking for bitwise equality and saw 6.98888 against 6.98888, not equal);
-  // later steps follow gradients also summed with atomics.
+  // depend on where the checkpoints are, differs in its last bits between two runs (on 2 x H200
+  // 6.98888 against 6.98888, not equal bitwise); later steps follow gradients also summed with
+  // atomics.
   const auto& lh = j["stack"]["details"]["losses"];
   const auto& lg = jg["stack"]["details"]["losses"];
   ASSERT_EQ(lh.size(), lg.size());

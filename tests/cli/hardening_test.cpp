@@ -160,8 +160,8 @@ TEST(Hardening, CasesWithAnAnswerGiveTheRightOne) {
   ASSERT_EQ(quoted.exit_code, 0) << quoted.err;
   const auto q = nlohmann::json::parse(quoted.out);
   EXPECT_EQ(q["inputs"]["no_effect"].size(), 2u) << q["inputs"]["no_effect"].dump();
-  // A profile without the peak the numerics compute in: infeasible with the reason (it used to be
-  // an internal error deep in the simulator).
+  // A profile without the peak the numerics compute in: infeasible with the reason, not
+  // an internal error deep in the simulator.
   test::ScratchDir dir;
   nlohmann::json p = test::read_source_json("hwprofiles/dgx2.json");
   p["gpu"]["peak_TFLOPs"] = {{"fp32", 15.7}};

@@ -1,7 +1,7 @@
 // Output writing of the built CLI (hwprofiles/output_files.hpp, planner/cli/output.cpp): every
 // output checked before any is written, whole files or none, nothing written through links or
 // into devices, nothing left behind by an error or a signal, and --help that says so. Each test
-// below is one bug the earlier writer had.
+// below is one way a plain writer (a fixed temporary name, O_TRUNC, rename at the end) goes wrong.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
@@ -31,8 +31,8 @@ namespace fs = std::filesystem;
 const std::string SMALL = "simulate --model gpt2-1.5b --hw dgx2 --gpus 4 --zero 3 --recompute full --micro-batch 1";
 // About a second or more of simulation in the child, then a 32 MB trace.
 // Seconds of simulation with a trace (the 1T step on 3072 A100s): the interruption tests kill it
-// 300 ms in, which must be well inside it (the 1T ZeRO-Infinity step on one DGX-2, used before,
-// came to finish in about that time once the engine got faster, and the tests turned flaky).
+// 300 ms in, which must be well inside it (a smaller run, such as the 1T ZeRO-Infinity step on one
+// DGX-2, finishes in about that time, and the tests turn flaky).
 const std::string LARGE =
     "simulate --model megatron-1t --hw dgx-a100 --gpus 3072 --tp 8 --pp 64 --recompute full --global-batch 3072";
 
@@ -42,9 +42,8 @@ std::set<std::string> listing(const fs::path& dir) {
   return names;
 }
 
-// A character device node of this test's own (the null device's numbers) inside `dir`: the old
-// writer, run as root, replaced a device given as -o with a regular file, and /dev/null is too
-// precious for that. Empty when this user may not create device nodes.
+// A character device node of this test's own (the null device's numbers) inside `dir`: a writer
+// that, run as root, replaces a device given as -o with a regular file must not get /dev/null. Empty when this user may not create device nodes.
 std::string private_device(const fs::path& dir) {
   const fs::path p = dir / "device";
   if (::mknod(p.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) return "";
@@ -67,9 +66,8 @@ bool is_trace(const std::string& path) {
 // --- concurrent runs --------------------------------------------------------------------------
 
 TEST(Output, ConcurrentTracesToOneFileLeaveOneCompleteTrace) {
-  // The old writer used one temporary name ("same.json.tmp-trainsim") for every run: concurrent
-  // runs truncated each other's temporary, renamed it away under each other and failed or left
-  // a mixture.
+  // With one temporary name ("same.json.tmp-trainsim") for every run, concurrent runs truncate
+  // each other's temporary, rename it away under each other and fail or leave a mixture.
   test::ScratchDir dir, logs;
   std::string script = "cd '" + dir.path().string() + "' && for i in 1 2 3 4; do (" + TRAINSIM_BINARY + " " + SMALL +
                        " --trace same.json >/dev/null 2>'" + logs.path().string() + "/err'$i; echo $? >'" +
@@ -296,8 +294,8 @@ Interrupted interrupt_simulation(const fs::path& dir, const std::string& args, i
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well into the simulation
   ::kill(pid, sig);
   ::waitpid(pid, &out.parent_status, 0);
-  // The old simulation child went on for seconds after its parent died, then renamed its trace
-  // into place: wait long enough for that.
+  // A simulation child that outlives its parent goes on for seconds, then renames its trace into
+  // place: wait long enough for that.
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (::waitpid(-pid, &status, WNOHANG) > 0) out.orphan_status = status;
@@ -334,7 +332,7 @@ TEST(Output, AKilledParentTakesItsSimulationChildAlong) {
 }
 
 TEST(Output, ARefusedPathFailsBeforeTheSimulationStarts) {
-  // The old writer ran the whole simulation, then found it could not write the trace.
+  // The path is checked before the simulation, not found unwritable after it.
   test::ScratchDir dir;
   const pid_t pid = spawn_in(dir.path(), LARGE + " --trace nodir/x.json", true);
   bool simulated = false;

@@ -1,4 +1,4 @@
-// Activation checkpointing under torch.distributed.pipelining (validation call 43): autocast wraps a
+// Activation checkpointing under torch.distributed.pipelining: autocast wraps a
 // stage's whole forward, and caches the 16-bit cast of every weight it casts until that forward
 // returns. Without checkpointing each layer saves those casts for its backward anyway; with it, the
 // cache is their only home, and it is what stage 0's measured peak holds above its checkpoints
@@ -33,7 +33,7 @@ TEST(ValidateCheckpointing, StageZeroHoldsAutocastsCachedWeightCastsAtTheEndOfIt
 // FSDP2's root module (embedding, final norm, head) is not resharded after forward, and is resharded
 // and reduce-scattered once, after the whole backward: with Llama 3's 128256-token vocabulary at
 // hidden 8192 its gathered bf16 weights and the head's unsharded gradient are 5.9 GiB held through
-// the backward, where the checkpointed ZeRO-3 row of validation call 44 peaks. Without them the
+// the backward, where the checkpointed ZeRO-3 row at hidden 8192 peaks. Without them the
 // replay's peak was 8.7% low; it must come within 3%.
 TEST(ValidateFsdpRoot, TheRootStaysGatheredThroughTheBackward) {
   const std::string run = "reports/validation/measured/call44-h200x4/h200x4_fsdp2-zero3_llama_ac_L16-h8192_mb1x4.json";

@@ -14,10 +14,12 @@
 
 namespace trainsim::test::validate_cli {
 
-inline const std::string CALL9 = "reports/validation/measured/call9-h200x4/";
-inline const std::string RUN = CALL9 + "h200x1_single_L24-h1024_mb4x2";
-inline const std::string CALL9_PROFILE = "h200x4-call9.profile.json";
-inline const std::string CALL12 = "reports/validation/measured/call12-h200x4/";
+// The 0.36 B GPT's single-GPU and 2-GPU runs, with the profile of the 4 x H200 host they ran on.
+inline const std::string GPT_RUNS = "reports/validation/measured/call9-h200x4/";
+inline const std::string RUN = GPT_RUNS + "h200x1_single_L24-h1024_mb4x2";
+inline const std::string GPT_RUNS_PROFILE = "h200x4-call9.profile.json";
+// The 0.36 B GPT's 2-stage GPipe and 1F1B runs, with the profile of their (faster) host.
+inline const std::string PIPELINE_RUNS = "reports/validation/measured/call12-h200x4/";
 
 inline std::string q(const std::string& s) { return "'" + s + "'"; }
 
@@ -28,7 +30,7 @@ inline std::string copy_run(const ScratchDir& dir, const std::function<void(nloh
   run["measured"]["trace"] = nullptr;
   edit(run);
   dir.write("h200x1_single_L24-h1024_mb4x2.model.json", read_file(source_path(RUN + ".model.json")));
-  dir.write(CALL9_PROFILE, read_file(source_path(CALL9 + CALL9_PROFILE)));
+  dir.write(GPT_RUNS_PROFILE, read_file(source_path(GPT_RUNS + GPT_RUNS_PROFILE)));
   return dir.write("run.json", run.dump(1));
 }
 

@@ -46,7 +46,7 @@ TEST(ValidateCli, TwoGpuRunIsCostedOnTheProfileCalibratedForPytorch) {
 // A run that names the profile of its own host ("profile", a file beside it) is costed there, and
 // --hw still overrides it; without the key it takes the built-in default.
 TEST(ValidateCli, RunIsCostedOnTheProfileItNames) {
-  ASSERT_EQ(read_source_json(RUN + ".json").at("profile"), CALL9_PROFILE);
+  ASSERT_EQ(read_source_json(RUN + ".json").at("profile"), GPT_RUNS_PROFILE);
   auto profiles_of = [](const std::string& args) {
     const CommandResult r = run_trainsim("validate " + args + " --no-trace --format json");
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -186,21 +186,21 @@ TEST(ValidateCli, MachineStorageReplacesTheProfilesForThatRun) {
 // (CUDA events around the stack's calls: a GPU waiting for its host inside a call is busy) or
 // "kernels" (the default: the GPU running work). The committed 2-GPU pipeline runs time calls.
 TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
-  const std::string run2 = CALL12 + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
+  const std::string run2 = PIPELINE_RUNS + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
   nlohmann::json run = read_source_json(run2 + ".json");
   ASSERT_EQ(run.at("measured").at("busy").at("definition"), "call_spans");
   run["measured"]["trace"] = nullptr;
-  // Costed on call 9's host, whose pipeline dispatch is slower than its GPU work (host-bound calls).
-  // On call 12's faster host, the run's own, the order reverses (0.360 by call spans against 0.314
+  // Costed on the GPT_RUNS host, whose pipeline dispatch is slower than its GPU work (host-bound
+  // calls). On the run's own faster host the order reverses (0.360 by call spans against 0.314
   // by kernels, whose busy time holds the receives' kernels waiting for their sends): what this
   // test checks needs calls bound by their host.
-  run["profile"] = CALL9_PROFILE;
+  run["profile"] = GPT_RUNS_PROFILE;
   auto bubble_of = [&](const char* definition) {
     ScratchDir dir;
     nlohmann::json r = run;
     r["measured"]["busy"]["definition"] = definition;
     dir.write("h200x2_pipe-gpipe_L24-h1024_mb2x4.model.json", read_file(source_path(run2 + ".model.json")));
-    dir.write(CALL9_PROFILE, read_file(source_path(CALL9 + CALL9_PROFILE)));
+    dir.write(GPT_RUNS_PROFILE, read_file(source_path(GPT_RUNS + GPT_RUNS_PROFILE)));
     const CommandResult out = run_trainsim("validate --measured " + q(dir.write("run.json", r.dump(1))) + " --no-trace --format json");
     EXPECT_EQ(out.exit_code, 0) << out.err;
     const nlohmann::json summary = nlohmann::json::parse(out.out);

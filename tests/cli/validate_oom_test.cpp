@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace validate_cli;
 
-// The committed single-GPU run (GPT, 24 layers of 1024, micro-batch 4 x 2048, on call 9's H200 host)
+// The committed single-GPU run (GPT, 24 layers of 1024, micro-batch 4 x 2048, on a 4 x H200 host)
 // at micro-batch `mb`, its measured block replaced by an out-of-memory one.
 void make_oom(nlohmann::json& j, int mb) {
   j["strategy"]["micro_batch"] = mb;
@@ -163,7 +163,7 @@ TEST(ValidateOom, NoFitsSectionWithoutTheKey) {
 const std::string LLAMA_RUN = "reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2";
 const std::string LLAMA_CAPTURE = "workloads/captures/llama_model_llama_py.recompute.json";
 
-// The Llama run of call 41 in `dir` (its model beside it, no trace), with `edit` applied, as run.json;
+// The single-GPU Llama 3 8B run in `dir` (its model beside it, no trace), with `edit` applied, as run.json;
 // the committed capture of its layer beside it as llama.capture.json.
 std::string copy_llama_run(const ScratchDir& dir, const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json run = read_source_json(LLAMA_RUN + ".json");

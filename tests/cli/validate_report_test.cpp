@@ -92,7 +92,7 @@ TEST(ValidateCli, EachLaunchsHostStealIsShownInLaunchOrder) {
 TEST(ValidateCli, HostSensitivitySaysHowHostBoundThePredictionIs) {
   const auto sensitivity = [](const std::string& name) {
     ScratchDir d;
-    const CommandResult r = run_trainsim("validate --measured " + q(source_path(CALL9 + name + ".json")) + " --no-trace --report-dir " +
+    const CommandResult r = run_trainsim("validate --measured " + q(source_path(GPT_RUNS + name + ".json")) + " --no-trace --report-dir " +
                                          q(d.path().string()));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(read_file(d.path() / "report.md").find("| replay's host sensitivity |"), std::string::npos);
@@ -102,9 +102,9 @@ TEST(ValidateCli, HostSensitivitySaysHowHostBoundThePredictionIs) {
   EXPECT_LT(sensitivity("h200x2_ddp_L24-h1024_mb4x2"), 0.1);
   ScratchDir none;
   const std::string run = copy_run(none, [](nlohmann::json&) {});
-  nlohmann::json profile = read_source_json(CALL9 + CALL9_PROFILE);
+  nlohmann::json profile = read_source_json(GPT_RUNS + GPT_RUNS_PROFILE);
   profile.at("calibration").erase("host_dispatch");
-  none.write(CALL9_PROFILE, profile.dump(1));
+  none.write(GPT_RUNS_PROFILE, profile.dump(1));
   ASSERT_EQ(run_trainsim("validate --measured " + q(run) + " --no-trace --report-dir " + q(none.path().string())).exit_code, 0);
   EXPECT_FALSE(nlohmann::json::parse(read_file(none.path() / "summary.json")).at("rows").at(0).contains("predicted_host_sensitivity"));
   EXPECT_EQ(read_file(none.path() / "report.md").find("host sensitivity"), std::string::npos);
@@ -132,7 +132,7 @@ TEST(ValidateCli, OffloadRowsSayWhatFaultingPagesWouldCost) {
   EXPECT_NEAR(faulting - resident, note_s, 0.05 * note_s) << "resident " << resident << " faulting " << faulting;
 
   ScratchDir ddp;
-  ASSERT_EQ(run_trainsim("validate --measured " + q(source_path(CALL9 + "h200x2_ddp_L24-h1024_mb4x2.json")) + " --no-trace --report-dir " +
+  ASSERT_EQ(run_trainsim("validate --measured " + q(source_path(GPT_RUNS + "h200x2_ddp_L24-h1024_mb4x2.json")) + " --no-trace --report-dir " +
                          q(ddp.path().string()))
                 .exit_code,
             0);

@@ -32,8 +32,8 @@ std::set<std::string> listing(const fs::path& dir) {
 }
 
 // A character device node of this test's own (the null device's numbers) inside `dir`, so that a
-// writer that wrongly replaces devices replaces nothing the machine needs (run as root, the old
-// writer turned /dev/null into a regular file). Empty when this user may not create device nodes.
+// writer that wrongly replaces devices replaces nothing the machine needs (run as root, such a
+// writer turns /dev/null into a regular file). Empty when this user may not create device nodes.
 std::string private_device(const fs::path& dir) {
   const fs::path p = dir / "device";
   if (::mknod(p.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) return "";
@@ -157,7 +157,7 @@ TEST(OutputSet, ALinkToARegularFileIsReplacedNeverWrittenThrough) {
 }
 
 TEST(OutputSet, APlantedLinkAtAnyTemporaryNameIsNeverFollowed) {
-  // The old writer used "<out>.tmp-trainsim" and opened it with O_TRUNC, following a link there.
+  // A plain writer uses "<out>.tmp-trainsim" and opens it with O_TRUNC, following a link there.
   test::ScratchDir dir, elsewhere;
   const std::string precious = elsewhere.write("precious", "keep me");
   const fs::path out = dir.path() / "out.json";

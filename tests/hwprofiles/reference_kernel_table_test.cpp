@@ -67,9 +67,8 @@ TEST(ReferenceKernelsCalibration, TheLoaderKnowsEveryClassTheStackPrices) {
   }
 }
 
-// The profiles trainsim-calibrate wrote on the lent GPUs (reports/validation/reference/README.md,
-// "The reference's own kernels" and "Branch ref-rows") load through the strict loader: the H100's
-// with the eleven layer classes measured then, the H200's of branch ref-rows with every class.
+// The profiles trainsim-calibrate wrote on the lent GPUs (reports/validation/reference/logs/) load
+// through the strict loader: the H100's with eleven layer classes, the H200's with every class.
 void expect_rates_within(const ClusterProfile& p, double hbm_GBps, double floor_GBps, std::size_t min_points) {
   for (const BandwidthCurve& c : p.calibration.reference_kernels) {
     EXPECT_GE(c.points.size(), min_points) << c.what;

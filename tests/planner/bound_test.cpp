@@ -143,11 +143,11 @@ TEST(WalkBound, TightWhereGathersAreExposed) {
 
 // Host copies share a GPU's PCIe link evenly with the collectives that cross it to the NICs.
 // SimGrid's CM02 model weights a flow's share by its route's latency;
-// when a copy's route alone carried the PCIe latency, the copy took nearly all of a shared link
+// were the PCIe latency on a copy's route alone, the copy would take nearly all of a shared link
 // and this 1T configuration (activation checkpoints and parameters on the CPU beside the
-// data-parallel rings, found by the 1T plan at 48 DGX-2) replayed 0.04% faster than its
-// contention-free walk, so the walk was no bound. The replay now delays a copy by the latency and
-// moves its bytes as an evenly shared flow (sim/platform.hpp, copy_latency_s); the walk counts
+// data-parallel rings, found by the 1T plan at 48 DGX-2) would replay 0.04% faster than its
+// contention-free walk, so the walk would be no bound. So the replay delays a copy by the latency
+// and moves its bytes as an evenly shared flow (sim/platform.hpp, copy_latency_s); the walk counts
 // the same latency.
 TEST(WalkBound, HostCopiesBesideCollectivesShareLinksEvenly) {
   const wl::ModelSpec m = wl::builtin_model("megatron-1t");
@@ -172,12 +172,12 @@ TEST(WalkBound, HostCopiesBesideCollectivesShareLinksEvenly) {
 // GPU's PCIe link and a NIC (sim/platform_links.cpp): on a DGX-2 eight channels at the PCIe
 // link's 12 GB/s, not the NICs' 100 GB/s. Walked at the NICs' rate, the 1T plan's data-parallel
 // rings without tensor parallelism (20 nodes, parameters and optimizer offloaded, delayed update)
-// came out 0.87% below their replays (206.64 s against 208.46 s), under that count's best (tp 2,
-// 207.13 s), so each of the 347 such candidates of the 1..128 node search was replayed for
+// come out 0.87% below their replays (206.64 s against 208.46 s), under that count's best (tp 2,
+// 207.13 s), so each of the 347 such candidates of the 1..128 node search is replayed for
 // nothing. On DGX-A100 two NICs share each PCIe switch, so a ring's two channels there enter by
 // one GPU's 24 GB/s link and leave by its neighbour's (platform_links.cpp, ring_route): eight
-// channels of 12 GB/s. Walked at 25 GB/s a channel, the same layout on 40 nodes came out 17% below
-// its replay (86.3 s against 104.2 s); now within 0.5%.
+// channels of 12 GB/s. Walked at 25 GB/s a channel, the same layout on 40 nodes comes out 17% below
+// its replay (86.3 s against 104.2 s); walked by its channels, within 0.5%.
 TEST(WalkBound, CrossingRingsNoFasterThanTheirChannels) {
   const wl::ModelSpec m = wl::builtin_model("megatron-1t");
   struct Cluster {

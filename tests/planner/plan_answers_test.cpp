@@ -22,8 +22,8 @@ nlohmann::json plan_json(const std::string& args) {
   return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
 }
 
-// The flagship question of the issue: GPT-3 175B on 1024 A100s ranked first a delayed update
-// whose gradients could not fit. Now the first is synchronous, and its own replay fits within the
+// The flagship question of the issue: GPT-3 175B on 1024 A100s. A delayed update whose gradients
+// cannot fit must not rank first: the first is synchronous, and its own replay fits within the
 // usable memory less the 5% headroom: (80 - 1.5 reserved) x 0.95 = 74.575 GiB.
 TEST(PlanAnswers, Gpt3On1024A100sRanksASynchronousStepThatItsReplayFits) {
   const nlohmann::json j = plan_json("--model gpt3-175b --hw dgx-a100 --gpus 1024 --global-batch 1536 --tokens 300e9 --top 1");
@@ -45,8 +45,8 @@ TEST(PlanAnswers, Gpt3On1024A100sRanksASynchronousStepThatItsReplayFits) {
   EXPECT_GT(best["time_to_train_days"].get<double>(), 15.0);
 }
 
-// The delayed update's configuration had "gradients on CPU" in `memory` while the replay kept
-// them on the GPU: ZeRO-1 with the optimizer on the CPU accumulates gradients on the GPU
+// `memory` must not say "gradients on CPU" for the delayed update's configuration where the replay
+// keeps them on the GPU: ZeRO-1 with the optimizer on the CPU accumulates gradients on the GPU
 // (DeepSpeed 0.16.5 stage_1_and_2.py: a partition is copied to the host after the last
 // micro-batch's reduction), so `memory` shows them there and says the step overflows.
 TEST(PlanAnswers, ZeroOneWithTheOptimizerOnTheCpuKeepsGradientsOnTheGpu) {

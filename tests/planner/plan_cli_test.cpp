@@ -77,7 +77,7 @@ TEST(PlanCli, SameBytesAgainFromTheCacheAndWithoutIt) {
 // SIGINT in the middle of a sweep: the process stops with what it has, leaves no temporaries; the next run
 // resumes from what was cached and prints what an uninterrupted run prints. The top 120 takes about
 // 0.9 s alone: with the default top 5 the whole sweep replays 8 in 0.2 s, and the top 40 (0.3 s
-// alone) once ended between the third cached replay and the interrupt under the full suite's load.
+// alone) can end between the third cached replay and the interrupt under the full suite's load.
 TEST(PlanCli, InterruptedSweepResumesToTheSameBytes) {
   test::ScratchDir dir;
   const fs::path cache = dir.path() / "cache";

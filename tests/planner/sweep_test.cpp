@@ -111,8 +111,8 @@ TEST(Sweep, PrunedConfigurationsNeverBeatTheTopK) {
 // With a relative gap g (plan --gap), what is left unreplayed may beat the K-th best, but by no
 // more than g of its step time, and the sweep replays less than the exact one.
 TEST(Sweep, WithAGapNothingPrunedBeatsTheKthByMoreThanTheGap) {
-  // A search whose exact answer needs more than the first wave of replays (gpt2-1.5b's no longer
-  // does: its near-ties lose the tie-break before any replay).
+  // A search whose exact answer needs more than the first wave of replays (gpt2-1.5b's does not:
+  // its near-ties lose the tie-break before any replay).
   const wl::ModelSpec model = wl::builtin_model("megatron-8.3b");
   const hw::ClusterProfile profile = hw::builtin_profile("dgx2");
   test::ScratchDir dir;

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The calibration tables merged into the committed profiles regenerate from their committed raw runs.
 
-calibration.gemm_in_step (calibrate/scripts/merge_step_gemms.py, from calibration call 53's four runs)
-and calibration.attention (calibrate/scripts/merge_layer_attention.py, from call 54's two runs and,
-for the sequence lengths those did not run, call 50's) are
-merged into h200x4-measured and the eight validation call profiles. Both scripts replace their
+calibration.gemm_in_step (calibrate/scripts/merge_step_gemms.py, from the in-step GEMM runs on four
+H200s) and calibration.attention (calibrate/scripts/merge_layer_attention.py, from the in-step flash
+attention runs on two H200s and, for the sequence lengths those did not run, the layer-kernel run)
+are merged into h200x4-measured and the profiles of the eight measured hosts beside their runs. Both scripts replace their
 section, so running them again over a copy of each committed profile must give it back byte for
 byte: a hand edit, or a profile merged from other runs than the committed ones, fails here.
 

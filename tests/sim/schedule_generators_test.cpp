@@ -18,7 +18,7 @@
 namespace trainsim::sim {
 namespace {
 
-bool flushes(std::string_view name) { return name != "pipedream" && name != "2bw"; }
+bool flushes(Schedule schedule) { return schedule != Schedule::PIPEDREAM && schedule != Schedule::TWO_BW; }
 
 std::vector<int> micro_batch_counts(int p) {
   std::set<int> counts = {1, 2, 3, 5, 7, p, 2 * p, 4 * p, 8 * p, 3 * p + 1};
@@ -27,20 +27,20 @@ std::vector<int> micro_batch_counts(int p) {
 
 // Many shapes per schedule: p in {1,2,3,4,8,16}, m small, p, 2p, 4p, 8p and non-multiples where
 // allowed, v in {2,3,4} for the interleaved schedule, N shards for Hydra, 1 to 3 steps.
-std::vector<PipelineShape> shapes_of(std::string_view name) {
+std::vector<PipelineShape> shapes_of(Schedule schedule) {
   std::vector<PipelineShape> shapes;
   for (int steps : {1, 2, 3}) {
-    if (name == "hydra") {
+    if (schedule == Schedule::HYDRA) {
       for (int shards : {1, 2, 3, 4, 8})
         for (int m : {1, 2, 3, 5}) shapes.push_back({1, m, shards, steps});
       continue;
     }
     for (int p : {1, 2, 3, 4, 8, 16}) {
       for (int m : micro_batch_counts(p)) {
-        if (name == "interleaved") {
+        if (schedule == Schedule::INTERLEAVED) {
           if (m % p != 0) continue;
           for (int v : {2, 3, 4}) shapes.push_back({p, m, v, steps});
-        } else if (name != "2bw" || m >= p) {
+        } else if (schedule != Schedule::TWO_BW || m >= p) {
           shapes.push_back({p, m, 1, steps});
         }
       }
@@ -50,19 +50,19 @@ std::vector<PipelineShape> shapes_of(std::string_view name) {
 }
 
 // Optimizer steps each chunk of a stage takes over the run.
-int updates_per_chunk(std::string_view name, const PipelineShape& s) {
-  return name == "pipedream" ? s.steps * s.micro_batches : s.steps;
+int updates_per_chunk(Schedule schedule, const PipelineShape& s) {
+  return schedule == Schedule::PIPEDREAM ? s.steps * s.micro_batches : s.steps;
 }
 
 // Everything a schedule promises about its own order; "" when it keeps every promise.
-std::string broken_invariant(std::string_view name, const PipelineShape& shape, const PipelineSchedule& schedule) {
+std::string broken_invariant(Schedule schedule, const PipelineShape& shape, const PipelineSchedule& orders) {
   const int p = shape.stages;
   const int m = shape.micro_batches;
   const int v = shape.chunks;
   const int total = m * shape.steps;
-  if (static_cast<int>(schedule.size()) != p) return "stage count " + std::to_string(schedule.size());
+  if (static_cast<int>(orders.size()) != p) return "stage count " + std::to_string(orders.size());
   for (int s = 0; s < p; ++s) {
-    const StageSchedule& order = schedule[static_cast<std::size_t>(s)];
+    const StageSchedule& order = orders[static_cast<std::size_t>(s)];
     const std::string at = "stage " + std::to_string(s) + ": ";
     auto slot = [&](const Work& w) { return static_cast<std::size_t>(w.chunk) * total + w.micro_batch; };
     std::vector<int> forward_at(static_cast<std::size_t>(v) * total, -1), backward_at(forward_at);
@@ -76,7 +76,7 @@ std::string broken_invariant(std::string_view name, const PipelineShape& shape, 
       if (w.chunk < 0 || w.chunk >= v) return item + "chunk " + std::to_string(w.chunk);
       if (w.step < 0 || w.step >= shape.steps) return item + "step " + std::to_string(w.step);
       const int newest = made[static_cast<std::size_t>(w.chunk)];
-      if (flushes(name)) {
+      if (flushes(schedule)) {
         if (w.step < last_step) return item + "step goes back to " + std::to_string(w.step);
         last_step = w.step;
       }
@@ -85,10 +85,10 @@ std::string broken_invariant(std::string_view name, const PipelineShape& shape, 
         if (w.step != w.micro_batch / m) return item + "step field " + std::to_string(w.step) + " for micro-batch " + std::to_string(w.micro_batch);
         if (w.weight_version < 0 || w.weight_version > newest)
           return item + "computes with version " + std::to_string(w.weight_version) + " before it exists (newest " + std::to_string(newest) + ")";
-        if (flushes(name) && w.weight_version != w.step) return item + "a flushing schedule computes step " + std::to_string(w.step) + " with version " + std::to_string(w.weight_version);
-        if (name == "pipedream" && w.kind == WorkKind::FORWARD && w.weight_version != newest)
+        if (flushes(schedule) && w.weight_version != w.step) return item + "a flushing schedule computes step " + std::to_string(w.step) + " with version " + std::to_string(w.weight_version);
+        if (schedule == Schedule::PIPEDREAM && w.kind == WorkKind::FORWARD && w.weight_version != newest)
           return item + "a PipeDream forward takes version " + std::to_string(w.weight_version) + ", not the newest " + std::to_string(newest);
-        if (name == "2bw" && w.weight_version != std::max(w.micro_batch / m - 1, 0))
+        if (schedule == Schedule::TWO_BW && w.weight_version != std::max(w.micro_batch / m - 1, 0))
           return item + "2BW micro-batch " + std::to_string(w.micro_batch) + " computes with version " + std::to_string(w.weight_version);
         const std::size_t k = slot(w);
         if (w.kind == WorkKind::FORWARD) {
@@ -106,26 +106,26 @@ std::string broken_invariant(std::string_view name, const PipelineShape& shape, 
       }
       if (w.micro_batch != -1) return item + "micro_batch " + std::to_string(w.micro_batch);
       if (w.kind == WorkKind::PROMOTE || w.kind == WorkKind::DEMOTE) {
-        if (name != "hydra") return item + "only Hydra moves shards";
+        if (schedule != Schedule::HYDRA) return item + "only Hydra moves shards";
         continue;
       }
       // OPTIMIZER_STEP: makes the next version of its chunk, where the schedule says it does.
       if (w.weight_version != newest + 1) return item + "makes version " + std::to_string(w.weight_version) + " after " + std::to_string(newest);
       ++made[static_cast<std::size_t>(w.chunk)];
       const Work* before = i > 0 ? &order[i - 1] : nullptr;
-      if (flushes(name)) {
+      if (flushes(schedule)) {
         if (passes_done[{w.chunk, w.step}] != 2 * m) return item + "steps before every pass of its chunk and step ran";
       } else {
         if (before == nullptr || before->kind != WorkKind::BACKWARD || before->step != w.step)
           return item + "an asynchronous update must follow a backward of its step";
-        if (name == "2bw" && before->micro_batch % m != m - 1) return item + "2BW updates after micro-batch " + std::to_string(before->micro_batch);
+        if (schedule == Schedule::TWO_BW && before->micro_batch % m != m - 1) return item + "2BW updates after micro-batch " + std::to_string(before->micro_batch);
       }
     }
     for (std::size_t k = 0; k < forward_at.size(); ++k)
       if (forward_at[k] < 0 || backward_at[k] < 0)
         return at + "micro-batch " + std::to_string(k % total) + " chunk " + std::to_string(k / total) + " lacks a pass";
     for (int c = 0; c < v; ++c)
-      if (made[static_cast<std::size_t>(c)] != updates_per_chunk(name, shape))
+      if (made[static_cast<std::size_t>(c)] != updates_per_chunk(schedule, shape))
         return at + "chunk " + std::to_string(c) + " takes " + std::to_string(made[static_cast<std::size_t>(c)]) + " optimizer steps";
   }
   return "";
@@ -243,33 +243,33 @@ int version_peak(const StageSchedule& order, int chunks) {
 }
 
 TEST(ScheduleGenerators, EveryScheduleKeepsItsInvariantsOverManyShapes) {
-  for (std::string_view name : NAMES) {
-    const auto shapes = shapes_of(name);
-    EXPECT_GE(shapes.size(), name == "hydra" ? 60u : 100u) << name;
+  for (Schedule schedule : SCHEDULES) {
+    const auto shapes = shapes_of(schedule);
+    EXPECT_GE(shapes.size(), schedule == Schedule::HYDRA ? 60u : 100u) << to_string(schedule);
     for (const PipelineShape& shape : shapes)
-      EXPECT_EQ(broken_invariant(name, shape, pipeline_schedule(name).make(shape)), "") << describe(name, shape);
+      EXPECT_EQ(broken_invariant(schedule, shape, pipeline_schedule(schedule).make(shape)), "") << describe(schedule, shape);
   }
 }
 
 TEST(ScheduleGenerators, TheInvariantCheckCatchesBrokenOrders) {
   const PipelineShape shape{4, 8, 1, 2};
   const PipelineSchedule good = one_f_one_b_schedule(shape);
-  ASSERT_EQ(broken_invariant("1f1b", shape, good), "");
+  ASSERT_EQ(broken_invariant(Schedule::ONE_F_ONE_B, shape, good), "");
   PipelineSchedule swapped = good;  // stage 3 starts F0 B0: run the backward first
   std::swap(swapped[3][0], swapped[3][1]);
-  EXPECT_NE(broken_invariant("1f1b", shape, swapped).find("backward before its forward"), std::string::npos);
+  EXPECT_NE(broken_invariant(Schedule::ONE_F_ONE_B, shape, swapped).find("backward before its forward"), std::string::npos);
   PipelineSchedule doubled = good;
   doubled[1].push_back(doubled[1].front());
-  EXPECT_NE(broken_invariant("1f1b", shape, doubled), "");
+  EXPECT_NE(broken_invariant(Schedule::ONE_F_ONE_B, shape, doubled), "");
   PipelineSchedule early = good;  // the first update before the step's last backward
   std::rotate(early[2].begin() + 14, early[2].begin() + 16, early[2].begin() + 17);
-  EXPECT_NE(broken_invariant("1f1b", shape, early), "");
+  EXPECT_NE(broken_invariant(Schedule::ONE_F_ONE_B, shape, early), "");
 }
 
 TEST(ScheduleGenerators, NoScheduleDeadlocksTheExecutor) {
-  for (std::string_view name : NAMES)
-    for (const PipelineShape& shape : shapes_of(name))
-      EXPECT_FALSE(execute(shape, pipeline_schedule(name).make(shape), 1, 2).deadlocked) << describe(name, shape);
+  for (Schedule schedule : SCHEDULES)
+    for (const PipelineShape& shape : shapes_of(schedule))
+      EXPECT_FALSE(execute(shape, pipeline_schedule(schedule).make(shape), 1, 2).deadlocked) << describe(schedule, shape);
   // The executor does report a deadlock: stage 0 waiting for a backward stage 1 runs after its own
   // forward of a micro-batch stage 0 has not yet sent.
   const PipelineShape shape{2, 2, 1, 1};
@@ -281,14 +281,14 @@ TEST(ScheduleGenerators, NoScheduleDeadlocksTheExecutor) {
 
 // GPipe and 1F1B: a step takes (m + p - 1)(t_f + t_b), the bubble (p - 1) / (m + p - 1).
 TEST(ScheduleGenerators, GPipeAnd1F1BMatchTheClosedFormBubble) {
-  for (std::string_view name : {"gpipe", "1f1b"}) {
-    for (const PipelineShape& shape : shapes_of(name)) {
+  for (Schedule schedule : {Schedule::GPIPE, Schedule::ONE_F_ONE_B}) {
+    for (const PipelineShape& shape : shapes_of(schedule)) {
       const int p = shape.stages, m = shape.micro_batches;
-      const Execution run = execute(shape, pipeline_schedule(name).make(shape), 1, 2);
+      const Execution run = execute(shape, pipeline_schedule(schedule).make(shape), 1, 2);
       // A flush per step: every step pays the whole bubble again.
-      EXPECT_NEAR(run.makespan, shape.steps * (m + p - 1) * 3.0, 1e-9) << describe(name, shape);
+      EXPECT_NEAR(run.makespan, shape.steps * (m + p - 1) * 3.0, 1e-9) << describe(schedule, shape);
       if (shape.steps == 1) {
-        EXPECT_NEAR(1 - 3.0 * m / run.makespan, (p - 1.0) / (m + p - 1.0), 1e-9) << describe(name, shape);
+        EXPECT_NEAR(1 - 3.0 * m / run.makespan, (p - 1.0) / (m + p - 1.0), 1e-9) << describe(schedule, shape);
       }
     }
   }
@@ -297,73 +297,73 @@ TEST(ScheduleGenerators, GPipeAnd1F1BMatchTheClosedFormBubble) {
 // Interleaved: per-chunk costs 1/v and 2/v; a step takes (m + (p - 1)/v) * 3, the bubble
 // ((p - 1)/v) / (m + (p - 1)/v) (Narayanan et al. SC'21 Sec. 2.2).
 TEST(ScheduleGenerators, InterleavedDividesTheBubbleByTheChunkCount) {
-  for (const PipelineShape& shape : shapes_of("interleaved")) {
+  for (const PipelineShape& shape : shapes_of(Schedule::INTERLEAVED)) {
     const int p = shape.stages, m = shape.micro_batches, v = shape.chunks;
     const Execution run = execute(shape, interleaved_schedule(shape), 1.0 / v, 2.0 / v);
     const double bubble = (p - 1.0) / v;
-    EXPECT_NEAR(run.makespan, shape.steps * (m + bubble) * 3, 1e-9) << describe("interleaved", shape);
+    EXPECT_NEAR(run.makespan, shape.steps * (m + bubble) * 3, 1e-9) << describe(Schedule::INTERLEAVED, shape);
     if (shape.steps == 1) {
-      EXPECT_NEAR(1 - 3.0 * m / run.makespan, bubble / (m + bubble), 1e-9) << describe("interleaved", shape);
+      EXPECT_NEAR(1 - 3.0 * m / run.makespan, bubble / (m + bubble), 1e-9) << describe(Schedule::INTERLEAVED, shape);
     }
   }
 }
 
 TEST(ScheduleGenerators, InFlightActivationsReachTheStatedBoundAndNeverExceedIt) {
-  for (std::string_view name : NAMES) {
-    for (const PipelineShape& shape : shapes_of(name)) {
-      const PipelineSchedule schedule = pipeline_schedule(name).make(shape);
+  for (Schedule schedule : SCHEDULES) {
+    for (const PipelineShape& shape : shapes_of(schedule)) {
+      const PipelineSchedule orders = pipeline_schedule(schedule).make(shape);
       for (int s = 0; s < shape.stages; ++s)
-        EXPECT_EQ(in_flight_peak(schedule[static_cast<std::size_t>(s)]), max_in_flight(name, shape, s))
-            << describe(name, shape) << " stage " << s;
+        EXPECT_EQ(in_flight_peak(orders[static_cast<std::size_t>(s)]), max_in_flight(schedule, shape, s))
+            << describe(schedule, shape) << " stage " << s;
     }
   }
   // The bounds the papers state, where the run is long enough to reach them.
   const PipelineShape shape{8, 32, 1, 2};
   for (int s = 0; s < 8; ++s) {
-    EXPECT_EQ(max_in_flight("gpipe", shape, s), 32);
-    EXPECT_EQ(max_in_flight("1f1b", shape, s), 8 - s);
-    EXPECT_EQ(max_in_flight("pipedream", shape, s), 8 - s);
-    EXPECT_EQ(max_in_flight("2bw", shape, s), 8 - s);
-    EXPECT_EQ(max_in_flight("interleaved", {8, 32, 2, 1}, s), (8 - s - 1) * 2 + 8 + 1);
+    EXPECT_EQ(max_in_flight(Schedule::GPIPE, shape, s), 32);
+    EXPECT_EQ(max_in_flight(Schedule::ONE_F_ONE_B, shape, s), 8 - s);
+    EXPECT_EQ(max_in_flight(Schedule::PIPEDREAM, shape, s), 8 - s);
+    EXPECT_EQ(max_in_flight(Schedule::TWO_BW, shape, s), 8 - s);
+    EXPECT_EQ(max_in_flight(Schedule::INTERLEAVED, {8, 32, 2, 1}, s), (8 - s - 1) * 2 + 8 + 1);
   }
-  EXPECT_EQ(max_in_flight("1f1b", {8, 3, 1, 1}, 0), 3);
-  EXPECT_EQ(max_in_flight("hydra", {1, 4, 6, 1}, 0), 6);
+  EXPECT_EQ(max_in_flight(Schedule::ONE_F_ONE_B, {8, 3, 1, 1}, 0), 3);
+  EXPECT_EQ(max_in_flight(Schedule::HYDRA, {1, 4, 6, 1}, 0), 6);
 }
 
 TEST(ScheduleGenerators, WeightVersionsReachTheStatedBoundAndNeverExceedIt) {
-  for (std::string_view name : NAMES) {
-    for (const PipelineShape& shape : shapes_of(name)) {
-      const PipelineSchedule schedule = pipeline_schedule(name).make(shape);
+  for (Schedule schedule : SCHEDULES) {
+    for (const PipelineShape& shape : shapes_of(schedule)) {
+      const PipelineSchedule orders = pipeline_schedule(schedule).make(shape);
       for (int s = 0; s < shape.stages; ++s)
-        EXPECT_EQ(version_peak(schedule[static_cast<std::size_t>(s)], shape.chunks), max_weight_versions(name, shape, s))
-            << describe(name, shape) << " stage " << s;
+        EXPECT_EQ(version_peak(orders[static_cast<std::size_t>(s)], shape.chunks), max_weight_versions(schedule, shape, s))
+            << describe(schedule, shape) << " stage " << s;
     }
   }
   // PipeDream keeps p - s (stage 0 p, the last stage 1), 2BW two, the flushing schedules one.
   const PipelineShape shape{8, 32, 1, 2};
   for (int s = 0; s < 8; ++s) {
-    EXPECT_EQ(max_weight_versions("pipedream", shape, s), 8 - s);
-    EXPECT_EQ(max_weight_versions("2bw", shape, s), 2);
-    EXPECT_EQ(max_weight_versions("1f1b", shape, s), 1);
-    EXPECT_EQ(max_weight_versions("gpipe", shape, s), 1);
-    EXPECT_EQ(max_weight_versions("interleaved", {8, 32, 4, 2}, s), 1);
+    EXPECT_EQ(max_weight_versions(Schedule::PIPEDREAM, shape, s), 8 - s);
+    EXPECT_EQ(max_weight_versions(Schedule::TWO_BW, shape, s), 2);
+    EXPECT_EQ(max_weight_versions(Schedule::ONE_F_ONE_B, shape, s), 1);
+    EXPECT_EQ(max_weight_versions(Schedule::GPIPE, shape, s), 1);
+    EXPECT_EQ(max_weight_versions(Schedule::INTERLEAVED, {8, 32, 4, 2}, s), 1);
   }
-  EXPECT_EQ(max_weight_versions("2bw", {8, 32, 1, 1}, 0), 1);  // one step: the update has no reader
-  EXPECT_EQ(max_weight_versions("hydra", {1, 4, 6, 3}, 0), 1);
+  EXPECT_EQ(max_weight_versions(Schedule::TWO_BW, {8, 32, 1, 1}, 0), 1);  // one step: the update has no reader
+  EXPECT_EQ(max_weight_versions(Schedule::HYDRA, {1, 4, 6, 3}, 0), 1);
 }
 
 // No flush: the steps of PipeDream and 2BW run back to back, so the run takes
 // (steps * m + p - 1)(t_f + t_b) and no stage idles between its first backward and its last
 // forward; the flushing 1F1B idles there at every step boundary.
 TEST(ScheduleGenerators, PipeDreamAnd2BWKeepTheSteadyStateAcrossSteps) {
-  for (std::string_view name : {"pipedream", "2bw"}) {
-    for (const PipelineShape& shape : shapes_of(name)) {
-      const PipelineSchedule schedule = pipeline_schedule(name).make(shape);
-      const Execution run = execute(shape, schedule, 1, 2);
-      EXPECT_NEAR(run.makespan, (shape.steps * shape.micro_batches + shape.stages - 1) * 3.0, 1e-9) << describe(name, shape);
+  for (Schedule schedule : {Schedule::PIPEDREAM, Schedule::TWO_BW}) {
+    for (const PipelineShape& shape : shapes_of(schedule)) {
+      const PipelineSchedule orders = pipeline_schedule(schedule).make(shape);
+      const Execution run = execute(shape, orders, 1, 2);
+      EXPECT_NEAR(run.makespan, (shape.steps * shape.micro_batches + shape.stages - 1) * 3.0, 1e-9) << describe(schedule, shape);
       for (int s = 0; s < shape.stages; ++s)
-        EXPECT_NEAR(steady_state_idle(schedule[static_cast<std::size_t>(s)], run.times[static_cast<std::size_t>(s)]), 0, 1e-9)
-            << describe(name, shape) << " stage " << s;
+        EXPECT_NEAR(steady_state_idle(orders[static_cast<std::size_t>(s)], run.times[static_cast<std::size_t>(s)]), 0, 1e-9)
+            << describe(schedule, shape) << " stage " << s;
     }
   }
   const PipelineShape shape{4, 8, 1, 2};
@@ -373,27 +373,45 @@ TEST(ScheduleGenerators, PipeDreamAnd2BWKeepTheSteadyStateAcrossSteps) {
 }
 
 TEST(ScheduleGenerators, HydraComputesAShardOnlyWhilePromoted) {
-  for (const PipelineShape& shape : shapes_of("hydra")) {
+  for (const PipelineShape& shape : shapes_of(Schedule::HYDRA)) {
     const StageSchedule order = hydra_schedule(shape)[0];
     std::set<int> resident;
     std::vector<int> promotions(static_cast<std::size_t>(shape.chunks), 0);
     for (const Work& w : order) {
       if (w.kind == WorkKind::PROMOTE) {
-        EXPECT_TRUE(resident.insert(w.chunk).second) << describe("hydra", shape) << " promotes a resident shard";
+        EXPECT_TRUE(resident.insert(w.chunk).second) << describe(Schedule::HYDRA, shape) << " promotes a resident shard";
         ++promotions[static_cast<std::size_t>(w.chunk)];
       } else if (w.kind == WorkKind::DEMOTE) {
-        EXPECT_EQ(resident.erase(w.chunk), 1u) << describe("hydra", shape) << " demotes a shard not on the GPU";
+        EXPECT_EQ(resident.erase(w.chunk), 1u) << describe(Schedule::HYDRA, shape) << " demotes a shard not on the GPU";
       } else {
-        EXPECT_TRUE(resident.count(w.chunk)) << describe("hydra", shape) << " computes shard " << w.chunk << " off the GPU";
+        EXPECT_TRUE(resident.count(w.chunk)) << describe(Schedule::HYDRA, shape) << " computes shard " << w.chunk << " off the GPU";
       }
       // The second resident shard is the builder's prefetch, not the schedule's.
-      EXPECT_LE(resident.size(), 1u) << describe("hydra", shape);
+      EXPECT_LE(resident.size(), 1u) << describe(Schedule::HYDRA, shape);
     }
-    EXPECT_TRUE(resident.empty()) << describe("hydra", shape);
+    EXPECT_TRUE(resident.empty()) << describe(Schedule::HYDRA, shape);
     const int micro_batches = shape.micro_batches * shape.steps;
     for (int c = 0; c < shape.chunks; ++c)
       EXPECT_EQ(promotions[static_cast<std::size_t>(c)], (c == shape.chunks - 1 ? 1 : 2) * micro_batches)
-          << describe("hydra", shape) << " shard " << c;
+          << describe(Schedule::HYDRA, shape) << " shard " << c;
+  }
+}
+
+// wl::schedule_facts agrees with the orders: a schedule is asynchronous exactly where a forward or
+// backward of a run of several steps computes with weights its own step did not start from.
+TEST(ScheduleGenerators, AsynchronousSchedulesAreThoseWhosePassesUseAnotherStepsWeights) {
+  for (Schedule schedule : SCHEDULES) {
+    bool other_steps_weights = false;
+    for (const PipelineShape& shape : shapes_of(schedule)) {
+      if (shape.steps < 2) continue;
+      for (const StageSchedule& stage : pipeline_schedule(schedule).make(shape)) {
+        for (const Work& w : stage) {
+          const bool pass = w.kind == WorkKind::FORWARD || w.kind == WorkKind::BACKWARD;
+          if (pass && w.weight_version != w.step) other_steps_weights = true;
+        }
+      }
+    }
+    EXPECT_EQ(wl::schedule_facts(schedule).asynchronous, other_steps_weights) << wl::to_string(schedule);
   }
 }
 

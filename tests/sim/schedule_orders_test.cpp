@@ -1,6 +1,6 @@
 // The pipeline schedule generators' exact orders on small shapes (GPipe, 1F1B, interleaved, PipeDream
 // with weight stashing, 2BW's double-buffered versions, Hydra's promote-compute-demote of shards) and
-// the reasons bad shapes and unknown names are refused; schedule_generators_test.cpp checks their
+// the reasons bad shapes are refused; schedule_generators_test.cpp checks their
 // invariants over many shapes.
 #include <gtest/gtest.h>
 
@@ -112,39 +112,39 @@ TEST(ScheduleGenerators, HydraPromotesComputesAndDemotesEachShardInTurn) {
 
 TEST(ScheduleGenerators, BadShapesAreRefusedWithTheReason) {
   struct Case {
-    std::string_view name;
+    Schedule schedule;
     PipelineShape shape;
     std::string reason;
   };
   std::vector<Case> cases;
-  for (std::string_view name : NAMES) {
-    const int p = name == "hydra" ? 1 : 4;
-    const int v = name == "interleaved" ? 2 : 1;
-    cases.push_back({name, {0, 8, v, 1}, "stages must be at least 1 (got 0)"});
-    cases.push_back({name, {p, 0, v, 1}, "micro_batches must be at least 1 (got 0)"});
-    cases.push_back({name, {p, -3, v, 1}, "micro_batches must be at least 1 (got -3)"});
-    cases.push_back({name, {p, 8, 0, 1}, "chunks must be at least 1 (got 0)"});
-    cases.push_back({name, {p, 8, v, 0}, "steps must be at least 1 (got 0)"});
-    cases.push_back({name, {p, 1 << 20, v, 1 << 10}, "the run is too large"});
+  for (Schedule schedule : SCHEDULES) {
+    const int p = schedule == Schedule::HYDRA ? 1 : 4;
+    const int v = schedule == Schedule::INTERLEAVED ? 2 : 1;
+    cases.push_back({schedule, {0, 8, v, 1}, "stages must be at least 1 (got 0)"});
+    cases.push_back({schedule, {p, 0, v, 1}, "micro_batches must be at least 1 (got 0)"});
+    cases.push_back({schedule, {p, -3, v, 1}, "micro_batches must be at least 1 (got -3)"});
+    cases.push_back({schedule, {p, 8, 0, 1}, "chunks must be at least 1 (got 0)"});
+    cases.push_back({schedule, {p, 8, v, 0}, "steps must be at least 1 (got 0)"});
+    cases.push_back({schedule, {p, 1 << 20, v, 1 << 10}, "the run is too large"});
   }
-  for (std::string_view name : {"gpipe", "1f1b", "pipedream", "2bw"})
-    cases.push_back({name, {4, 8, 2, 1}, "chunks must be 1 (got 2): only the interleaved schedule"});
-  cases.push_back({"interleaved", {4, 8, 1, 1}, "chunks must be at least 2 (got 1)"});
-  cases.push_back({"interleaved", {4, 6, 2, 1}, "micro_batches (6) must be a multiple of stages (4)"});
-  cases.push_back({"2bw", {4, 3, 1, 1}, "2BW needs at least as many micro-batches as stages"});
-  cases.push_back({"hydra", {2, 4, 3, 1}, "stages must be 1 (got 2)"});
+  for (Schedule schedule : {Schedule::GPIPE, Schedule::ONE_F_ONE_B, Schedule::PIPEDREAM, Schedule::TWO_BW})
+    cases.push_back({schedule, {4, 8, 2, 1}, "chunks must be 1 (got 2): only the interleaved schedule"});
+  cases.push_back({Schedule::INTERLEAVED, {4, 8, 1, 1}, "chunks must be at least 2 (got 1)"});
+  cases.push_back({Schedule::INTERLEAVED, {4, 6, 2, 1}, "micro_batches (6) must be a multiple of stages (4)"});
+  cases.push_back({Schedule::TWO_BW, {4, 3, 1, 1}, "2BW needs at least as many micro-batches as stages"});
+  cases.push_back({Schedule::HYDRA, {2, 4, 3, 1}, "stages must be 1 (got 2)"});
   for (const Case& c : cases) {
-    const std::string prefix = std::string(c.name) + ": ";
+    const std::string prefix = std::string(wl::to_string(c.schedule)) + ": ";
     for (const std::string& message :
-         {error_of([&] { pipeline_schedule(c.name).make(c.shape); }),
-          error_of([&] { max_in_flight(c.name, c.shape, 0); }),
-          error_of([&] { max_weight_versions(c.name, c.shape, 0); })}) {
+         {error_of([&] { pipeline_schedule(c.schedule).make(c.shape); }),
+          error_of([&] { max_in_flight(c.schedule, c.shape, 0); }),
+          error_of([&] { max_weight_versions(c.schedule, c.shape, 0); })}) {
       EXPECT_EQ(message.rfind(prefix, 0), 0u) << message;
-      EXPECT_NE(message.find(c.reason), std::string::npos) << describe(c.name, c.shape) << ": " << message;
+      EXPECT_NE(message.find(c.reason), std::string::npos) << describe(c.schedule, c.shape) << ": " << message;
     }
   }
-  EXPECT_NE(error_of([] { max_in_flight("1f1b", {4, 8, 1, 1}, 4); }).find("stage 4 outside 0 .. 3"), std::string::npos);
-  EXPECT_NE(error_of([] { max_weight_versions("1f1b", {4, 8, 1, 1}, -1); }).find("stage -1 outside"), std::string::npos);
+  EXPECT_NE(error_of([] { max_in_flight(Schedule::ONE_F_ONE_B, {4, 8, 1, 1}, 4); }).find("stage 4 outside 0 .. 3"), std::string::npos);
+  EXPECT_NE(error_of([] { max_weight_versions(Schedule::ONE_F_ONE_B, {4, 8, 1, 1}, -1); }).find("stage -1 outside"), std::string::npos);
   EXPECT_NE(error_of([] { one_f_one_b_order(5, 4); }).find("warm-up 5 outside 0 .. 4"), std::string::npos);
   // The shapes just inside the rules are accepted.
   EXPECT_NO_THROW(two_bw_schedule({4, 4, 1, 1}));
@@ -152,27 +152,20 @@ TEST(ScheduleGenerators, BadShapesAreRefusedWithTheReason) {
   EXPECT_NO_THROW(hydra_schedule({1, 1, 1, 1}));
 }
 
-TEST(ScheduleGenerators, TheRegistryListsTheSixSchedulesAndRejectsOthers) {
-  std::vector<std::string_view> names;
+TEST(ScheduleGenerators, TheRegistryHoldsEveryScheduleWithItsGenerator) {
+  std::vector<Schedule> listed;
   for (const ScheduleEntry& e : pipeline_schedules()) {
-    names.push_back(e.name);
-    EXPECT_FALSE(e.description.empty()) << e.name;
-    EXPECT_EQ(e.asynchronous, e.name == "pipedream" || e.name == "2bw") << e.name;
-    EXPECT_EQ(&pipeline_schedule(e.name), &e);
+    listed.push_back(e.schedule);
+    EXPECT_FALSE(e.description.empty()) << wl::to_string(e.schedule);
+    EXPECT_EQ(&pipeline_schedule(e.schedule), &e);
   }
-  EXPECT_EQ(names, NAMES);
-  EXPECT_EQ(pipeline_schedule("gpipe").make, &gpipe_schedule);
-  EXPECT_EQ(pipeline_schedule("1f1b").make, &one_f_one_b_schedule);
-  EXPECT_EQ(pipeline_schedule("interleaved").make, &interleaved_schedule);
-  EXPECT_EQ(pipeline_schedule("pipedream").make, &pipedream_schedule);
-  EXPECT_EQ(pipeline_schedule("2bw").make, &two_bw_schedule);
-  EXPECT_EQ(pipeline_schedule("hydra").make, &hydra_schedule);
-  for (std::string_view wrong : {"zb-h1", "GPipe", "", "1F1B"}) {
-    const std::string message = error_of([&] { pipeline_schedule(wrong); });
-    EXPECT_NE(message.find("unknown pipeline schedule '" + std::string(wrong) + "'"), std::string::npos) << message;
-    EXPECT_NE(message.find("gpipe, 1f1b, interleaved, pipedream, 2bw, hydra"), std::string::npos) << message;
-    EXPECT_NE(error_of([&] { max_in_flight(wrong, {4, 8, 1, 1}, 0); }).find("unknown pipeline schedule"), std::string::npos);
-  }
+  EXPECT_EQ(listed, SCHEDULES);
+  EXPECT_EQ(pipeline_schedule(Schedule::GPIPE).make, &gpipe_schedule);
+  EXPECT_EQ(pipeline_schedule(Schedule::ONE_F_ONE_B).make, &one_f_one_b_schedule);
+  EXPECT_EQ(pipeline_schedule(Schedule::INTERLEAVED).make, &interleaved_schedule);
+  EXPECT_EQ(pipeline_schedule(Schedule::PIPEDREAM).make, &pipedream_schedule);
+  EXPECT_EQ(pipeline_schedule(Schedule::TWO_BW).make, &two_bw_schedule);
+  EXPECT_EQ(pipeline_schedule(Schedule::HYDRA).make, &hydra_schedule);
   EXPECT_EQ(to_string(WorkKind::FORWARD), "forward");
   EXPECT_EQ(to_string(WorkKind::BACKWARD), "backward");
   EXPECT_EQ(to_string(WorkKind::OPTIMIZER_STEP), "optimizer_step");

@@ -1,6 +1,6 @@
 #pragma once
 // What the pipeline schedule tests share (schedule_generators_test.cpp: invariants and the
-// abstract executor; schedule_orders_test.cpp: exact orders and refusals): the schedules' names,
+// abstract executor; schedule_orders_test.cpp: exact orders and refusals): every schedule,
 // a shape in words, and a stage's order as compact text.
 #include <string>
 #include <string_view>
@@ -10,10 +10,12 @@
 
 namespace trainsim::sim {
 
-inline const std::vector<std::string_view> NAMES = {"gpipe", "1f1b", "interleaved", "pipedream", "2bw", "hydra"};
+using wl::Schedule;
+inline const std::vector<Schedule> SCHEDULES = {Schedule::GPIPE,     Schedule::ONE_F_ONE_B, Schedule::INTERLEAVED,
+                                             Schedule::PIPEDREAM, Schedule::TWO_BW,      Schedule::HYDRA};
 
-inline std::string describe(std::string_view name, const PipelineShape& s) {
-  return std::string(name) + " p=" + std::to_string(s.stages) + " m=" + std::to_string(s.micro_batches) +
+inline std::string describe(Schedule schedule, const PipelineShape& s) {
+  return std::string(wl::to_string(schedule)) + " p=" + std::to_string(s.stages) + " m=" + std::to_string(s.micro_batches) +
          " v=" + std::to_string(s.chunks) + " steps=" + std::to_string(s.steps);
 }
 

@@ -149,7 +149,7 @@ TEST(MeasuredRunsSummary, ReportStatesWhetherEachMeanOverAllRowsMeetsItsTarget) 
 // the accumulating copies' pages faulting in) against what was measured of those copies
 // (reports/validation/offload_phase_probe/): the 0.36 B GPT's copies fault at 2 ranks, so that
 // row's faulting-pages step must come within the step tolerance of its measured step; at 4 ranks
-// they stay resident (call 26), so those rows' faulting-pages steps must lie above their
+// they stay resident (the same probe), so those rows' faulting-pages steps must lie above their
 // measurements by more than the tolerance.
 TEST(MeasuredRunsSummary, FaultingPagesPredictTheRowWhoseCopiesFault) {
   const nlohmann::json s = committed_summary();
@@ -159,7 +159,7 @@ TEST(MeasuredRunsSummary, FaultingPagesPredictTheRowWhoseCopiesFault) {
       error_pct[r.at("name")] = 100 * (r.at("predicted_with_pages_faulting").get<double>() / r.at("measured").get<double>() - 1);
     }
   }
-  // The four offload rows of the 0.36 B and 2.65 B GPTs, and Llama 3 8B's (validation call 42), whose
+  // The four offload rows of the 0.36 B and 2.65 B GPTs, and Llama 3 8B's, whose
   // copies below 32 MiB stayed resident on a host that ran slow: a known gap, not read here.
   ASSERT_EQ(error_pct.size(), 5u);
   ASSERT_EQ(error_pct.count("h200x4_fsdp2-offload_llama_L32-h4096_mb1x2"), 1u);

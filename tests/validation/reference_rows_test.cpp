@@ -15,13 +15,12 @@
 namespace trainsim::test {
 namespace {
 
-// No row is outside today. reports/validation/reference/README.md, "A storage probe beside each
-// step (branch ref-probe)": the L32 storage row, outside at +10.9% while its mixed read+write
-// figure came from storage benches minutes away from it, was rerun with the L24 one in one call,
-// each with its own storage probes right before each timed step (the step's read/write pattern on
-// its own state files); with the mixed figure taken from them (scripts/machine_storage.py, its rule
-// set before the call) L32 is -7.7% and L24 -3.9%. No constant is fitted to either. The two
-// near-limit ZeRO-Infinity rows of branch infinity-limit came inside too (-4.6%, +1.5%).
+// No row is outside. The storage rows (reports/validation/reference/README.md, "A storage probe
+// beside each step") take their mixed read+write figure from storage probes run right before each
+// timed step (the step's read/write pattern on its own state files; scripts/machine_storage.py, its
+// rule set before the runs): L32 -7.7% and L24 -3.9%, where a figure from storage benches minutes
+// away put L32 outside at +10.9%. No constant is fitted to either. The two near-limit
+// ZeRO-Infinity rows are inside too (-4.6%, +1.5%).
 const std::set<std::string> STEP_TIME_OUTSIDE = {};
 
 std::string regenerated() {
@@ -58,9 +57,8 @@ TEST(ReferenceRows, CommittedComparisonIsCurrentAndWithinItsTargets) {
       EXPECT_FALSE(outside) << line;
     }
   }
-  // 21 rows, since branch ckpt-host the two ZeRO-3 rows with host checkpoints, since branch
-  // infinity-limit the two ZeRO-Infinity rows near the GPU memory limit (host L32-h2560 mb9x2,
-  // storage L24-h1024 mb20x2).
+  // 21 rows, the two ZeRO-3 rows with host checkpoints and the two ZeRO-Infinity rows near the GPU
+  // memory limit (host L32-h2560 mb9x2, storage L24-h1024 mb20x2).
   EXPECT_EQ(step_rows, 25);
 }
 

@@ -1,9 +1,9 @@
 // What one transformer layer of a PyTorch stack keeps for its backward, against what a real layer
 // kept: calibrate/scripts/saved_bytes_probe.py measured torch.cuda.memory_allocated around one
-// layer's forward on an H200 (validation call 41, reports/calibration/saved_bytes/), for the measured
+// layer's forward on an H200 (reports/calibration/saved_bytes/), for the measured
 // runs' GPT block and the Llama-style block (RMSNorm, grouped-query attention, rotary embeddings,
-// SwiGLU), under autocast (fp32 parameters and residual) and in bf16 (FSDP2's param_dtype), and
-// from validation call 43 on, two of them under activation checkpointing. The memory model's
+// SwiGLU), under autocast (fp32 parameters and residual) and in bf16 (FSDP2's param_dtype), two of
+// them also under activation checkpointing. The memory model's
 // torch_layer_saved_bytes (torch_layer_checkpoint_bytes when checkpointed) must give each within 1%.
 #include <gtest/gtest.h>
 

@@ -86,8 +86,8 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
 
 // Before each all-gather FSDP2 copies the cast bf16 shard into the flat all-gather input
 // (all_gather_copy_in): 4 bytes per shard parameter per gather, one gather under ZeRO-2 and two
-// under ZeRO-3 (workloads/training_stacks.md, "FSDP2"; seen in every FSDP2 trace of validation
-// call 41 as a foreach copy launched as often as the foreach cast). DDP gathers nothing.
+// under ZeRO-3 (workloads/training_stacks.md, "FSDP2"; seen in every FSDP2 trace of the Llama rows
+// on 2 x H200 as a foreach copy launched as often as the foreach cast). DDP gathers nothing.
 TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
   ModelSpec m;
   const Strategy zero3 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 3);
@@ -100,10 +100,10 @@ TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
 }
 
 // The Llama-style layer as PyTorch runs it (reports/validation/scripts/model_llama.py, validated by
-// validation calls 41 and 42): an RMSNorm model's final norm is an RMSNorm, a rotary model looks up
+// the measured Llama 3 8B rows on 1, 2 and 4 H200s): an RMSNorm model's final norm is an RMSNorm, a rotary model looks up
 // its tokens only (no position embedding to add), an untied embedding is a weight with work of its
 // own, and grouped-query attention's backward sums each group's dK and dV.
-// The model of the committed single-GPU Llama row (validation call 41).
+// The model of the committed single-GPU Llama row.
 ModelSpec llama_like() {
   return load_model_file(
       test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
@@ -172,8 +172,8 @@ TEST(TorchLlamaLayer, GroupedQueryAttentionSumsItsGroupsGradients) {
                    4 * T * (h + kv));
 }
 
-// The kernels a layer runs beside its GEMMs that a contiguous kernel bench has not (calibration
-// call 50, calibrate/scripts/torch_layer_kernels.py; the single-GPU 0.36 B GPT trace of call 9 holds
+// The kernels a layer runs beside its GEMMs that a contiguous kernel bench has not
+// (calibrate/scripts/torch_layer_kernels.py; the single-GPU 0.36 B GPT row's trace holds
 // each of them: four bias-gradient reductions, two mixed-dtype residual adds and one cat a layer and
 // micro-batch).
 TEST(TorchLayerKernels, EachBiasedLinearReducesItsOutputGradientOnce) {
@@ -223,7 +223,7 @@ TEST(TorchLayerKernels, TheBackwardJoinsTheGradientsOfEachFusedOutputsParts) {
   EXPECT_FALSE(has_kernel(torch_layer_cost(llama, sl).forward, "torch:split_cat_bf16"));
 }
 
-// Activation checkpointing (run_step_stacks.Checkpointed; validation call 43): the recompute is the
+// Activation checkpointing (run_step_stacks.Checkpointed): the recompute is the
 // layer's forward again, with autocast's weight casts again but without FSDP2's gather work (the
 // backward's gather already holds the parameters); autocast's weight cache is the casts' only home.
 TEST(TorchCheckpointing, RecomputeIsTheForwardWithoutTheGatherWork) {
@@ -288,7 +288,7 @@ TEST(TorchLayerLaunches, CountTheKernelsTheRowsTracesHoldPerLayer) {
     EXPECT_EQ(cost.forward.launches, l.forward);
     EXPECT_EQ(cost.backward.launches, l.backward);
   }
-  // A checkpointed layer's recompute (validation call 43's traces, the compute stream's backward
+  // A checkpointed layer's recompute (the checkpointed Llama rows' traces, the compute stream's backward
   // periods less the backward's own: call43-h200x2/h200x1_single_llama_ac_L16-h4096_mb2x2, 67 - 42;
   // call43-h200x2/h200x2_fsdp2-zero3_llama_ac_L32-h4096_mb2x2, 55 - 36).
   ModelSpec ac, acf;

@@ -1,9 +1,10 @@
 #!/bin/bash
-# The one device call of issue 10's calibration (a four-GPU machine), from the repository root with
-# the calibrate binary carried in build-carry/:
-#   OUT=/tmp/out bash calibrate/scripts/device_call_validate.sh
+# The calibration of hwprofiles/h200x4-measured.json on a four-GPU machine, from the repository root
+# with the calibrate binary carried in build-carry/:
+#   OUT=/tmp/out bash calibrate/scripts/device_calibrate.sh
 # A: trainsim-calibrate --quick on all GPUs (with the interference and host_dispatch parts), the
-#    profile h200x4-measured; if it fails, again without the two new parts, and each new part alone.
+#    profile h200x4-measured; if it fails, again without the interference and host_dispatch parts, and each of
+#    those alone.
 # B: at once, on separate GPUs: host dispatch per stack (2 ranks on GPUs 0-1; single on GPU 2) and
 #    PyTorch's kernels, flash attention and per-operator host time (GPU 3).
 # C: PyTorch's CPU AdamW with all cores (alone: it needs the whole host).

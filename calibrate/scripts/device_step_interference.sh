@@ -1,16 +1,15 @@
 #!/bin/bash
-# Calibration call 55: compute beside communication inside training steps, and the GPU's gaps between
-# queued kernels (calibrate/DEVICE_NOTES.md, "Calibration call 55"; reports/validation/README.md, row 55).
-# Phases, in the order given:
+# Compute beside communication inside training steps, and the GPU's gaps between queued kernels, on a
+# 4-GPU machine (results: reports/calibration/step-interference-call55/). Phases, in the order given:
 #   steps4  DDP, FSDP2 ZeRO-2 and ZeRO-3 steps of three GPT widths no validation row has (hidden 2048,
 #           3072 and 8192; 12, 8 and 4 layers; micro-batch 1, 2 micro-batches, sequence 2048) on 4 ranks,
 #           rank 0's profiler trace of one step each (reports/validation/scripts/run_step.py)
 #   steps2  the same on 2 ranks (GPUs 0-1)
 #   gap     calibrate/scripts/kernel_gap_probe.py on GPU 0
 # Then calibrate/scripts/step_interference.py over the traces, each trace cut to its kernels
-# (step_interference.py reads nothing else), and everything packed into $OUT/call55.tgz (one file: the
-# device tool returns at most 8).
-#   OUT=$OUT REQUIRE_GPU=H200 bash calibrate/scripts/device_call_interference.sh steps4 steps2 gap
+# (step_interference.py reads nothing else), and everything packed into $OUT/interference.tgz (one
+# file: the device tool returns at most 8).
+#   OUT=$OUT REQUIRE_GPU=H200 bash calibrate/scripts/device_step_interference.sh steps4 steps2 gap
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 VAL=$HERE/../../reports/validation/scripts
@@ -35,8 +34,8 @@ plan() {  # plan NAME_PREFIX: the nine configurations
 for ph in "$@"; do
   stamp "$ph"
   case $ph in
-    steps4) d=$R/steps4; mkdir -p "$d"; plan cal55x4 >"$d/plan4.json"; run_plans "$d" 120 ;;
-    steps2) d=$R/steps2; mkdir -p "$d"; plan cal55x2 >"$d/plan2.json"; run_plans "$d" 120 ;;
+    steps4) d=$R/steps4; mkdir -p "$d"; plan interference4 >"$d/plan4.json"; run_plans "$d" 120 ;;
+    steps2) d=$R/steps2; mkdir -p "$d"; plan interference2 >"$d/plan2.json"; run_plans "$d" 120 ;;
     gap) CUDA_VISIBLE_DEVICES=0 python3 "$HERE/../../../calibrate/scripts/kernel_gap_probe.py" --out "$R/kernel_gap_probe.json" ;;
   esac
 done
@@ -56,6 +55,6 @@ for p in sorted(glob.glob(sys.argv[1] + "/*/*.trace.json.gz")):
 PY
 python3 "$CAL/step_interference.py" "$R"/*/*.kernels.json.gz --json "$R/step_interference.json" | tee "$R/step_interference.md"
 stamp end
-rm -f "$OUT/call55.tgz"
-(cd "$R" && tar czf "$OUT/call55.tgz" --exclude='*.trace.json.gz' .)
+rm -f "$OUT/interference.tgz"
+(cd "$R" && tar czf "$OUT/interference.tgz" --exclude='*.trace.json.gz' .)
 ls -la "$OUT"
