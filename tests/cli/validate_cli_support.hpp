@@ -14,10 +14,10 @@
 
 namespace trainsim::test::validate_cli {
 
-inline const std::string CALL9 = "reports/validation/measured/call9-h200x4/";
+inline const std::string CALL9 = "reports/validation/measured/gpt-small-data-parallel-h200x2/";
 inline const std::string RUN = CALL9 + "h200x1_single_L24-h1024_mb4x2";
-inline const std::string CALL9_PROFILE = "h200x4-call9.profile.json";
-inline const std::string CALL12 = "reports/validation/measured/call12-h200x4/";
+inline const std::string CALL9_PROFILE = "host.profile.json";
+inline const std::string CALL12 = "reports/validation/measured/gpt-small-pipeline-h200x2/";
 
 inline std::string q(const std::string& s) { return "'" + s + "'"; }
 

@@ -366,7 +366,7 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
        },
        {"run.json", "measured.launches[0].host"}},
       {"profile not beside",
-       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../h200x4-call9.profile.json"; })); },
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../host.profile.json"; })); },
        {"run.json", "profile", "beside"}},
       {"model a device",
        [](const ScratchDir& d) {

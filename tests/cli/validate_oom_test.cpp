@@ -160,7 +160,7 @@ TEST(ValidateOom, NoFitsSectionWithoutTheKey) {
   EXPECT_FALSE(nlohmann::json::parse(read_file((report.path() / "summary.json").string())).at("stats").contains("fits"));
 }
 
-const std::string LLAMA_RUN = "reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2";
+const std::string LLAMA_RUN = "reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2";
 const std::string LLAMA_CAPTURE = "workloads/captures/llama_model_llama_py.recompute.json";
 
 // The Llama run of call 41 in `dir` (its model beside it, no trace), with `edit` applied, as run.json;

@@ -14,7 +14,7 @@ namespace {
 
 using namespace validate_cli;
 
-const std::string CALL42 = "reports/validation/measured/call42-h200x4/";
+const std::string CALL42 = "reports/validation/measured/llama-h200x4/";
 const std::string ZERO2 = "h200x4_fsdp2-zero2_llama_L32-h4096_mb1x2";
 const std::string GPIPE = "h200x4_pipe-gpipe_llama_L32-h4096_mb1x8";
 

@@ -106,7 +106,7 @@ TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
 // The model of the committed single-GPU Llama row (validation call 41).
 ModelSpec llama_like() {
   return load_model_file(
-      test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
+      test::source_path("reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
 }
 
 bool has_kernel(const PassCost& pass, const std::string& name) {
@@ -216,7 +216,7 @@ TEST(TorchLayerKernels, TheBackwardJoinsTheGradientsOfEachFusedOutputsParts) {
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(gpt, sg).backward, "torch:split_cat_bf16"),
                    4 * T * 3 * static_cast<double>(gpt.hidden));
   // Llama 3 8B's widths at two micro-batches of 2048 tokens: twice the calibration's 2048-token cats
-  // (reports/calibration/layer-kernels-call50/torch_layer_kernels.json: QKV [2048 x (4096, 1024, 1024)]
+  // (reports/calibration/layer-kernels/torch_layer_kernels.json: QKV [2048 x (4096, 1024, 1024)]
   // 50331648 bytes, gate-up [2048 x (14336, 14336)] 234881024 bytes).
   ASSERT_EQ(sl.micro_batch * sl.seq, 2 * 2048);
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(llama, sl).backward, "torch:split_cat_bf16"), 2.0 * (50331648 + 234881024));
