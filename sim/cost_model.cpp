@@ -119,7 +119,7 @@ namespace {
 // layer's kernels in its layouts, which torch_layer_kernels.py measures; a profile calibrated without
 // them): the curves it is costed at instead, in order of preference. SwiGLU's backward reads the
 // split forward's rate per byte where measured (its forward-and-backward bench is host-bound at the
-// smaller sizes, reports/calibration/layer-kernels-call50/), else the contiguous forward-and-backward.
+// smaller sizes, reports/calibration/layer-kernels/), else the contiguous forward-and-backward.
 std::vector<std::string_view> substitute_torch_curves(std::string_view name) {
   if (name == "torch:foreach_cast_fp32_to_bf16") return {"torch_cast_fp32_to_bf16"};
   if (name == "torch:split_copy_bf16" || name == "torch:bias_grad_bf16" || name == "torch:split_cat_bf16" ||

@@ -59,7 +59,7 @@ class CostModel {
   };
   // The GPU's gaps between a pass's queued kernels: a kernel queued behind another starts
   // calibration.host_dispatch.gpu_kernel_us after it ends (trainsim-calibrate's host_dispatch part;
-  // reports/calibration/step-interference-call55/ measured 1.3-1.6 us for real kernels back to back).
+  // reports/calibration/step-interference/ measured 1.3-1.6 us for real kernels back to back).
   // The memory-bound kernels' curves were timed as blocks of back-to-back launches by CUDA events,
   // so each costed kernel entry that is a compute-stream launch holds one gap already; the GEMM and
   // flash attention tables are the profiler's kernel durations, which hold none. So: one gap per

@@ -5,7 +5,7 @@
 `trainsim validate`'s kernel classes (reports/validation/report.md, "GPU kernel time by class") show
 the replay costing GEMMs about 6% long and memory-bound kernels about 10% short against the
 profiled steps, with every rate calibrated back to back on one op. In the single-GPU Llama 8B row's
-trace (reports/validation/measured/call41-h200x2/) autograd's bf16 -> fp32 weight-gradient casts ran
+trace (reports/validation/measured/llama-h200x2/) autograd's bf16 -> fp32 weight-gradient casts ran
 at 1.61 TB/s, the forward's fp32 -> bf16 weight casts at 3.46 and AccumulateGrad's adds at 3.3,
 where the calibration has 2.03, 4.09 and 4.26 TB/s at its largest size (402-805 MB; the layer's
 gate_up weight is 469 MB in fp32).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Compute beside communication inside training steps, and the GPU's gaps between queued kernels, on a
-# 4-GPU machine (results: reports/calibration/step-interference-call55/). Phases, in the order given:
+# 4-GPU machine (results: reports/calibration/step-interference/). Phases, in the order given:
 #   steps4  DDP, FSDP2 ZeRO-2 and ZeRO-3 steps of three GPT widths no validation row has (hidden 2048,
 #           3072 and 8192; 12, 8 and 4 layers; micro-batch 1, 2 micro-batches, sequence 2048) on 4 ranks,
 #           rank 0's profiler trace of one step each (reports/validation/scripts/run_step.py)

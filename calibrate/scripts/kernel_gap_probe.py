@@ -12,7 +12,7 @@ block-timed curve holds beyond the kernels' own time.
 
   python3 calibrate/scripts/kernel_gap_probe.py --out gap.json
 
-A probe (results: reports/calibration/step-interference-call55/); nothing in trainsim reads its output.
+A probe (results: reports/calibration/step-interference/); nothing in trainsim reads its output.
 """
 import argparse
 import json

@@ -3,9 +3,9 @@
 (torch_microbench.py --parts fsdp_kernels) or a layer's kernels in its layouts (torch_layer_kernels.py,
 --part kernels, with --only naming the kernels to take).
 
-    python3 calibrate/scripts/merge_fsdp_kernels.py --micro reports/calibration/fsdp-kernels-call46/torch_microbench.json \
-        --note "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
-    python3 calibrate/scripts/merge_fsdp_kernels.py --micro reports/calibration/layer-kernels-call50/torch_layer_kernels.json \
+    python3 calibrate/scripts/merge_fsdp_kernels.py --micro reports/calibration/fsdp-kernels/torch_microbench.json \
+        --note "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/host.profile.json
+    python3 calibrate/scripts/merge_fsdp_kernels.py --micro reports/calibration/layer-kernels/torch_layer_kernels.json \
         --part kernels --only bias_grad_bf16 add_fp32_bf16 --note "..." PROFILE...
 
 One curve per kernel, "torch_<name>" (bytes -> GB/s): its points are the measured units' byte

@@ -6,8 +6,8 @@ with flash attention's kernels inside training steps (torch_step_gemms.py, one r
 shape the median over the GPUs), to which --micro then adds only the sequence lengths the steps did
 not run.
 
-    python3 calibrate/scripts/merge_layer_attention.py --micro reports/calibration/layer-kernels-call50/torch_layer_kernels.json \
-        --source "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
+    python3 calibrate/scripts/merge_layer_attention.py --micro reports/calibration/layer-kernels/torch_layer_kernels.json \
+        --source "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/host.profile.json
 
 The table keeps its keys (head_dim, seq, batch_heads, causal, forward_TFLOPs, backward_TFLOPs; the
 cost model looks a pass up by its nearest shape, sim/cost_model.hpp): the multi-head shapes only,

@@ -2,8 +2,8 @@
 """Puts the GEMM rates measured inside training steps (torch_step_gemms.py) into profiles as
 calibration.gemm_in_step, the table the replay prefers for unbatched products (sim/cost_model.hpp).
 
-    python3 calibrate/scripts/merge_step_gemms.py --gemms reports/calibration/step-gemms-call52/torch_step_gemms.json \
-        --raw reports/calibration/step-gemms-call52/ hwprofiles/h200x4-measured.json reports/validation/measured/*/h200x4-call*.profile.json
+    python3 calibrate/scripts/merge_step_gemms.py --gemms reports/calibration/step-gemms/torch_step_gemms.json \
+        --raw reports/calibration/step-gemms/ hwprofiles/h200x4-measured.json reports/validation/measured/*/host.profile.json
 
 One entry per product shape (m, n, k as the step's aten::mm saw it), its efficiency the measured
 TFLOP/s over the target profile's bf16 peak; a shape measured in several configurations takes the

@@ -14,7 +14,7 @@ from one kernel's end to the next one's start when the next is already queued).
 
   python3 calibrate/scripts/step_interference.py TRACE.json.gz ... [--json OUT.json]
 
-A calibration probe's analysis (results: reports/calibration/step-interference-call55/); nothing in trainsim
+A calibration probe's analysis (results: reports/calibration/step-interference/); nothing in trainsim
 reads its output.
 """
 import argparse

@@ -24,7 +24,7 @@ void register_validate(CLI::App& app, Commands& commands) {
   struct State {
     planner::InputFlags inputs;
     OutputFlags output;
-    std::string measured, sidecar, known_gaps, report_dir, allocator_record;
+    std::string measured, sidecar, known_gaps, report_dir, allocator_record, summarize_trace;
     bool no_trace = false;
   };
   auto state = std::make_shared<State>();
@@ -39,6 +39,10 @@ void register_validate(CLI::App& app, Commands& commands) {
                   "Instead of --measured: the CUDA caching allocator's own record of a run (NAME.allocator.rankR.json.gz, "
                   "written by `run_step.py --allocator-trace`; reports/validation/allocator/README.md), or a directory of "
                   "them: replays its requests through trainsim's allocator model and compares the reserved peak");
+  sub->add_option("--summarize-trace", state->summarize_trace,
+                  "Instead of --measured: a torch.profiler Chrome trace (.json or .json.gz) to read and write as its "
+                  "summary (kind \"trainsim.trace_summary\", JSON), all that validate reads of a trace; a measured run "
+                  "names such a file as measured.trace_summary instead of its trace");
   sub->add_option("--sidecar", state->sidecar,
                   "With a profiler trace: a JSON naming what the trace ran ({\"schema_version\": 1, \"kind\": "
                   "\"trainsim.trace_sidecar\", \"name\", \"model\", \"strategy\", \"stack\", optional \"gpu\", "
@@ -64,15 +68,31 @@ void register_validate(CLI::App& app, Commands& commands) {
                           "  trainsim validate --measured trace.json.gz --sidecar run.json --hw h200x4-measured\n"
                           "  trainsim validate --measured reports/validation/measured --known-gaps "
                           "reports/validation/known_gaps.json --report-dir reports/validation\n"
-                          "  trainsim validate --allocator-record reports/validation/allocator\n\n") +
+                          "  trainsim validate --allocator-record reports/validation/allocator\n"
+                          "  trainsim validate --summarize-trace run.trace.json.gz -o run.trace_summary.json\n\n") +
               OUTPUT_FILES_HELP + "\n" + EXIT_CODES_HELP);
   sub->callback([state, sub, &commands] {
     commands.run = [state, sub] {
       const bool hw_given = sub->count("--hw") > 0;
       std::vector<Output> outputs{result_output(*sub, state->output)};
-      if (state->measured.empty() == state->allocator_record.empty()) {
-        throw ConfigError("--measured", "--measured", "exactly one of --measured and --allocator-record",
-                          state->measured.empty() ? "neither" : "both");
+      const int modes = !state->measured.empty() + !state->allocator_record.empty() + !state->summarize_trace.empty();
+      if (modes != 1) {
+        throw ConfigError("--measured", "--measured", "exactly one of --measured, --allocator-record and --summarize-trace",
+                          modes == 0 ? "none" : "several");
+      }
+      if (!state->summarize_trace.empty()) {
+        // The summary is the trace's alone: any other input flag would change nothing, so it is refused.
+        for (const CLI::Option* o : sub->get_options()) {
+          const std::string name = o->get_name();
+          if (o->count() == 0 || name == "--summarize-trace" || name == "--output") continue;
+          throw ConfigError(name, name, "only -o besides --summarize-trace (the summary is JSON)", name);
+        }
+        check_outputs(outputs);
+        const planner::TraceSummary t = planner::read_profiler_trace(state->summarize_trace);
+        outputs.front().text =
+            planner::trace_summary_json(t, fs::path(state->summarize_trace).filename().string()).dump(1) + "\n";
+        emit(std::move(outputs));
+        return 0;
       }
       if (!state->allocator_record.empty()) {
         // A record says what ran; the model, strategy and cluster flags would change nothing, so they

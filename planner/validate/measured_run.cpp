@@ -107,6 +107,13 @@ void read_step(StrictObject& m, MeasuredRun& r, const std::string& directory) {
   if (m.has("launches")) read_launches(m, r);
   if (m.has("trace") && !m.json().at("trace").is_null()) r.trace_path = beside(directory, m.string("trace"), m, "trace");
   else if (m.has("trace")) m.raw("trace");
+  if (m.has("trace_summary")) {
+    if (r.trace_path) {
+      throw ConfigError(m.source(), m.path_of("trace_summary"), "either trace or trace_summary (a summary of that trace), not both",
+                        "both");
+    }
+    r.trace_summary_path = beside(directory, m.string("trace_summary"), m, "trace_summary");
+  }
   m.finish({"warmup_steps", "warmup_step_times_s", "step_times_s", "step_times_s_per_rank", "params_per_rank",
             "tokens_per_s", "build_s"});
 }

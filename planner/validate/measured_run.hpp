@@ -78,6 +78,9 @@ struct MeasuredRun {
   std::vector<std::pair<std::string, double>> bytes_moved;
   std::optional<MachineStorage> machine_storage;
   std::optional<std::string> trace_path;     // resolved beside the file, when the run has one
+  // measured.trace_summary, instead of measured.trace: that trace's summary (profiler_trace.hpp,
+  // kind "trainsim.trace_summary"), beside the file; the validation reads the same from either.
+  std::optional<std::string> trace_summary_path;
   bool from_trace = false;                   // the step time is the profiled step's (no timed steps)
 };
 

@@ -488,4 +488,95 @@ TraceSummary read_profiler_trace(const std::string& path) {
   return t;
 }
 
+namespace {
+
+constexpr const char* TRACE_SUMMARY_KIND = "trainsim.trace_summary";
+// A step of at most a day, as a trace's events are (MAX_EVENT_US); the kernel sums may exceed the
+// span (overlapping kernels each count), by at most the streams a GPU runs at once.
+const NumberRange SPAN_S{0.0, 8.64e4, false, "a number of seconds in (0, 86400]"};
+const NumberRange BUSY_S{0.0, 8.64e4, true, "a number of seconds in [0, 86400]"};
+const NumberRange SUM_S{0.0, 8.64e6, true, "a number of seconds in [0, 8.64e6]"};
+const NumberRange SHARE{0.0, 1.0, true, "a fraction in [0, 1]"};
+const NumberRange ALLOCATED{0.0, MAX_ALLOCATED_BYTES, true, "a number of bytes from 0 to 16 TiB (the memory one GPU holds)"};
+
+}  // namespace
+
+nlohmann::ordered_json trace_summary_json(const TraceSummary& t, const std::string& source) {
+  nlohmann::ordered_json kernel_s;
+  kernel_s["gemm"] = t.gemm_kernel_s;
+  kernel_s["attention"] = t.attention_kernel_s;
+  kernel_s["other"] = t.other_kernel_s;
+  kernel_s["optimizer"] = t.optimizer_kernel_s;
+  kernel_s["nccl"] = t.nccl_kernel_s;
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["kind"] = TRACE_SUMMARY_KIND;
+  j["source"] = source;
+  j["step_s"] = t.step_s;
+  j["step_from_profiler_step"] = t.step_from_profiler_step;
+  j["gpu_span_s"] = t.gpu_span_s;
+  j["compute_busy_s"] = t.compute_busy_s;
+  j["nccl_busy_s"] = t.nccl_busy_s;
+  j["exposed_communication_s"] = t.exposed_communication_s;
+  j["idle_fraction"] = t.idle_fraction;
+  j["no_compute_fraction"] = t.no_compute_fraction;
+  j["kernels"] = t.kernels;
+  j["kernel_s"] = std::move(kernel_s);
+  j["copy_s"] = t.copy_s;
+  if (t.peak_allocated_bytes) j["peak_allocated_bytes"] = *t.peak_allocated_bytes;
+  j["gpu"] = t.gpu;
+  j["world_size"] = t.world_size;
+  return j;
+}
+
+TraceSummary read_trace_summary(const std::string& path) {
+  const JsonDocument doc = parse_json_file(path);
+  if (!doc.json.is_object()) {
+    throw ConfigError(doc.source, "(document)", "a trace summary (an object of kind \"trainsim.trace_summary\")", describe_json(doc.json));
+  }
+  StrictObject o(doc.json, doc.source, "");
+  const auto version = o.integer("schema_version", 1, 1000);
+  if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
+  const std::string kind = o.string("kind");
+  if (kind != TRACE_SUMMARY_KIND) throw ConfigError(doc.source, "kind", "\"trainsim.trace_summary\"", "\"" + kind + "\"");
+  if (o.string("source").empty()) throw ConfigError(doc.source, "source", "the name of the trace it summarizes", "\"\"");
+  TraceSummary t;
+  t.step_s = o.number("step_s", SPAN_S);
+  t.step_from_profiler_step = o.boolean("step_from_profiler_step");
+  t.gpu_span_s = o.number("gpu_span_s", SPAN_S);
+  t.compute_busy_s = o.number("compute_busy_s", BUSY_S);
+  t.nccl_busy_s = o.number("nccl_busy_s", BUSY_S);
+  t.exposed_communication_s = o.number("exposed_communication_s", BUSY_S);
+  t.idle_fraction = o.number("idle_fraction", SHARE);
+  t.no_compute_fraction = o.number("no_compute_fraction", SHARE);
+  // A trace with GPU activity has a kernel, copy or memset; read_profiler_trace refuses one without.
+  t.kernels = static_cast<std::size_t>(o.integer("kernels", 0, static_cast<std::int64_t>(MAX_TRACE_EVENTS)));
+  StrictObject k = o.object("kernel_s");
+  t.gemm_kernel_s = k.number("gemm", SUM_S);
+  t.attention_kernel_s = k.number("attention", SUM_S);
+  t.other_kernel_s = k.number("other", SUM_S);
+  t.optimizer_kernel_s = k.number("optimizer", SUM_S);
+  t.nccl_kernel_s = k.number("nccl", SUM_S);
+  k.finish();
+  t.copy_s = o.number("copy_s", SUM_S);
+  t.peak_allocated_bytes = o.optional_number("peak_allocated_bytes", ALLOCATED);
+  t.gpu = o.string("gpu");
+  t.world_size = static_cast<int>(o.integer("world_size", 0, 1 << 20));
+  o.finish();
+  // What read_profiler_trace derives from the same intervals, so a summary edited by hand that no
+  // trace could give is refused: the busy times lie within the span (up to rounding).
+  const double slack = 1e-9 * t.gpu_span_s;
+  for (const auto& [key, busy] : {std::pair{"compute_busy_s", t.compute_busy_s}, std::pair{"nccl_busy_s", t.nccl_busy_s},
+                                  std::pair{"exposed_communication_s", t.exposed_communication_s}}) {
+    if (busy > t.gpu_span_s + slack) {
+      throw ConfigError(doc.source, key, fmt::format("at most gpu_span_s ({} s): GPU time within the traced span", t.gpu_span_s),
+                        fmt::format("{}", busy));
+    }
+  }
+  if (t.kernels == 0 && t.copy_s == 0) {
+    throw ConfigError(doc.source, "kernels", "GPU activity (kernels, or copies in copy_s): a trace with CUDA activities", "none");
+  }
+  return t;
+}
+
 }  // namespace trainsim::planner

@@ -5,6 +5,7 @@
 // GPU busy, the communication no compute hid, the GPU's idle share, and the allocator's peak when
 // the trace recorded memory events.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,5 +43,20 @@ const char* kernel_class(std::string_view name);
 // Throws ConfigError naming the file for a trace that cannot be read or is not a Chrome trace
 // with GPU activity.
 TraceSummary read_profiler_trace(const std::string& path);
+
+// A trace's summary as a small JSON document, the extract a measured run names instead of its
+// trace (measured.trace_summary): the validation reads nothing of a trace but its TraceSummary, so
+// the rows come out the same, bit for bit, from either (JSON numbers round-trip a double).
+// {"schema_version": 1, "kind": "trainsim.trace_summary", "source": the trace's file name,
+//  "step_s", "step_from_profiler_step", "gpu_span_s", "compute_busy_s", "nccl_busy_s",
+//  "exposed_communication_s", "idle_fraction", "no_compute_fraction", "kernels",
+//  "kernel_s": {"gemm", "attention", "other", "optimizer", "nccl"}, "copy_s",
+//  "peak_allocated_bytes" (only when the trace recorded memory events), "gpu", "world_size"}.
+// `trainsim validate --summarize-trace TRACE -o FILE` writes one.
+nlohmann::ordered_json trace_summary_json(const TraceSummary& t, const std::string& source);
+
+// Reads such a summary strictly: a missing, unknown or out-of-range key is a ConfigError naming
+// the file and the key.
+TraceSummary read_trace_summary(const std::string& path);
 
 }  // namespace trainsim::planner

@@ -227,6 +227,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   v.run = run_in;
   MeasuredRun& run = v.run;
   if ((read_trace || run.from_trace) && run.trace_path) v.trace = read_profiler_trace(*run.trace_path);
+  if (read_trace && run.trace_summary_path) v.trace = read_trace_summary(*run.trace_summary_path);
   if (run.from_trace) {
     run.step_time_s = v.trace->step_s;
     if (run.gpu.empty()) run.gpu = v.trace->gpu;

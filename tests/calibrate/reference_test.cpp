@@ -15,7 +15,7 @@ namespace {
 std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 TEST(ReferenceLayout, ParamCountMatchesThePyTorchModule) {
-  // reports/validation/measured/call9-h200x4/h200x1_single_L24-h1024_mb4x2.json: params_total 355919872.
+  // reports/validation/measured/gpt-small-data-parallel-h200x2/h200x1_single_L24-h1024_mb4x2.json: params_total 355919872.
   GptConfig c{24, 1024, 16, 50304, 2048, 4};
   EXPECT_EQ(gpt_param_count(c), 355919872);
   const ParamLayout l = make_layout(c, 4);

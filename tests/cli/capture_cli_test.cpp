@@ -69,7 +69,7 @@ TEST(CaptureCli, TheAnswerSaysItsLayerIsTheCaptures) {
 
 // The capture scales to another size of its architecture: model_llama.py at 16 layers of 4096.
 TEST(CaptureCli, ACaptureScalesToTheModelsSize) {
-  const std::string model = test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json");
+  const std::string model = test::source_path("reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json");
   const auto r = test::run_trainsim("simulate --model " + model + " --hw h200x2-measured --gpus 1 --stack pytorch --micro-batch 1 "
                                     "--global-batch 2 --capture " + test::source_path(CAPTURE) + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -111,7 +111,7 @@ TEST(CaptureCli, WhatACaptureCannotCostIsRefused) {
 // (PyTorch 1.13: SDPA's math path where the run used flash attention), so the prediction differs
 // from the hand-written layer's; that it runs, and says so, is what is checked here.
 TEST(CaptureCli, AMeasuredRunIsPredictedFromACapture) {
-  const std::string run = test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.json");
+  const std::string run = test::source_path("reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2.json");
   const auto with = test::run_trainsim("validate --measured " + run + " --capture " + test::source_path(CAPTURE));
   const auto without = test::run_trainsim("validate --measured " + run);
   ASSERT_EQ(with.exit_code, 0) << with.err;

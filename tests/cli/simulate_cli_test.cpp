@@ -145,7 +145,7 @@ TEST(SimulateCli, APyTorchStackShowsItsReservedPeak) {
 TEST(SimulateCli, AReservedPeakAboveTheLimitDoesNotFit) {
   test::ScratchDir dir;
   std::string text = test::read_file(std::string(TRAINSIM_SOURCE_DIR) +
-                                     "/reports/validation/measured/call43-h200x2/h200x1_single_llama_ac_L16-h4096_mb2x2.model.json");
+                                     "/reports/validation/measured/llama-checkpointing-h200x2/h200x1_single_llama_ac_L16-h4096_mb2x2.model.json");
   const auto at = text.find("\"layers\": 16");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 12, "\"layers\": 30");

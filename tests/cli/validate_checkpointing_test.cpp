@@ -20,7 +20,7 @@ namespace {
 using namespace validate_cli;
 
 TEST(ValidateCheckpointing, StageZeroHoldsAutocastsCachedWeightCastsAtTheEndOfItsForward) {
-  const std::string run = "reports/validation/measured/call43-h200x2/h200x2_pipe-1f1b_llama_ac_L32-h4096_mb2x8.json";
+  const std::string run = "reports/validation/measured/llama-checkpointing-h200x2/h200x2_pipe-1f1b_llama_ac_L32-h4096_mb2x8.json";
   const CommandResult r = run_trainsim("validate --measured " + q(source_path(run)) + " --no-trace");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
@@ -36,7 +36,7 @@ TEST(ValidateCheckpointing, StageZeroHoldsAutocastsCachedWeightCastsAtTheEndOfIt
 // the backward, where the checkpointed ZeRO-3 row at hidden 8192 peaks. Without them the
 // replay's peak was 8.7% low; it must come within 3%.
 TEST(ValidateFsdpRoot, TheRootStaysGatheredThroughTheBackward) {
-  const std::string run = "reports/validation/measured/call44-h200x4/h200x4_fsdp2-zero3_llama_ac_L16-h8192_mb1x4.json";
+  const std::string run = "reports/validation/measured/llama-checkpointing-h200x4/h200x4_fsdp2-zero3_llama_ac_L16-h8192_mb1x4.json";
   const CommandResult r = run_trainsim("validate --measured " + q(source_path(run)) + " --no-trace --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);

@@ -15,11 +15,11 @@
 namespace trainsim::test::validate_cli {
 
 // The 0.36 B GPT's single-GPU and 2-GPU runs, with the profile of the 4 x H200 host they ran on.
-inline const std::string GPT_RUNS = "reports/validation/measured/call9-h200x4/";
+inline const std::string GPT_RUNS = "reports/validation/measured/gpt-small-data-parallel-h200x2/";
 inline const std::string RUN = GPT_RUNS + "h200x1_single_L24-h1024_mb4x2";
-inline const std::string GPT_RUNS_PROFILE = "h200x4-call9.profile.json";
+inline const std::string GPT_RUNS_PROFILE = "host.profile.json";
 // The 0.36 B GPT's 2-stage GPipe and 1F1B runs, with the profile of their (faster) host.
-inline const std::string PIPELINE_RUNS = "reports/validation/measured/call12-h200x4/";
+inline const std::string PIPELINE_RUNS = "reports/validation/measured/gpt-small-pipeline-h200x2/";
 
 inline std::string q(const std::string& s) { return "'" + s + "'"; }
 
@@ -27,7 +27,7 @@ inline std::string q(const std::string& s) { return "'" + s + "'"; }
 // `dir`, with `edit` applied to its JSON.
 inline std::string copy_run(const ScratchDir& dir, const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json run = read_source_json(RUN + ".json");
-  run["measured"]["trace"] = nullptr;
+  run["measured"].erase("trace_summary");
   edit(run);
   dir.write("h200x1_single_L24-h1024_mb4x2.model.json", read_file(source_path(RUN + ".model.json")));
   dir.write(GPT_RUNS_PROFILE, read_file(source_path(GPT_RUNS + GPT_RUNS_PROFILE)));

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -89,6 +90,65 @@ TEST(ValidateCli, TraceWithSidecar) {
   EXPECT_EQ(j["rows"][0]["name"], "tiny");
   EXPECT_EQ(j["rows"][0]["metric"], "step_time");
   EXPECT_NEAR(j["rows"][0]["measured"].get<double>(), 0.109, 1e-9);  // first kernel start to last kernel end
+}
+
+// A run that names its trace's summary (measured.trace_summary, written by --summarize-trace)
+// validates to the same rows as the run naming the trace itself.
+TEST(ValidateCli, TraceSummaryGivesTheRowsOfItsTrace) {
+  ScratchDir with_trace, with_summary;
+  const std::string trace = with_trace.write("tiny.trace.json", TINY_TRACE);
+  const std::string by_trace = copy_run(with_trace, [](nlohmann::json& j) { j["measured"]["trace"] = "tiny.trace.json"; });
+  const std::string summary = (with_summary.path() / "tiny.trace_summary.json").string();
+  const CommandResult s = run_trainsim("validate --summarize-trace " + q(trace) + " -o " + q(summary));
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const nlohmann::json doc = nlohmann::json::parse(read_file(summary));
+  EXPECT_EQ(doc.at("kind"), "trainsim.trace_summary");
+  EXPECT_EQ(doc.at("source"), "tiny.trace.json");
+  EXPECT_NEAR(doc.at("step_s").get<double>(), 0.109, 1e-12);                   // 1000 us to 110000 us
+  EXPECT_NEAR(doc.at("exposed_communication_s").get<double>(), 0.029, 1e-12);  // NCCL alone 81000-110000 us
+  const std::string by_summary = copy_run(with_summary, [](nlohmann::json& j) {
+    j["measured"].erase("trace");
+    j["measured"]["trace_summary"] = "tiny.trace_summary.json";
+  });
+  const CommandResult a = run_trainsim("validate --measured " + q(by_trace) + " --format json");
+  const CommandResult b = run_trainsim("validate --measured " + q(by_summary) + " --format json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja.at("rows"), jb.at("rows"));
+  EXPECT_EQ(ja.at("runs"), jb.at("runs"));
+  // What the summary brought: rank 0's GEMM time, the tiny trace's 80000 us kernel.
+  bool gemm = false;
+  for (const auto& c : jb.at("runs").at(0).value("kernel_classes", nlohmann::json::array())) {
+    if (c.at("class") == "GEMM") gemm = std::abs(c.at("measured_s").get<double>() - 0.08) < 1e-12;
+  }
+  EXPECT_TRUE(gemm) << "no GEMM time from the summary: " << b.out;
+}
+
+TEST(ValidateCli, TraceSummaryRefusals) {
+  ScratchDir dir;
+  const std::string both = copy_run(dir, [](nlohmann::json& j) {
+    j["measured"]["trace"] = "a.trace.json.gz";
+    j["measured"]["trace_summary"] = "a.trace_summary.json";
+  });
+  CommandResult r = run_trainsim("validate --measured " + q(both) + " --no-trace");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("run.json: measured.trace_summary: expected either trace or trace_summary"), std::string::npos) << r.err;
+  const std::string missing = copy_run(dir, [](nlohmann::json& j) { j["measured"]["trace_summary"] = "absent.trace_summary.json"; });
+  r = run_trainsim("validate --measured " + q(missing));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("absent.trace_summary.json"), std::string::npos) << r.err;
+  const std::string trace = dir.write("tiny.trace.json", TINY_TRACE);
+  r = run_trainsim("validate --summarize-trace " + q(trace) + " --hw h200x4-measured");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("only -o besides --summarize-trace"), std::string::npos) << r.err;
+  r = run_trainsim("validate --summarize-trace " + q(trace) + " --measured " + q(missing));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("exactly one of --measured, --allocator-record and --summarize-trace"), std::string::npos) << r.err;
+  r = run_trainsim("validate --summarize-trace " + q(dir.write("not.json", R"({"traceEvents": []})")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not.json: traceEvents"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 // What the reference step (issue 11) adds to the schema: per-stream busy times and bytes moved.
@@ -189,7 +249,7 @@ TEST(ValidateCli, PipelineBubbleCountsBusyAsTheRunDefinesIt) {
   const std::string run2 = PIPELINE_RUNS + "h200x2_pipe-gpipe_L24-h1024_mb2x4";
   nlohmann::json run = read_source_json(run2 + ".json");
   ASSERT_EQ(run.at("measured").at("busy").at("definition"), "call_spans");
-  run["measured"]["trace"] = nullptr;
+  run["measured"].erase("trace_summary");
   // Costed on the GPT_RUNS host, whose pipeline dispatch is slower than its GPU work (host-bound
   // calls). On the run's own faster host the order reverses (0.360 by call spans against 0.314
   // by kernels, whose busy time holds the receives' kernels waiting for their sends): what this
@@ -306,7 +366,7 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
        },
        {"run.json", "measured.launches[0].host"}},
       {"profile not beside",
-       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../h200x4-call9.profile.json"; })); },
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["profile"] = "../host.profile.json"; })); },
        {"run.json", "profile", "beside"}},
       {"model a device",
        [](const ScratchDir& d) {

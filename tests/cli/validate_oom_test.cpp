@@ -160,14 +160,14 @@ TEST(ValidateOom, NoFitsSectionWithoutTheKey) {
   EXPECT_FALSE(nlohmann::json::parse(read_file((report.path() / "summary.json").string())).at("stats").contains("fits"));
 }
 
-const std::string LLAMA_RUN = "reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2";
+const std::string LLAMA_RUN = "reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2";
 const std::string LLAMA_CAPTURE = "workloads/captures/llama_model_llama_py.recompute.json";
 
 // The single-GPU Llama 3 8B run in `dir` (its model beside it, no trace), with `edit` applied, as run.json;
 // the committed capture of its layer beside it as llama.capture.json.
 std::string copy_llama_run(const ScratchDir& dir, const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json run = read_source_json(LLAMA_RUN + ".json");
-  run["measured"]["trace"] = nullptr;
+  run["measured"].erase("trace_summary");
   edit(run);
   dir.write("h200x1_single_llama_L16-h4096_mb1x2.model.json", read_file(source_path(LLAMA_RUN + ".model.json")));
   dir.write("llama.capture.json", read_file(source_path(LLAMA_CAPTURE)));

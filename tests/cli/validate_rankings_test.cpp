@@ -14,7 +14,7 @@ namespace {
 
 using namespace validate_cli;
 
-const std::string LLAMA_RUNS = "reports/validation/measured/call42-h200x4/";
+const std::string LLAMA_RUNS = "reports/validation/measured/llama-h200x4/";
 const std::string ZERO2 = "h200x4_fsdp2-zero2_llama_L32-h4096_mb1x2";
 const std::string GPIPE = "h200x4_pipe-gpipe_llama_L32-h4096_mb1x8";
 
@@ -22,7 +22,7 @@ const std::string GPIPE = "h200x4_pipe-gpipe_llama_L32-h4096_mb1x8";
 // multiplied by `step_scale`.
 void copy_llama_run(const ScratchDir& dir, const std::string& name, double step_scale) {
   nlohmann::json run = read_source_json(LLAMA_RUNS + name + ".json");
-  run["measured"]["trace"] = nullptr;
+  run["measured"].erase("trace_summary");
   run["measured"]["step_time_s"] = run["measured"]["step_time_s"].get<double>() * step_scale;
   dir.write(name + ".model.json", read_file(source_path(LLAMA_RUNS + name + ".model.json")));
   dir.write(name + ".json", run.dump(1));

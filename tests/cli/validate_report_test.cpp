@@ -117,7 +117,7 @@ TEST(ValidateCli, HostSensitivitySaysHowHostBoundThePredictionIs) {
 // one cost). A run without such copies has neither.
 TEST(ValidateCli, OffloadRowsSayWhatFaultingPagesWouldCost) {
   ScratchDir d;
-  const std::string run = "reports/validation/measured/call14-h200x4/h200x2_fsdp2-offload_L24-h1024_mb4x2.json";
+  const std::string run = "reports/validation/measured/gpt-small-offload/h200x2_fsdp2-offload_L24-h1024_mb4x2.json";
   const CommandResult r = run_trainsim("validate --measured " + q(source_path(run)) + " --no-trace --report-dir " + q(d.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json row = nlohmann::json::parse(read_file(d.path() / "summary.json")).at("rows").at(0);

@@ -81,12 +81,12 @@ void expect_rates_within(const ClusterProfile& p, double hbm_GBps, double floor_
 }
 
 TEST(ReferenceKernelsCalibration, TheMeasuredRunsProfilesHaveTheirClasses) {
-  const std::string logs = std::string(TRAINSIM_SOURCE_DIR) + "/reports/validation/reference/logs/";
-  const ClusterProfile h100 = load_profile_file(logs + "refkernels-h100/call2/kernels_and_reference_kernels/profile.json");
+  const std::string profiles = std::string(TRAINSIM_SOURCE_DIR) + "/reports/validation/reference/profiles/";
+  const ClusterProfile h100 = load_profile_file(profiles + "h100-reference-kernels.profile.json");
   EXPECT_EQ(h100.calibration.reference_kernels.size(), 11u);
   for (const BandwidthCurve& c : h100.calibration.reference_kernels) EXPECT_GE(c.points.size(), 7u) << c.what;
   expect_rates_within(h100, 3350, 3350 / 4, 7);
-  const ClusterProfile h200 = load_profile_file(logs + "ref-rows-h200/call1/reference_kernels/profile.json");
+  const ClusterProfile h200 = load_profile_file(profiles + "h200-reference-kernels.profile.json");
   EXPECT_EQ(h200.calibration.reference_kernels.size(), std::size(REFERENCE_KERNEL_CLASSES));
   // A fifth of the H200's 4.8 TB/s: the LayerNorm parameter pass at its smallest shape (b1 h1024)
   // reaches 1.05 TB/s there.

@@ -4,7 +4,7 @@
 calibration.gemm_in_step (calibrate/scripts/merge_step_gemms.py, from the in-step GEMM runs on four
 H200s) and calibration.attention (calibrate/scripts/merge_layer_attention.py, from the in-step flash
 attention runs on two H200s and, for the sequence lengths those did not run, the layer-kernel run)
-are merged into h200x4-measured and the profiles of the eight measured hosts beside their runs. Both scripts replace their
+are merged into h200x4-measured and the seven profiles of the measured rows' hosts beside their runs. Both scripts replace their
 section, so running them again over a copy of each committed profile must give it back byte for
 byte: a hand edit, or a profile merged from other runs than the committed ones, fails here.
 
@@ -18,17 +18,17 @@ import subprocess
 import sys
 import tempfile
 
-STEP_RUNS = "reports/calibration/step-gemms-call53/"
-ATTENTION_RUNS = "reports/calibration/step-attention-call54/"
-LAYER_RUN = "reports/calibration/layer-kernels-call50/torch_layer_kernels.json"
+STEP_RUNS = "reports/calibration/step-gemms/"
+ATTENTION_RUNS = "reports/calibration/step-attention/"
+LAYER_RUN = "reports/calibration/layer-kernels/torch_layer_kernels.json"
 
 
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
     os.chdir(root)
-    profiles = ["hwprofiles/h200x4-measured.json"] + sorted(glob.glob("reports/validation/measured/*/h200x4-call*.profile.json"))
-    if len(profiles) != 9:
-        sys.exit(f"expected h200x4-measured and eight call profiles, found {profiles}")
+    profiles = ["hwprofiles/h200x4-measured.json"] + sorted(glob.glob("reports/validation/measured/*/host.profile.json"))
+    if len(profiles) != 8:
+        sys.exit(f"expected h200x4-measured and seven host profiles, found {profiles}")
     runs = [f"{STEP_RUNS}gpu{g}/torch_step_gemms.json" for g in range(4)]
     failed = []
     with tempfile.TemporaryDirectory() as tmp:

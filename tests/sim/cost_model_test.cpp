@@ -167,7 +167,7 @@ TEST(CostModel, EveryPyTorchKernelOfALayerHasItsCurveInTheCalibratedProfile) {
   };
   const wl::ModelSpec gpt = wl::builtin_model("gpt2-1.5b");
   const wl::ModelSpec llama = wl::load_model_file(
-      test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
+      test::source_path("reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
   int checked = 0;
   for (const wl::ModelSpec* m : {&gpt, &llama}) {
     for (wl::StackKind kind : {wl::StackKind::PYTORCH, wl::StackKind::PYTORCH_FSDP}) {

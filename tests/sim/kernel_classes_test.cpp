@@ -75,7 +75,7 @@ TEST(KernelClasses, GemmTimeUnderTensorParallelism) {
 // the three classes stay within the compute the GPU did.
 TEST(KernelClasses, FlashAttentionIsAClassOfItsOwn) {
   const wl::ModelSpec llama = wl::load_model_file(
-      test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
+      test::source_path("reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
   const Replayed r = replay(llama, "h200x4-measured", 4, 1);
   ASSERT_TRUE(r.result.simulated);
   for (const GpuResult& g : r.result.per_gpu) {

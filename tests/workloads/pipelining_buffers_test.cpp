@@ -58,11 +58,11 @@ void expect_same_gain(const std::string& fewer, const std::string& more) {
 TEST(PipeliningReceiveBuffers, OneFOneBStagesGainWhatTheMeasuredRunsGained) {
   // 4 stages, 8 -> 16 micro-batches of [2, 2048, 1024] fp32 (16 MiB): measured +128.5, +256.5,
   // +256.5, +127.5 MiB.
-  expect_same_gain("reports/validation/measured/call13-h200x4/h200x4_pipe-1f1b_L24-h1024_mb2x8",
-                   "reports/validation/measured/call13-h200x4/h200x4_pipe-1f1b_L24-h1024_mb2x16");
+  expect_same_gain("reports/validation/measured/gpt-small-pipeline-h200x4/h200x4_pipe-1f1b_L24-h1024_mb2x8",
+                   "reports/validation/measured/gpt-small-pipeline-h200x4/h200x4_pipe-1f1b_L24-h1024_mb2x16");
   // 2 stages, 4 -> 8 micro-batches: measured +64.3 and +62.8 MiB.
-  expect_same_gain("reports/validation/measured/call12-h200x4/h200x2_pipe-1f1b_L24-h1024_mb2x4",
-                   "reports/validation/measured/call12-h200x4/h200x2_pipe-1f1b_L24-h1024_mb2x8");
+  expect_same_gain("reports/validation/measured/gpt-small-pipeline-h200x2/h200x2_pipe-1f1b_L24-h1024_mb2x4",
+                   "reports/validation/measured/gpt-small-pipeline-h200x2/h200x2_pipe-1f1b_L24-h1024_mb2x8");
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
 // The model of the committed single-GPU Llama row.
 ModelSpec llama_like() {
   return load_model_file(
-      test::source_path("reports/validation/measured/call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
+      test::source_path("reports/validation/measured/llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json"));
 }
 
 bool has_kernel(const PassCost& pass, const std::string& name) {
@@ -216,7 +216,7 @@ TEST(TorchLayerKernels, TheBackwardJoinsTheGradientsOfEachFusedOutputsParts) {
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(gpt, sg).backward, "torch:split_cat_bf16"),
                    4 * T * 3 * static_cast<double>(gpt.hidden));
   // Llama 3 8B's widths at two micro-batches of 2048 tokens: twice the calibration's 2048-token cats
-  // (reports/calibration/layer-kernels-call50/torch_layer_kernels.json: QKV [2048 x (4096, 1024, 1024)]
+  // (reports/calibration/layer-kernels/torch_layer_kernels.json: QKV [2048 x (4096, 1024, 1024)]
   // 50331648 bytes, gate-up [2048 x (14336, 14336)] 234881024 bytes).
   ASSERT_EQ(sl.micro_batch * sl.seq, 2 * 2048);
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(llama, sl).backward, "torch:split_cat_bf16"), 2.0 * (50331648 + 234881024));
@@ -257,9 +257,9 @@ TEST(TorchCheckpointing, RecomputeIsTheForwardWithoutTheGatherWork) {
 // the compute stream's kernels between one layer's flash attention kernel and the next layer's,
 // read with the period of those kernels: reports/validation/measured/h200x1/
 // h200x1_single_L28-h4096_mb1x2.trace.json.gz, 20 forward and 35 or 47 backward, the second
-// micro-batch's AccumulateGrad adds making the difference; call41-h200x2/
+// micro-batch's AccumulateGrad adds making the difference; llama-h200x2/
 // h200x1_single_llama_L16-h4096_mb1x2, 27 and 42 or 48; h200x4/h200x4_fsdp2-zero3_L48-h6144_mb1x2,
-// 11 and 25; h200x2/h200x2_fsdp2-zero2_L32-h5120_mb1x2, 11 and 24; call41-h200x2/
+// 11 and 25; h200x2/h200x2_fsdp2-zero2_L32-h5120_mb1x2, 11 and 24; llama-h200x2/
 // h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2, 22 and 36).
 ModelSpec row_model(const char* path) {
   return load_model_file(std::string(TRAINSIM_SOURCE_DIR) + "/reports/validation/measured/" + path);
@@ -267,7 +267,7 @@ ModelSpec row_model(const char* path) {
 
 TEST(TorchLayerLaunches, CountTheKernelsTheRowsTracesHoldPerLayer) {
   const ModelSpec gpt = row_model("h200x1/h200x1_single_L28-h4096_mb1x2.model.json");
-  const ModelSpec llama = row_model("call41-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json");
+  const ModelSpec llama = row_model("llama-h200x2/h200x1_single_llama_L16-h4096_mb1x2.model.json");
   struct Case {
     const ModelSpec* model;
     StackKind stack;
@@ -289,8 +289,8 @@ TEST(TorchLayerLaunches, CountTheKernelsTheRowsTracesHoldPerLayer) {
     EXPECT_EQ(cost.backward.launches, l.backward);
   }
   // A checkpointed layer's recompute (the checkpointed Llama rows' traces, the compute stream's backward
-  // periods less the backward's own: call43-h200x2/h200x1_single_llama_ac_L16-h4096_mb2x2, 67 - 42;
-  // call43-h200x2/h200x2_fsdp2-zero3_llama_ac_L32-h4096_mb2x2, 55 - 36).
+  // periods less the backward's own: llama-checkpointing-h200x2/h200x1_single_llama_ac_L16-h4096_mb2x2, 67 - 42;
+  // llama-checkpointing-h200x2/h200x2_fsdp2-zero3_llama_ac_L32-h4096_mb2x2, 55 - 36).
   ModelSpec ac, acf;
   EXPECT_EQ(torch_layer_launches(ac, torch_strategy(StackKind::PYTORCH_DDP, llama, ac)).recompute, 25);
   EXPECT_EQ(torch_layer_launches(acf, torch_strategy(StackKind::PYTORCH_FSDP, llama, acf, 3)).recompute, 19);
