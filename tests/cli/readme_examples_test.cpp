@@ -6,8 +6,6 @@
 // its output is a file.
 #include <gtest/gtest.h>
 
-#include <cctype>
-#include <ostream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -17,26 +15,6 @@
 
 namespace trainsim::test {
 namespace {
-
-// A page and the fewest examples of it that must run: an example dropped, or one whose block no
-// longer parses as an example, fails here rather than going unchecked.
-struct Page {
-  std::string path;    // from the source directory
-  int min_examples_run;
-};
-
-void PrintTo(const Page& page, std::ostream* os) { *os << page.path; }
-
-const std::vector<Page>& pages() {
-  static const std::vector<Page> p = {
-      {"README.md", 4},                   // the quick start's plan, memory, simulate, validate
-      {"planner/README.md", 4},           // plan with --stack, --megatron-args, --deepspeed; compare
-      {"sim/README.md", 1},               // simulate on 3072 GPUs
-      {"workloads/README.md", 1},         // memory of a ZeRO-Offload run
-      {"planner/validate/README.md", 1},  // the allocator records
-  };
-  return p;
-}
 
 struct Example {
   std::string command;   // the arguments after build/trainsim
@@ -87,12 +65,11 @@ std::string masked(const std::string& text) {
   return std::regex_replace(text, wall, "X s wall");
 }
 
-class DocumentedExamples : public ::testing::TestWithParam<Page> {};
-
-TEST_P(DocumentedExamples, EveryShownOutputIsWhatTheCommandPrintsToday) {
-  const Page& page = GetParam();
-  const std::vector<Example> examples = examples_of(page.path);
-  if (page.path == "README.md") {
+// A page (from the source directory) and the fewest examples of it that must run: an example
+// dropped, or one whose block no longer parses as an example, fails here rather than going unchecked.
+void expect_every_shown_output_printed_today(const std::string& page, int min_examples_run) {
+  const std::vector<Example> examples = examples_of(page);
+  if (page == "README.md") {
     ASSERT_FALSE(examples.empty()) << "README.md's examples were not found";
     ASSERT_TRUE(examples.back().quick_start) << "the quick start's setup and plan were not found in README.md";
     ASSERT_EQ(examples.back().command.rfind("plan ", 0), 0U) << "the quick start's first command does not plan";
@@ -104,22 +81,23 @@ TEST_P(DocumentedExamples, EveryShownOutputIsWhatTheCommandPrintsToday) {
     const CommandResult r = run_command("cd '" + source_path("") + "' && XDG_CACHE_HOME='" + cache.path().string() + "' " +
                                         std::string(TRAINSIM_BINARY) + " " + e.command);
     ++run;
-    EXPECT_EQ(r.exit_code, 0) << page.path << " line " << e.line << ": " << e.command << "\n" << r.err;
-    EXPECT_EQ(masked(r.out), masked(e.expected)) << page.path << " line " << e.line << ": " << e.command;
+    EXPECT_EQ(r.exit_code, 0) << page << " line " << e.line << ": " << e.command << "\n" << r.err;
+    EXPECT_EQ(masked(r.out), masked(e.expected)) << page << " line " << e.line << ": " << e.command;
   }
-  EXPECT_GE(run, page.min_examples_run) << page.path << ": " << run << " examples ran, fewer than the "
-                                        << page.min_examples_run << " it holds";
+  EXPECT_GE(run, min_examples_run) << page << ": " << run << " examples ran, fewer than the " << min_examples_run
+                                   << " it holds";
 }
 
-std::string page_name(const ::testing::TestParamInfo<Page>& info) {
-  std::string name = info.param.path.substr(0, info.param.path.rfind('.'));
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Pages, DocumentedExamples, ::testing::ValuesIn(pages()), page_name);
+// The quick start's plan, memory, simulate and validate.
+TEST(DocumentedExamples, Readme) { expect_every_shown_output_printed_today("README.md", 4); }
+// plan with --stack, --megatron-args and --deepspeed; compare.
+TEST(DocumentedExamples, PlannerPage) { expect_every_shown_output_printed_today("planner/README.md", 4); }
+// simulate on 3072 GPUs.
+TEST(DocumentedExamples, SimPage) { expect_every_shown_output_printed_today("sim/README.md", 1); }
+// memory of a ZeRO-Offload run.
+TEST(DocumentedExamples, WorkloadsPage) { expect_every_shown_output_printed_today("workloads/README.md", 1); }
+// validate on the allocator records.
+TEST(DocumentedExamples, ValidatePage) { expect_every_shown_output_printed_today("planner/validate/README.md", 1); }
 
 }  // namespace
 }  // namespace trainsim::test
