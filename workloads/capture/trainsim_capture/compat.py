@@ -189,6 +189,15 @@ def _repeat_kv(t, groups):
 
 
 def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    # Under autocast SDPA runs in the autocast dtype (it is on autocast's lower-precision list,
+    # aten/src/ATen/autocast_mode.cpp): every floating input is cast first, as a kernel of its own
+    # where its dtype differs (a rotary embedding computed in fp32 leaves q and k in fp32). The
+    # backend ops called below are on no autocast list, so the casts are made here.
+    cast = _autocast_dtype()
+    if cast is not None:
+        query, key, value = (t.to(cast) if t.is_floating_point() and t.dtype != cast else t for t in (query, key, value))
+        if attn_mask is not None and attn_mask.is_floating_point() and attn_mask.dtype != cast:
+            attn_mask = attn_mask.to(cast)
     backend = sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa)
     # key/value heads fewer than the query heads: grouped-query attention (enable_gqa, or a model
     # relying on broadcasting a single key/value head)
