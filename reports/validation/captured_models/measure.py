@@ -954,6 +954,7 @@ def cmd_collect(args):
     config.json or model JSON it names, `"oom": false` on a run that ran (so validate checks that it
     is predicted to fit), `"capture"` where the session captured it, `"profile"` the machine's
     calibration when given. Writes nothing unless every row has its model file."""
+    import gzip
     import shutil
     rows = {}
     for stage in args.stages:
@@ -971,9 +972,12 @@ def cmd_collect(args):
                 print(f"collect: {f}: model {doc['model']} missing", file=sys.stderr)
                 return 2
             extra[doc["model"]] = model
+            # A hand-written model's row names the capture of its own code (gzipped); a Hugging
+            # Face row names none: trainsim predicts it from the committed capture of its family
+            # (workloads/captures/hf/), as a user's --model config.json is.
             cap = os.path.join(cap_dir, doc["name"] + ".capture.json")
-            if os.path.isfile(cap):
-                doc["capture"] = os.path.basename(cap)
+            if os.path.isfile(cap) and not doc["model"].endswith(".config.json"):
+                doc["capture"] = os.path.basename(cap) + ".gz"
                 extra[doc["capture"]] = cap
             if not doc["measured"].get("oom"):
                 doc["measured"]["oom"] = False
@@ -986,7 +990,11 @@ def cmd_collect(args):
             doc["profile"] = os.path.basename(args.profile)
         write_json(os.path.join(args.dest, name + ".json"), doc)
         for base, src in extra.items():
-            shutil.copyfile(src, os.path.join(args.dest, base))
+            if base.endswith(".gz") and not src.endswith(".gz"):
+                with open(src, "rb") as fi, open(os.path.join(args.dest, base), "wb") as fo:
+                    fo.write(gzip.compress(fi.read(), 9, mtime=0))  # mtime 0: the same bytes on every run
+            else:
+                shutil.copyfile(src, os.path.join(args.dest, base))
     print(f"collect: {len(rows)} rows into {args.dest}")
     return 0
 
