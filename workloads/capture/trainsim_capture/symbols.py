@@ -18,8 +18,9 @@ from fractions import Fraction
 
 from .poly import Poly, SYMBOL_ORDER, parse
 
+# eighths up to 3: GPT-NeoX's quarter rotary slices a fused q/k/v row at d + d/4 and d + d/8
 COEFFS = [Fraction(x) for x in (1, 2, 3, 4, 5, 6, 8, 12, 16)] + [Fraction(-1), Fraction(-2)] + \
-         [Fraction(1, 2), Fraction(1, 4), Fraction(1, 8), Fraction(3, 2), Fraction(3, 4)]
+         [Fraction(k, 8) for k in range(1, 25) if k % 8]
 CONSTS = (0, 1, -1, 2, -2)
 MAX_DEGREE = 4
 
