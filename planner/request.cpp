@@ -133,6 +133,13 @@ Request resolve_request(const InputFlags& f) {
     model->capture_numerics = wl::capture_numerics(*capture);
     model->numerics = *model->capture_numerics;
   }
+  // Likewise a family with committed captures (committed_captures.hpp) in their numerics: pure bf16
+  // or autocast; which capture, if any, is decided once the stack and recompute are known.
+  const wl::Numerics trains_in = input.precision ? *input.precision : model->numerics;
+  if (!capture && !model->huggingface_config.empty() && (trains_in == wl::Numerics::BF16 || trains_in == wl::Numerics::BF16_MIXED) &&
+      wl::has_committed_captures(model->huggingface_config)) {
+    model->capture_numerics = trains_in;
+  }
   const auto refuse_uncaptured = [&] {
     throw ConfigError(model->origin, "model_type",
                       "a family with a hand-written layer (gpt2, gpt_neox, llama, bert), or this one with a capture of its layer: "

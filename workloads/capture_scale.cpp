@@ -151,6 +151,40 @@ std::int64_t multi_tensor_apply_launches(const std::vector<std::int64_t>& numels
   return mta.finish();
 }
 
+namespace {
+
+// L layers of the capture's layer kinds in its order, repeated: a model of several kinds (Gemma 2's
+// alternating sliding and full attention, Gemma 3's five sliding to one full) keeps its pattern,
+// the shortest period of the captured sequence (committed_captures.cpp checks that a config's
+// layer_types repeat it).
+std::vector<std::pair<std::string, std::int64_t>> repeated_layer_sequence(const CaptureDocument& doc, std::int64_t L) {
+  std::vector<std::string> layers;
+  for (const auto& [kind, n] : doc.layer_sequence) {
+    for (std::int64_t i = 0; i < n && layers.size() < 4096; ++i) layers.push_back(kind);
+  }
+  if (layers.empty()) throw ConfigError(doc.source, "model.layer_sequence", "at least one layer");
+  std::size_t period = 1;
+  while (period < layers.size()) {
+    bool repeats = true;
+    for (std::size_t i = period; i < layers.size() && repeats; ++i) repeats = layers[i] == layers[i % period];
+    if (repeats) break;
+    ++period;
+  }
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  if (period == 1) return {{layers[0], L}};
+  for (std::int64_t i = 0; i < L; ++i) {
+    const std::string& kind = layers[static_cast<std::size_t>(i) % period];
+    if (!out.empty() && out.back().first == kind) {
+      ++out.back().second;
+    } else {
+      out.emplace_back(kind, 1);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 CaptureDocument scale_capture(const CaptureDocument& doc, const SymbolValues& changes) {
   if (!doc.scalable || !doc.symbol_space) {
     throw ConfigError(doc.source, "scalable", "a capture made with symbols (this one was made with --no-symbols)");
@@ -192,16 +226,17 @@ CaptureDocument scale_capture(const CaptureDocument& doc, const SymbolValues& ch
   if (auto b = vals.find("b"); b != vals.end()) out.run.micro_batch = b->second;
   if (auto s = vals.find("s"); s != vals.end()) out.run.seq = s->second;
   if (changes.contains("L")) {
-    std::vector<std::string> kinds;
-    for (const auto& [k, n] : doc.layer_sequence) {
-      if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
-    }
-    if (kinds.size() != 1) throw ConfigError(doc.source, "symbols.L", "L_<kind> per kind (the model has several layer kinds)");
-    const std::int64_t L = vals.at("L");
+    const std::int64_t L = changes.at("L");
     out.model_layers = L;
-    out.layer_counts = {{kinds[0], L}};
-    out.layer_sequence = {{kinds[0], L}};
-    for (auto& l : out.layers) l.count = L;
+    out.layer_sequence = repeated_layer_sequence(doc, L);
+    out.layer_counts.clear();
+    for (const auto& [kind, n] : out.layer_sequence) out.layer_counts[kind] += n;
+    for (auto& l : out.layers) l.count = out.layer_counts[l.kind];
+    if (doc.symbols.contains("L")) vals["L"] = L;
+    for (const auto& [kind, n] : out.layer_counts) {
+      if (doc.symbols.contains("L_" + kind)) vals["L_" + kind] = n;
+    }
+    out.symbols = vals;
   }
   const Scaler sc(doc, vals);
   auto phase = [&](CapturedPhase& p) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 
 #include "capture_scale.hpp"
 #include "config_error.hpp"
@@ -52,18 +53,30 @@ void check_run(const CaptureDocument& doc, const std::string& flag, const ModelS
   if (s.recompute == Recompute::SELECTIVE) {
     throw ConfigError(where, "--recompute", "none or full (PyTorch checkpoints whole layers)", "selective");
   }
-  if (doc.layers.size() != 1) {
-    throw ConfigError(where, "layers", "one layer kind (models of several layer kinds are not replayed from captures yet)",
-                      fmt::format("{} kinds", doc.layers.size()));
-  }
+}
+
+// The layer kind every layer is costed as. One kind: it. Full and sliding-window attention
+// (gemma2, gemma3): at a sequence within the window a sliding layer attends as a full one does
+// (transformers then passes no mask: the measured Gemma 2 runs' SDPA calls, stack.details.sdpa_calls
+// in reports/validation/captured_models/runs), so every layer is costed as the full kind; past the
+// window check_run has refused the run. Other mixes are refused.
+std::string costed_kind(const CaptureDocument& doc, const std::string& where) {
+  if (doc.layers.size() == 1) return doc.layers.front().kind;
+  std::set<std::string> kinds;
+  for (const CapturedLayer& l : doc.layers) kinds.insert(l.kind);
+  if (kinds == std::set<std::string>{"full_attention", "sliding_attention"}) return "full_attention";
+  throw ConfigError(where, "layers",
+                    "one layer kind, or full and sliding-window attention within the window (other mixes of layer kinds are not "
+                    "replayed from captures yet)",
+                    fmt::format("{} kinds", doc.layers.size()));
 }
 
 // The layer's buffers by where they live (ModelCapture::LayerMemory). A layer's own buffers only:
 // the head's and the optimizer's are the stack's (logits, states).
-ModelCapture::LayerMemory layer_memory(const CaptureDocument& doc) {
+ModelCapture::LayerMemory layer_memory(const CaptureDocument& doc, const std::string& kind) {
   ModelCapture::LayerMemory out;
   for (const CapturedBuffer& b : doc.buffers) {
-    if (b.owner != "layer" || b.kind != "activation" || !b.alloc) continue;
+    if (b.owner != "layer" || b.layer_kind != kind || b.kind != "activation" || !b.alloc) continue;
     const CapturePhase freed = b.free ? b.free->phase : CapturePhase::OPTIMIZER;  // null: alive at the end
     const bool to_backward = freed == CapturePhase::LAYER_BACKWARD || freed == CapturePhase::EMBED_BACKWARD ||
                              freed == CapturePhase::OPTIMIZER;
@@ -89,6 +102,7 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, Capt
   auto out = std::make_shared<ModelCapture>();
   const std::string bytes = read_input_file(path);
   check_run(doc, flag, m, s);
+  out->layer_kind = costed_kind(doc, flag + " " + doc.source);
   const SymbolValues changes = capture_changes_for(doc, symbols_of_model(m, s.micro_batch, s.seq));
   if (!changes.empty()) {
     if (!doc.scalable) {
@@ -105,6 +119,7 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, Capt
     for (const CapturedDim& d : p.shape) n *= static_cast<double>(d.value);
     const auto kind = doc.layer_counts.find(p.layer_kind);
     captured_params += p.group == "layer" ? n * static_cast<double>(kind == doc.layer_counts.end() ? 0 : kind->second) : n;
+    if (p.group == "layer" && p.layer_kind != out->layer_kind) continue;  // one layer's tensors: the costed kind's
     out->layer_param_tensors += p.group == "layer" ? 1 : 0;
     (p.group == "layer" ? out->params.layer : p.group == "head" ? out->params.head : out->params.embedding).push_back(n);
   }
@@ -115,7 +130,7 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, Capt
                       fmt::format("{:.0f} at the model's sizes", captured_params));
   }
   out->costs = captured_costs(doc, 1);
-  out->layer_memory = layer_memory(doc);
+  out->layer_memory = layer_memory(doc, out->layer_kind);
   out->id = path + "#" + hex64(fnv1a64(bytes));
   out->describe = fmt::format("{} ({}, recorded on the {} device{}; scaled to the model, micro-batch {}, sequence {})", path,
                               doc.run.precision, doc.run.device, doc.run.recompute ? ", with recompute" : "", s.micro_batch, s.seq);

@@ -25,6 +25,7 @@ struct ModelCapture {
   CapturedCosts costs;     // at tp 1 (PyTorch's stacks split no layers)
   std::string id;          // the file and a hash of its bytes: what results and messages name
   std::string describe;    // for the answer's Basis line
+  std::string layer_kind;  // the kind every layer is costed as (captured_model.cpp, costed_kind)
   std::int64_t layer_param_tensors = 0;  // a layer's parameter tensors (AccumulateGrad adds one kernel each)
   CapturedParamCounts params;            // the capture's parameter tensors at the model's sizes
   // One layer's buffers for one micro-batch (alloc_bytes, SCHEMA.md "Buffers and positions"):

@@ -100,6 +100,40 @@ std::string capture_command(const std::string& config_path, Numerics n, bool rec
                      config_path, precision, recompute ? " --recompute" : "");
 }
 
+constexpr std::string_view COMPLETED_CONFIG = ".effective_config.json";
+
+// The committed families' names, sorted: the same answer on every machine.
+std::vector<std::string> committed_names(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (file.size() > COMPLETED_CONFIG.size() && file.ends_with(COMPLETED_CONFIG) && names.size() < 4096) {
+      names.push_back(file.substr(0, file.size() - COMPLETED_CONFIG.size()));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::optional<std::string> model_type_of(const JsonDocument& config) {
+  if (!config.json.is_object() || !config.json.contains("model_type") || !config.json.at("model_type").is_string()) {
+    return std::nullopt;
+  }
+  return config.json.at("model_type").get<std::string>();
+}
+
+// The completed configs of `model_type`'s committed captures, by name.
+std::vector<std::pair<std::string, JsonDocument>> family(const std::filesystem::path& dir, const std::string& model_type) {
+  std::vector<std::pair<std::string, JsonDocument>> out;
+  for (const std::string& name : committed_names(dir)) {
+    JsonDocument ours = parse_json_file((dir / (name + std::string(COMPLETED_CONFIG))).string());
+    if (ours.json.is_object() && ours.json.value("model_type", "") == model_type) out.emplace_back(name, std::move(ours));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string committed_captures_dir() {
@@ -107,29 +141,20 @@ std::string committed_captures_dir() {
   return dir != nullptr && *dir != '\0' ? dir : TRAINSIM_COMMITTED_CAPTURES_DIR;
 }
 
+bool has_committed_captures(const std::string& config_path) {
+  const std::optional<std::string> model_type = model_type_of(parse_json_file(config_path));
+  return model_type && !family(committed_captures_dir(), *model_type).empty();
+}
+
 std::optional<std::string> committed_capture_for(const std::string& config_path, Numerics numerics, bool recompute) {
   const JsonDocument config = parse_json_file(config_path);
-  if (!config.json.is_object() || !config.json.contains("model_type") || !config.json.at("model_type").is_string()) {
-    return std::nullopt;
-  }
-  const std::string model_type = config.json.at("model_type").get<std::string>();
+  const std::optional<std::string> type = model_type_of(config);
+  if (!type) return std::nullopt;
+  const std::string& model_type = *type;
   const std::filesystem::path dir = committed_captures_dir();
-  std::vector<std::string> names;  // the committed families' names, sorted: the same answer on every machine
-  std::error_code ec;
-  constexpr std::string_view suffix = ".effective_config.json";
-  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
-       it.increment(ec)) {
-    const std::string file = it->path().filename().string();
-    if (file.size() > suffix.size() && file.ends_with(suffix) && names.size() < 4096) {
-      names.push_back(file.substr(0, file.size() - suffix.size()));
-    }
-  }
-  std::sort(names.begin(), names.end());
 
   std::optional<std::pair<std::string, std::vector<Difference>>> closest;
-  for (const std::string& name : names) {
-    const JsonDocument ours = parse_json_file((dir / (name + std::string(suffix))).string());
-    if (!ours.json.is_object() || ours.json.value("model_type", "") != model_type) continue;
+  for (const auto& [name, ours] : family(dir, model_type)) {
     std::vector<Difference> diff = differences(config.json, ours.json);
     if (diff.empty()) {
       const std::string variant = variant_of(numerics, recompute);

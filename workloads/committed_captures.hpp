@@ -23,6 +23,9 @@ namespace trainsim::wl {
 // TRAINSIM_CAPTURES when set, else the source tree's workloads/captures/hf.
 std::string committed_captures_dir();
 
+// Whether captures of the config's model_type are committed (whatever their structure).
+bool has_committed_captures(const std::string& config_path);
+
 // The committed capture for the Hugging Face config at `config_path` trained in `numerics`, with
 // recompute or not: its path, or nullopt where the directory holds no capture of the config's
 // model_type (the caller asks for a capture of the user's own). Throws ConfigError naming the

@@ -178,7 +178,7 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
   if (const ModelCapture* cap = captured_for(m, s)) {
     // The user's layer as captured (casts under autocast included); the stack adds AccumulateGrad's
     // add of each parameter's gradient from the second micro-batch on.
-    LayerCost c = cap->costs.layers.begin()->second.cost;
+    LayerCost c = cap->costs.layers.at(cap->layer_kind).cost;
     const Dims d = dims(m, s);
     c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * d.lp});
     c.backward.launches += d.accumulate * static_cast<double>(cap->layer_param_tensors);
@@ -211,7 +211,7 @@ double torch_autocast_cache_bytes(const ModelSpec& m, const Strategy& s) {
 }
 
 PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
-  if (const ModelCapture* cap = captured_for(m, s)) return cap->costs.layers.begin()->second.recompute;
+  if (const ModelCapture* cap = captured_for(m, s)) return cap->costs.layers.at(cap->layer_kind).recompute;
   Strategy plain = s;
   plain.stack = {};
   LayerCost c = transformer_layer_cost(m, plain);

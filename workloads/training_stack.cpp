@@ -50,18 +50,24 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
     case StackKind::PYTORCH_DDP:
       // Autocast: fp32 parameters, fp32 .grad, fp32 Adam moments; a 16-bit cast of every weight
       // inside each forward, saved for that layer's backward (training_stacks.md, "autocast").
-      st.params = 4;
-      st.grads = 4;
-      st.optimizer = 8;
+      // Pure bf16 (a capture's numerics, model.to(torch.bfloat16)): bf16 parameters and .grad, and
+      // Adam moments in the parameter's dtype (torch/optim/adamw.py: exp_avg and exp_avg_sq are
+      // zeros_like(param)), no master copy, no casts.
+      {
+        const double state = n == Numerics::BF16 ? 2 : 4;
+        st.params = state;
+        st.grads = state;
+        st.optimizer = 2 * state;
+        st.wire_grad = state;
+      }
       st.grads_per_step = true;
       st.compute_copy = mixed ? 2 : 0;
-      st.wire_grad = 4;
-      st.row = "autocast";
+      st.row = n == Numerics::BF16 ? "pure bf16" : "autocast";
       if (s.kind == StackKind::PYTORCH_DDP) {
-        // DDP's flat buckets (one fp32 copy of every gradient) always exist; .grad are views into
-        // them only with gradient_as_bucket_view and only for gradients made while the reducer runs:
-        // under no_sync (gradient accumulation) .grad is a tensor of its own (training_stacks.md, "DDP").
-        st.bucket_copy = s.gradient_as_bucket_view && grad_accum <= 1 ? 0 : 4;
+        // DDP's flat buckets (one copy of every gradient, in its dtype) always exist; .grad are views
+        // into them only with gradient_as_bucket_view and only for gradients made while the reducer
+        // runs: under no_sync (gradient accumulation) .grad is a tensor of its own (training_stacks.md, "DDP").
+        st.bucket_copy = s.gradient_as_bucket_view && grad_accum <= 1 ? 0 : st.grads;
         st.scales_grads_into_buckets = true;
         st.row = "DDP";
       }
