@@ -158,7 +158,8 @@ struct StackDispatch {
   std::string stack;  // "pytorch", "pytorch-ddp", "pytorch-fsdp:zero3", "pytorch-pipelining:1f1b", ...
   // The ranks of the calibration run (its world size), where a stack is calibrated at several:
   // a collective's host side waits for the slowest rank, so FSDP's host time per layer grows with
-  // the ranks (reports/calibration/h200x4-call9/README.md). Unset: one calibration for every size.
+  // the ranks (5.55 ms at 4 ranks against 4.35 at 2 on one host; workloads/training_stacks.md).
+  // Unset: one calibration for every size.
   std::optional<int> ranks;
   double layer_forward_us = 0;         // per transformer layer and micro-batch
   double layer_backward_us = 0;
@@ -224,7 +225,7 @@ struct Calibration {
   std::vector<GemmEfficiency> gemm;  // products timed back to back (trainsim-calibrate's GEMM bench)
   // Products timed inside training steps, as steps run them (calibrate/scripts/torch_step_gemms.py):
   // back to back a GPU at its power limit lowers its clock, in a step it runs its products about
-  // 10% faster (reports/validation/gemm_step_probe/). The replay prefers it for unbatched products.
+  // 10% faster (reports/calibration/step-gemms/). The replay prefers it for unbatched products.
   std::vector<GemmEfficiency> gemm_in_step;
   std::string gemm_in_step_source;
   std::vector<BandwidthCurve> collectives;  // bus bandwidth (nccl-tests definition)

@@ -4,7 +4,7 @@
 // values against these bounds before anything is computed or allocated, so that no input can
 // make trainsim allocate for a minute (10^9 layers did) or overflow a 64-bit product
 // (seq x micro-batch x hidden, global batch x seq). The bounds are far beyond any model trained
-// or planned: 10,000 layers, a hidden size of 2^20, a context of 2^24 tokens. README: Limits.
+// or planned: 10,000 layers, a hidden size of 2^20, a context of 2^24 tokens. workloads/README.md, "Limits".
 
 #include <cstdint>
 #include <optional>

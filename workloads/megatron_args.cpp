@@ -261,7 +261,7 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     } else if (contains(NO_EFFECT_SWITCHES, name)) {
       in.no_effect.push_back(origin(name));
     } else {
-      throw ConfigError(flag, name, "a Megatron-LM argument trainsim knows (see README: Megatron-LM arguments)",
+      throw ConfigError(flag, name, "a Megatron-LM argument trainsim knows (see workloads/README.md: Megatron-LM arguments)",
                         "the unknown argument \"" + name + "\"");
     }
   }

@@ -113,7 +113,8 @@ __global__ void colsum_k(const T* in, float* out, int rows, int cols) {
 // The elementwise kernels below move 4 elements per thread (float4 in, 4 x bf16 out as two
 // bf16x2) with 32-bit index math: the scalar versions, with a 64-bit modulo per element for the
 // bias column, ran at 2.0-2.8 TB/s where the calibrated curves of their class give 3.4-4.1 (the
-// single-GPU L24-h1024 op profile on an H200, reports/validation/reference/logs/reference2-call2/).
+// single-GPU L24-h1024 op profile on an H200; reports/validation/reference/scripts/op_costs.py
+// sets such a profile beside the calibrated curves).
 // The launchers take them where n and cols are multiples of 4, n < 2^31 and every pointer is
 // 16-byte aligned, else the scalar kernels.
 struct Bf16x4 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Do kernels run at their calibrated rates inside a layer's sequence? 
-(results: reports/validation/context_probe/)
+(its results left the tree: reports/HISTORY.md)
 
 `trainsim validate`'s kernel classes (reports/validation/report.md, "GPU kernel time by class") show
 the replay costing GEMMs about 6% long and memory-bound kernels about 10% short against the

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Do memory-bound kernels slow down when the GPU's memory is nearly full? 
-(results: reports/validation/footprint_probe/)
+(its results left the tree: reports/HISTORY.md)
 
-context_probe.py (reports/validation/context_probe/) found the casts and adds of a Llama 8B layer's weights at
+context_probe.py found the casts and adds of a Llama 8B layer's weights at
 their calibrated rates whether run alone or in a layer-like sequence, 25-30% above what the same
 kernels reached in the single-GPU Llama 8B row's profiled step, whose process held about 100 GB.
 Here the same three ops run, each 20 times back to back on Llama 3 8B's four layer weights (kernel

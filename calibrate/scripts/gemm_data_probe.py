@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Why do PyTorch's forward GEMMs in the measured runs outrun trainsim-calibrate's GEMM table?
-(issue 10; results: reports/validation/gemm_data_probe/)
+(its results left the tree: reports/HISTORY.md)
 
 The replay costs a layer's GEMMs from the profile's bf16 table (calibrate/cuda/gemm_bench.cpp: the
 fastest of up to 8 cuBLASLt candidates, operands uniform in [-1, 1)). In the profiled steps the

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A profile for measured runs: a built-in profile's GPU side (GEMMs, kernels, attention, collectives) with its
 PyTorch host figures replaced by another host's, to cost measured runs with the host figures of the
-host they ran on (reports/calibration/h200x4-call6/, reports/calibration/h200x2-call7/):
+host they ran on (each measured folder's host.profile.json under reports/validation/measured/; the raw
+host calibrations behind them left the tree: reports/HISTORY.md):
 
-    python3 calibrate/scripts/host_swap_profile.py --base h200x4-measured --name h200x4-call6 --description "..." \\
-        --stacks reports/calibration/h200x4-call6/hd/torch_stack_dispatch_w{1,2}.json \\
-        --micro reports/calibration/h200x4-call6/hd/torch_microbench.json \\
-        --offload reports/calibration/h200x4-call6/ob/torch_offload_bench_r{2,4}.json --out /tmp/p.json
+    python3 calibrate/scripts/host_swap_profile.py --base h200x4-measured --name NAME --description "..." \\
+        --stacks DIR/torch_stack_dispatch_w{1,2}.json \\
+        --micro DIR/torch_microbench.json \\
+        --offload DIR/torch_offload_bench_r{2,4}.json --out /tmp/p.json
 
 --stacks: torch_stack_dispatch files, several launches of one world size combined (median of the
 launches' medians, merge_torch_calibration.py); --pipeline-actions: the pipelines' measured forward

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Does an eager operator's launch cost the host more while the GPU is busy? (issue 10;
-results: reports/validation/launch_cost_probe/)
+"""Does an eager operator's launch cost the host more while the GPU is busy? (Its
+results left the tree: reports/HISTORY.md.)
 
 The host dispatch calibration (torch_stack_dispatch.py) runs a tiny GPT whose kernels finish before
 the next launch, so the GPU is idle at every launch; the real rows launch the same operators while
@@ -9,7 +9,7 @@ the GPU runs earlier, longer kernels. This probe times the host side of single o
 - idle: after a synchronize, N launches back to back; each kernel finishes within a few
   microseconds, before the host's next launch;
 - busy: after one long kernel (torch.cuda._sleep) is queued, the same N launches (N below the
-  stream's 1021-launch queue, reports/calibration/h200x4-call10/README.md), every one while the GPU
+  stream's 1021-launch queue, measured on a 4 x H200 host), every one while the GPU
   is busy.
 
 Operators: `x.add_(1)` on one element; a [64, 64] x [64, 64] matmul (cuBLAS); a LayerNorm of

@@ -4,7 +4,7 @@ by calibrate/scripts/torch_pipeline_actions.py, for a profile whose stack step t
 to merge again (merge_torch_calibration.py --pipeline-actions does the same while merging):
 
     python3 calibrate/scripts/resplit_pipeline_dispatch.py --profile hwprofiles/h200x4-measured.json \
-        --pipeline-actions reports/validation/measured/logs/call5-h200x4/torch_pipeline_actions.json \
+        --pipeline-actions DIR/torch_pipeline_actions.json \
         --out hwprofiles/h200x4-measured.json
 
 Each pipelining entry keeps its host time per layer (forward + backward, the slope of the stack's

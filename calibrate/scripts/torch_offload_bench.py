@@ -37,7 +37,7 @@ Parts (each figure the median over samples of the slowest rank's time):
   autograd's CUDA device thread (FSDP2's post-backward hook runs there: the step traces show its
   `aten::add_` on another thread than the step's), with their own OpenMP team. One 4 x H200
   host added a 4-16 MiB shard in 0.14-0.3 ms in `rounds` while the step's own adds of 2-8 MB weight
-  shards, on autograd's thread, took 2.7 ms on average (reports/calibration/h200x4-call10/README.md).
+  shards, on autograd's thread, took 2.7 ms on average (in the profiled offload steps).
 """
 import argparse
 import datetime

@@ -146,12 +146,12 @@ int main(int argc, char** argv) {
     // compute stream (pipelining), and FSDP2's CPU offload with its pageable copies and CPU AdamW
     // (reports/validation/measured/; run from the repository root).
     const std::string measured = "reports/validation/measured/";
-    ref("PyTorch pipelining 1F1B, 4 H200, 16 micro-batches, host dispatch (validation call 32)",
+    ref("PyTorch pipelining 1F1B, 4 H200, 16 micro-batches, host dispatch (a measured row)",
         "--model " + measured + "gpt-small-pipeline-h200x4-second-host/h200x4_pipe-1f1b_L24-h1024_mb2x16_call32.model.json --hw " + measured +
             "gpt-small-pipeline-h200x4-second-host/host.profile.json --stack pytorch-pipelining --gpus 4 --pp 4 --schedule 1f1b "
             "--micro-batch 2 --global-batch 32 --seq 2048 --precision bf16-mixed",
         {2, 2048});
-    ref("PyTorch FSDP2 CPU offload, 2 H200, 2 micro-batches (validation call 14)",
+    ref("PyTorch FSDP2 CPU offload, 2 H200, 2 micro-batches (a measured row)",
         "--model " + measured + "gpt-small-offload/h200x2_fsdp2-offload_L24-h1024_mb4x2.model.json --hw " + measured +
             "gpt-small-offload/host.profile.json --stack pytorch-fsdp --gpus 2 --zero 3 --offload-params cpu "
             "--offload-optimizer cpu --micro-batch 4 --global-batch 16 --seq 2048 --precision bf16-mixed",

@@ -88,7 +88,7 @@ ProgramSet DataParallelBuilder::run(TrailingStep trailing) {
   }
   out.stages.push_back(std::move(program_));
   if (page_fault_bound_s_ > 0) {
-    // Measured: reports/validation/offload_phase_probe/ (training_stacks.md, "FSDP2").
+    // Why: workloads/training_stacks.md, "FSDP2" (the probe that measured it: reports/HISTORY.md).
     out.notes.push_back(fmt::format(
         "FSDP2's accumulating gradient copies go to fresh pageable tensors, costed as the calibration measured "
         "them: resident heap pages below glibc's 32 MiB mmap threshold. Where glibc's per-thread arena gives such "

@@ -110,7 +110,7 @@ TEST(ValidateCli, HostSensitivitySaysHowHostBoundThePredictionIs) {
   EXPECT_EQ(read_file(none.path() / "report.md").find("host sensitivity"), std::string::npos);
 }
 
-// FSDP2's accumulating copies (reports/validation/offload_phase_probe/): beside the replay's step
+// FSDP2's accumulating copies (workloads/training_stacks.md, "FSDP2"): beside the replay's step
 // (resident pages) the report gives the step with every such copy below glibc's 32 MiB threshold
 // faulting in, a second replay on the profile's pageable curve made so; its excess over the replay
 // is, within 5%, the simulator's own note's sum of those copies' fault costs (two computations of

@@ -244,7 +244,7 @@ TEST(TorchOffloadReplay, PageableCopiesRunAtTheCalibratedRate) {
 }
 
 // The accumulating copies are replayed into resident pages; what it would cost were every page
-// below glibc's 32 MiB mmap threshold fresh (reports/validation/offload_phase_probe/) is said in a
+// below glibc's 32 MiB mmap threshold fresh (workloads/training_stacks.md, "FSDP2") is said in a
 // note, from the pageable curve itself. Here resident copies run at 10 GB/s and fresh ones
 // (from 32 MiB up) at 1 GB/s, so a fresh page costs 0.9 ns a byte more; GPT-2 1.5B's token
 // embedding shard (50257 x 1600 / 4 fp32, 80,411,200 bytes) faults anyway and is left out, every
