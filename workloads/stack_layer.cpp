@@ -54,7 +54,8 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
   // is read through a view): no launch.
   fwd.kernels.push_back({"torch:copy_fp32", 4 * Th, false});
   // Under autocast the residual joins add a bf16 branch output to the fp32 residual: PyTorch's
-  // mixed-dtype add, slower than an fp32 add of the same bytes (calibration call 50).
+  // mixed-dtype add, slower than an fp32 add of the same bytes (the layer-kernel calibration,
+  // reports/calibration/layer-kernels/).
   fwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32_bf16", 2 * (re + 2 + re) * Th});
   // SwiGLU and rotary embeddings run on views of the fused gate-up and QKV outputs (rows strided by
   // the fused width), PyTorch's strided elementwise path: costed at the rate measured so
@@ -103,7 +104,7 @@ void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost
     // cast bf16 shard read and written into the flat all-gather input, 4 bytes per parameter of
     // the shard per gather. The profiled ZeRO-3 Llama step holds as many of these launches as of
     // the casts (872 each in h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2's trace, 31 and 42 ms: 4 and
-    // 6 bytes per shard parameter at one rate, call 41).
+    // 6 bytes per shard parameter at one rate; reports/validation/measured/llama-h200x2).
     fwd.kernels.push_back({"torch:foreach_copy_bf16", gathers * 4 * params / d.N, false});
     // Each all-gather's copy-out on the compute stream (foreach_all_gather_copy_out's
     // split_with_sizes_copy): the gathered buffer read and the unit's unsharded parameters written,

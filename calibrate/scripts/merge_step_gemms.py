@@ -56,7 +56,7 @@ def section(docs, peak_tflops, raw):
               f"{gpts} and the Llama-style decoder at {llamas}, at {tokens_said} tokens a step; per shape the median "
               f"kernel time (a shape in several models: the median of theirs), efficiency = TFLOP/s / the profile's "
               f"bf16 peak ({peak_tflops} TFLOP/s). A step runs its products about 10% faster than its GPU runs them "
-              f"back to back at its power limit (validation call 51, reports/validation/gemm_step_probe/)")
+              f"back to back at its power limit (the in-step GEMM probe, reports/HISTORY.md)")
     return {"products": products, "source": source}
 
 
