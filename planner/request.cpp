@@ -163,7 +163,8 @@ Request resolve_request(const InputFlags& f) {
   if (model->layer_from_capture && f.capture_file.empty() && !committed) refuse_uncaptured();
   if (!r.infeasible_reason && (capture || committed)) {
     r.inputs.model.capture = capture ? wl::attach_capture(f.capture_file, std::move(*capture), "--capture", r.inputs.model, r.inputs.strategy)
-                                     : wl::attach_capture(*committed, "the committed capture", r.inputs.model, r.inputs.strategy);
+                                     : wl::attach_capture(*committed, "the committed capture", r.inputs.model, r.inputs.strategy,
+                                                         wl::committed_capture_name(*committed));
     if (r.inputs.model.layer_from_capture) r.inputs.model.captured_params = r.inputs.model.capture->params;
   }
   return r;

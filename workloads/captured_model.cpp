@@ -92,12 +92,13 @@ ModelCapture::LayerMemory layer_memory(const CaptureDocument& doc, const std::st
 }  // namespace
 
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
-                                                   const Strategy& s) {
-  return attach_capture(path, load_capture(path), flag, m, s);
+                                                   const Strategy& s, const std::string& shown) {
+  return attach_capture(path, load_capture(path), flag, m, s, shown);
 }
 
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, CaptureDocument doc, const std::string& flag,
-                                                   const ModelSpec& m, const Strategy& s) {
+                                                   const ModelSpec& m, const Strategy& s, const std::string& shown) {
+  const std::string& name = shown.empty() ? path : shown;
   if (!m.has_architecture()) throw ConfigError(flag, "--model", "a model architecture to scale the capture to", "--params");
   auto out = std::make_shared<ModelCapture>();
   const std::string bytes = read_input_file(path);
@@ -131,8 +132,8 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, Capt
   }
   out->costs = captured_costs(doc, 1);
   out->layer_memory = layer_memory(doc, out->layer_kind);
-  out->id = path + "#" + hex64(fnv1a64(bytes));
-  out->describe = fmt::format("{} ({}, recorded on the {} device{}; scaled to the model, micro-batch {}, sequence {})", path,
+  out->id = name + "#" + hex64(fnv1a64(bytes));
+  out->describe = fmt::format("{} ({}, recorded on the {} device{}; scaled to the model, micro-batch {}, sequence {})", name,
                               doc.run.precision, doc.run.device, doc.run.recompute ? ", with recompute" : "", s.micro_batch, s.seq);
   out->doc = std::move(doc);
   return out;

@@ -46,10 +46,12 @@ Numerics capture_numerics(const CaptureDocument& doc);
 // except for a layer_from_capture model, whose parameters are the capture's) and a stack that can
 // run it, and scales it to `m` and the run's micro-batch and sequence.
 // `doc`: the capture already loaded from `path` (planner/request.cpp reads its numerics first).
+// `shown`: the name the answer gives the capture where not its path (a committed capture's path in
+// the source tree, the same on every machine).
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, CaptureDocument doc, const std::string& flag,
-                                                   const ModelSpec& m, const Strategy& s);
+                                                   const ModelSpec& m, const Strategy& s, const std::string& shown = {});
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
-                                                   const Strategy& s);
+                                                   const Strategy& s, const std::string& shown = {});
 
 // The captured costs where `m` carries a capture and `s` runs a PyTorch stack, else null.
 const ModelCapture* captured_for(const ModelSpec& m, const Strategy& s);

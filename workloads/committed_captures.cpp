@@ -141,6 +141,11 @@ std::string committed_captures_dir() {
   return dir != nullptr && *dir != '\0' ? dir : TRAINSIM_COMMITTED_CAPTURES_DIR;
 }
 
+std::string committed_capture_name(const std::string& path) {
+  const std::string builtin = std::string(TRAINSIM_COMMITTED_CAPTURES_DIR) + "/";
+  return path.starts_with(builtin) ? "workloads/captures/hf/" + path.substr(builtin.size()) : path;
+}
+
 bool has_committed_captures(const std::string& config_path) {
   const std::optional<std::string> model_type = model_type_of(parse_json_file(config_path));
   return model_type && !family(committed_captures_dir(), *model_type).empty();

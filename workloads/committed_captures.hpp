@@ -23,6 +23,10 @@ namespace trainsim::wl {
 // TRAINSIM_CAPTURES when set, else the source tree's workloads/captures/hf.
 std::string committed_captures_dir();
 
+// How an answer names a committed capture: its path in the source tree (workloads/captures/hf/...)
+// when it lies in the built-in directory, so that answers are the same on every machine; else `path`.
+std::string committed_capture_name(const std::string& path);
+
 // Whether captures of the config's model_type are committed (whatever their structure).
 bool has_committed_captures(const std::string& config_path);
 
