@@ -73,4 +73,9 @@ std::string accuracy_text(const AccuracyCard& card, const std::string& subject);
 std::string accuracy_brief(const AccuracyCard& card);
 nlohmann::ordered_json accuracy_json(const AccuracyCard& card);
 
+// The card of the runs predicted with their layers from captures
+// (reports/validation/captured_models/summary.json, compiled in): what an answer whose model carries
+// a capture adds to its card.
+AccuracyCard captured_accuracy_card(const wl::Strategy& s, const hw::ClusterProfile& profile);
+
 }  // namespace trainsim::planner

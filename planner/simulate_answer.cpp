@@ -132,6 +132,9 @@ nlohmann::ordered_json simulate_json(const SimulateAnswer& a) {
     j["memory_headroom"] = a.memory.fit.limits.headroom;
   }
   j["accuracy"] = accuracy_json(accuracy_card(a.memory.request.inputs.strategy, a.memory.request.profile));
+  if (a.memory.request.inputs.model.capture) {
+    j["accuracy_captured_layers"] = accuracy_json(captured_accuracy_card(a.memory.request.inputs.strategy, a.memory.request.profile));
+  }
   return j;
 }
 
@@ -212,7 +215,12 @@ std::string simulate_table(const SimulateAnswer& a) {
   for (const auto& note : r.notes) out += "Note: " + note + "\n";
   for (const auto& note : r.assumptions) out += "Basis: " + note + "\n";
   out += std::string("Basis: ") + RESERVED_BASIS + "\n";
-  return out + "\n" + accuracy_text(accuracy_card(s, q.profile), "this configuration");
+  out += "\n" + accuracy_text(accuracy_card(s, q.profile), "this configuration");
+  if (q.inputs.model.capture) {
+    out += "With the layers from captures (reports/validation/captured_models):\n" +
+           accuracy_text(captured_accuracy_card(s, q.profile), "this configuration");
+  }
+  return out;
 }
 
 }  // namespace trainsim::planner
