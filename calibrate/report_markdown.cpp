@@ -22,7 +22,7 @@ struct Pivot {
   std::string row_title;
   std::vector<std::string> columns;
   std::map<double, std::map<std::string, std::string>> rows;
-  AxisFormat row_format = AxisFormat::BYTES;
+  svg::AxisFormat row_format = svg::AxisFormat::BYTES;
 
   std::string markdown() const {
     if (rows.empty()) return "";
@@ -34,7 +34,7 @@ struct Pivot {
     }
     t += "\n" + sep + "\n";
     for (const auto& [row, cells] : rows) {
-      t += "| " + axis_label(row, row_format) + " |";
+      t += "| " + svg::axis_label(row, row_format) + " |";
       for (const auto& c : columns) {
         const auto it = cells.find(c);
         t += " " + (it == cells.end() ? std::string("-") : it->second) + " |";
@@ -114,13 +114,13 @@ std::string summary_markdown(const Results& r, const std::vector<Headline>& head
     }
     md += "\n" + plot_link(plots, "gemm");
   }
-  Pivot kernels{"size", {}, {}, AxisFormat::BYTES};
+  Pivot kernels{"size", {}, {}, svg::AxisFormat::BYTES};
   for (const auto& m : r.all()) {
     if (m.bench == "kernels") kernels.put(param_number(m.params, "bytes"), m.what + " GB/s", cell(m.stats));
   }
   if (!kernels.rows.empty()) md += "## Memory-bound kernels\n\n" + kernels.markdown() + plot_link(plots, "kernels");
 
-  Pivot copies{"size", {}, {}, AxisFormat::BYTES};
+  Pivot copies{"size", {}, {}, svg::AxisFormat::BYTES};
   for (const auto& m : r.all()) {
     if (m.bench == "host_copy" && !m.what.starts_with("latency")) {
       copies.put(param_number(m.params, "bytes"), m.what + " x" + g4(param_number(m.params, "gpus")), cell(m.stats));
@@ -135,7 +135,7 @@ std::string summary_markdown(const Results& r, const std::vector<Headline>& head
     md += "\n" + plot_link(plots, "host_copy") + plot_link(plots, "p2p");
   }
 
-  Pivot nccl{"size", {}, {}, AxisFormat::BYTES};
+  Pivot nccl{"size", {}, {}, svg::AxisFormat::BYTES};
   for (const auto& m : r.all()) {
     if (m.bench == "nccl") {
       nccl.put(param_number(m.params, "bytes"), m.what + " x" + g4(param_number(m.params, "group_size")), cell(m.stats));
@@ -146,7 +146,7 @@ std::string summary_markdown(const Results& r, const std::vector<Headline>& head
   }
 
   for (const char* op : {"read", "write"}) {
-    Pivot st{"block", {}, {}, AxisFormat::BYTES};
+    Pivot st{"block", {}, {}, svg::AxisFormat::BYTES};
     for (const auto* m : r.select("storage", op)) {
       st.put(param_number(m->params, "block_bytes"), "depth " + g4(param_number(m->params, "depth")), cell(m->stats));
     }
@@ -158,7 +158,7 @@ std::string summary_markdown(const Results& r, const std::vector<Headline>& head
   std::string confirm;
   for (const char* op : {"read_confirm", "write_confirm"}) {
     for (const auto* m : r.select("storage", op)) {
-      confirm += std::string("| ") + op + " | " + axis_label(param_number(m->params, "block_bytes"), AxisFormat::BYTES) +
+      confirm += std::string("| ") + op + " | " + svg::axis_label(param_number(m->params, "block_bytes"), svg::AxisFormat::BYTES) +
                  " | " + g4(param_number(m->params, "depth")) + " | " + cell(m->stats) + " | " +
                  std::to_string(m->stats.n) + " |\n";
     }
@@ -168,17 +168,17 @@ std::string summary_markdown(const Results& r, const std::vector<Headline>& head
           "best of these):\n\n| | block | depth | GB/s | samples |\n| --- | ---: | ---: | ---: | ---: |\n" +
           confirm + "\n";
   }
-  Pivot pipe{"block", {}, {}, AxisFormat::BYTES};
+  Pivot pipe{"block", {}, {}, svg::AxisFormat::BYTES};
   for (const auto* m : r.select("storage_gpu", "storage_to_gpu")) {
     pipe.put(param_number(m->params, "block_bytes"), "storage -> pinned -> GPU GB/s", cell(m->stats));
   }
   if (!pipe.rows.empty()) md += "## Storage to GPU pipeline\n\n" + pipe.markdown();
 
-  Pivot adam{"threads", {}, {}, AxisFormat::PLAIN};
+  Pivot adam{"threads", {}, {}, svg::AxisFormat::PLAIN};
   for (const auto& m : r.all()) {
     if (m.bench == "cpu_adam") {
       adam.put(param_number(m.params, "threads"),
-               m.what + " " + axis_label(param_number(m.params, "params"), AxisFormat::BYTES) + " params (M/s)",
+               m.what + " " + svg::axis_label(param_number(m.params, "params"), svg::AxisFormat::BYTES) + " params (M/s)",
                g4(m.stats.median / 1e6) + " (" + g4(m.stats.min / 1e6) + "-" + g4(m.stats.max / 1e6) + ")");
     }
   }

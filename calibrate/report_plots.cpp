@@ -9,12 +9,12 @@
 namespace trainsim::calibrate {
 namespace {
 
-PlotPoint point(double x, const Stats& s, double scale = 1.0) { return {x, s.median * scale, s.min * scale, s.max * scale}; }
+svg::WhiskerPoint point(double x, const Stats& s, double scale = 1.0) { return {x, s.median * scale, s.min * scale, s.max * scale}; }
 
 // One series per value of `what` (optionally filtered), x taken from a params key.
-void add_series(Plot& plot, const Results& r, const std::string& bench, const std::string& what, const std::string& label,
+void add_series(svg::WhiskerPlot& plot, const Results& r, const std::string& bench, const std::string& what, const std::string& label,
                 const char* x_key, const std::function<bool(const nlohmann::ordered_json&)>& keep, double scale = 1.0) {
-  PlotSeries s{label, {}, true};
+  svg::WhiskerSeries s{label, {}, true};
   for (const auto* m : r.select(bench, what)) {
     if (keep(m->params)) s.points.push_back(point(param_number(m->params, x_key), m->stats, scale));
   }
@@ -35,13 +35,14 @@ auto all_params = [](const nlohmann::ordered_json&) { return true; };
 
 std::vector<std::pair<std::string, std::string>> render_plots(const Results& r) {
   std::vector<std::pair<std::string, std::string>> out;
-  auto emit = [&](const std::string& file, const Plot& p) {
-    if (!p.series.empty()) out.emplace_back(file, render_svg(p));
+  auto emit = [&](const std::string& file, const svg::WhiskerPlot& p) {
+    if (!p.series.empty()) out.emplace_back(file, svg::whisker_plot_svg(p));
   };
   {
-    Plot p{"GEMM throughput by size (cuBLASLt, first GPU)", "GEMM work (FLOPs, log scale)", "TFLOP/s", AxisFormat::PLAIN, true, {}};
+    svg::WhiskerPlot p{"GEMM throughput by size (cuBLASLt, first GPU)", "GEMM work (FLOPs, log scale)", "TFLOP/s",
+                       svg::AxisFormat::PLAIN, true, {}};
     for (const auto& what : whats(r, "gemm")) {
-      PlotSeries s{what, {}, false};
+      svg::WhiskerSeries s{what, {}, false};
       for (const auto* m : r.select("gemm", what)) {
         if (param_number(m->params, "gpu") != 0 && m->params.value("layer", "") == "square") continue;
         const double flops = 2 * param_number(m->params, "m") * param_number(m->params, "n") *
@@ -53,12 +54,13 @@ std::vector<std::pair<std::string, std::string>> render_plots(const Results& r) 
     emit("gemm.svg", p);
   }
   {
-    Plot p{"Memory-bound kernels on the GPU", "input tensor size (bytes)", "GB/s (read + written)", AxisFormat::BYTES, true, {}};
+    svg::WhiskerPlot p{"Memory-bound kernels on the GPU", "input tensor size (bytes)", "GB/s (read + written)",
+                       svg::AxisFormat::BYTES, true, {}};
     for (const char* what : {"copy", "layernorm", "gelu", "softmax"}) add_series(p, r, "kernels", what, what, "bytes", all_params);
     emit("kernels.svg", p);
   }
   {
-    Plot p{"Host <-> device copies", "copy size (bytes)", "GB/s (all GPUs, both directions)", AxisFormat::BYTES, true, {}};
+    svg::WhiskerPlot p{"Host <-> device copies", "copy size (bytes)", "GB/s (all GPUs, both directions)", svg::AxisFormat::BYTES, true, {}};
     std::set<int> counts;
     for (const auto* m : r.select("host_copy", "h2d_pinned")) counts.insert(static_cast<int>(param_number(m->params, "gpus")));
     for (const auto& what : whats(r, "host_copy")) {
@@ -71,7 +73,7 @@ std::vector<std::pair<std::string, std::string>> render_plots(const Results& r) 
     emit("host_copy.svg", p);
   }
   {
-    Plot p{"GPU <-> GPU copies (GPU 0 and 1)", "copy size (bytes)", "GB/s", AxisFormat::BYTES, true, {}};
+    svg::WhiskerPlot p{"GPU <-> GPU copies (GPU 0 and 1)", "copy size (bytes)", "GB/s", svg::AxisFormat::BYTES, true, {}};
     for (const char* what : {"unidir", "bidir"}) add_series(p, r, "p2p", what, what, "bytes", all_params);
     emit("p2p.svg", p);
   }
@@ -81,8 +83,8 @@ std::vector<std::pair<std::string, std::string>> render_plots(const Results& r) 
       if (m.bench == "nccl") groups.insert(static_cast<int>(param_number(m.params, "group_size")));
     }
     for (int g : groups) {
-      Plot p{"NCCL bus bandwidth, " + std::to_string(g) + " GPUs", "size (bytes, as nccl-tests)", "busbw GB/s",
-             AxisFormat::BYTES, true, {}};
+      svg::WhiskerPlot p{"NCCL bus bandwidth, " + std::to_string(g) + " GPUs", "size (bytes, as nccl-tests)", "busbw GB/s",
+                         svg::AxisFormat::BYTES, true, {}};
       for (const auto& what : whats(r, "nccl")) {
         add_series(p, r, "nccl", what, what, "bytes", [g](const auto& q) { return param_number(q, "group_size") == g; });
       }
@@ -90,21 +92,21 @@ std::vector<std::pair<std::string, std::string>> render_plots(const Results& r) 
     }
   }
   for (const char* op : {"read", "write"}) {
-    Plot p{std::string("Storage O_DIRECT sequential ") + op, "queue depth", "GB/s", AxisFormat::PLAIN, true, {}};
+    svg::WhiskerPlot p{std::string("Storage O_DIRECT sequential ") + op, "queue depth", "GB/s", svg::AxisFormat::PLAIN, true, {}};
     std::set<double> blocks;
     for (const auto* m : r.select("storage", op)) blocks.insert(param_number(m->params, "block_bytes"));
     for (double b : blocks) {
-      add_series(p, r, "storage", op, axis_label(b, AxisFormat::BYTES) + " blocks", "depth",
+      add_series(p, r, "storage", op, svg::axis_label(b, svg::AxisFormat::BYTES) + " blocks", "depth",
                  [b](const auto& q) { return param_number(q, "block_bytes") == b; });
     }
     emit(std::string("storage_") + op + ".svg", p);
   }
   {
-    Plot p{"CPU-Adam (fp32 master, bf16 copy)", "threads", "million parameters / s", AxisFormat::PLAIN, true, {}};
+    svg::WhiskerPlot p{"CPU-Adam (fp32 master, bf16 copy)", "threads", "million parameters / s", svg::AxisFormat::PLAIN, true, {}};
     std::set<double> sizes;
     for (const auto* m : r.select("cpu_adam", "bf16")) sizes.insert(param_number(m->params, "params"));
     for (double n : sizes) {
-      add_series(p, r, "cpu_adam", "bf16", axis_label(n, AxisFormat::BYTES) + " params", "threads",
+      add_series(p, r, "cpu_adam", "bf16", svg::axis_label(n, svg::AxisFormat::BYTES) + " params", "threads",
                  [n](const auto& q) { return param_number(q, "params") == n; }, 1e-6);
     }
     emit("cpu_adam.svg", p);

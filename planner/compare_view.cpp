@@ -1,5 +1,5 @@
 // `trainsim compare` for people: the side-by-side table and the two SVG charts (drawn with the
-// reports' plotting helper, reports/tools/svg_plot.hpp).
+// project's plotting library, hwprofiles/svg/svg_plot.hpp).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -72,7 +72,7 @@ std::string compare_table(const CompareAnswer& a) {
 }
 
 std::string compare_step_time_svg(const CompareAnswer& a) {
-  reports::BarChart c;
+  svg::BarChart c;
   c.title = title(a, "Step time by category");
   c.value_label = "seconds per step (average GPU)";
   c.stacked = true;
@@ -85,11 +85,11 @@ std::string compare_step_time_svg(const CompareAnswer& a) {
     const double v[] = {b.compute_s, b.exposed_communication_s, b.exposed_offload_io_s, b.optimizer_s, b.idle_s};
     for (std::size_t k = 0; k < 5; ++k) c.series[k].y.push_back(r.entry ? v[k] : std::nan(""));
   }
-  return reports::bar_chart_svg(c);
+  return svg::bar_chart_svg(c);
 }
 
 std::string compare_memory_svg(const CompareAnswer& a) {
-  reports::BarChart c;
+  svg::BarChart c;
   c.title = title(a, "Memory per tier at the peak");
   c.value_label = "GiB (log scale): GPU per GPU, host and NVMe per node";
   c.stacked = false;
@@ -103,7 +103,7 @@ std::string compare_memory_svg(const CompareAnswer& a) {
     c.series[1].y.push_back(s ? s->host_peak_bytes / GiB : std::nan(""));
     c.series[2].y.push_back(s ? s->storage_peak_bytes / GiB : std::nan(""));
   }
-  return reports::bar_chart_svg(c);
+  return svg::bar_chart_svg(c);
 }
 
 }  // namespace trainsim::planner

@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
+#include "svg_plot.hpp"
 #include "validation.hpp"
-#include "validation_svg.hpp"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
@@ -406,8 +406,8 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
 }
 
 std::vector<std::pair<std::string, std::string>> validation_charts(const std::vector<RunValidation>& runs) {
-  std::vector<ScatterPoint> step, mem;
-  std::vector<ErrorBar> errors;
+  std::vector<svg::ScatterPoint> step, mem;
+  std::vector<svg::ErrorBar> errors;
   for (const auto& v : runs) {
     for (const auto& r : v.rows) {
       if (r.metric == "step_time") step.push_back({r.measured, r.predicted, r.name});
@@ -415,9 +415,9 @@ std::vector<std::pair<std::string, std::string>> validation_charts(const std::ve
       if (r.metric == "step_time" || r.metric == "peak_allocated") errors.push_back({r.name + " " + r.metric, r.error_pct});
     }
   }
-  return {{"step_time.svg", scatter_svg("Step time: predicted against measured (s)", step, STEP_TOLERANCE_PCT)},
-          {"peak_allocated.svg", scatter_svg("Peak allocated memory per GPU: predicted against measured (GiB)", mem, MEMORY_TOLERANCE_PCT)},
-          {"errors.svg", error_bars_svg("Signed error (%) of step time and peak allocated memory", errors, STEP_TOLERANCE_PCT)}};
+  return {{"step_time.svg", svg::scatter_svg("Step time: predicted against measured (s)", step, STEP_TOLERANCE_PCT)},
+          {"peak_allocated.svg", svg::scatter_svg("Peak allocated memory per GPU: predicted against measured (GiB)", mem, MEMORY_TOLERANCE_PCT)},
+          {"errors.svg", svg::error_bars_svg("Signed error (%) of step time and peak allocated memory", errors, STEP_TOLERANCE_PCT)}};
 }
 
 }  // namespace trainsim::planner

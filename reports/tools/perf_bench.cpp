@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
                          {"micro_batches", list(by_mbs)}};
     std::ofstream(out_dir + "/bench.json") << doc.dump(2) << "\n";
 
-    using trainsim::reports::Series;
+    using trainsim::svg::Series;
     auto series = [](const std::string& label, const std::vector<Measurement>& ms, auto x_of) {
       Series s{label, {}, {}};
       for (const auto& m : ms) {
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
       return s;
     };
     auto ops = [](const Measurement& m) { return static_cast<double>(m.ops); };
-    std::ofstream(out_dir + "/cost_curve.svg") << trainsim::reports::line_plot_svg(
+    std::ofstream(out_dir + "/cost_curve.svg") << trainsim::svg::line_plot_svg(
         {"Simulator wall time against task-graph size", "ops in the task graph", "wall time (s)", true, true},
         {series("more GPUs (data-parallel replicas)", by_gpus, ops), series("more pipeline stages", by_stages, ops),
          series("more layers", by_layers, ops), series("more micro-batches", by_mbs, ops)});

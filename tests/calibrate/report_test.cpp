@@ -120,8 +120,8 @@ TEST(Report, PlotsAndMarkdownCoverEveryFamily) {
   const std::string md = summary_markdown(r, headlines(r), prov, plots);
   EXPECT_NE(md.find("| `gemm_bf16_8192_tflops` | 690 TFLOP/s"), std::string::npos) << md;
   EXPECT_NE(md.find("![nccl_2gpus.svg](nccl_2gpus.svg)"), std::string::npos);
-  EXPECT_EQ(axis_label(65536, AxisFormat::BYTES), "64K");
-  EXPECT_EQ(axis_label(1073741824.0 * 2, AxisFormat::BYTES), "2G");
+  EXPECT_EQ(svg::axis_label(65536, svg::AxisFormat::BYTES), "64K");
+  EXPECT_EQ(svg::axis_label(1073741824.0 * 2, svg::AxisFormat::BYTES), "2G");
 }
 
 TEST(ProfileWriter, WrittenProfileLoadsThroughTheStrictLoader) {

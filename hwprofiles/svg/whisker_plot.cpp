@@ -1,30 +1,17 @@
-#include "svg_plot.hpp"
-
+// Medians with min-max whiskers, as the calibration summaries draw them.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
-namespace trainsim::calibrate {
+#include "svg_parts.hpp"
+#include "svg_plot.hpp"
+
+namespace trainsim::svg {
 namespace {
 
 constexpr double WIDTH = 760, HEIGHT = 440;
 constexpr double LEFT = 80, RIGHT = 190, TOP = 40, BOTTOM = 60;
-constexpr std::array<const char*, 10> COLORS{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                             "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
 
 std::string num(double v) {
   char buf[32];
@@ -65,7 +52,7 @@ std::string axis_label(double value, AxisFormat format) {
   return buf;
 }
 
-std::string render_svg(const Plot& plot) {
+std::string whisker_plot_svg(const WhiskerPlot& plot) {
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymax = 0;
   for (const auto& s : plot.series) {
     for (const auto& p : s.points) {
@@ -86,11 +73,9 @@ std::string render_svg(const Plot& plot) {
   };
   auto fy = [&](double y) { return HEIGHT - BOTTOM - y / ymax * (HEIGHT - TOP - BOTTOM); };
 
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(WIDTH) + "\" height=\"" + num(HEIGHT) +
-                    "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string svg = detail::open_svg(num(WIDTH), num(HEIGHT), 12);
   svg += "<text x=\"" + num(WIDTH / 2 - RIGHT / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" +
-         escape(plot.title) + "</text>\n";
+         detail::escape(plot.title, true) + "</text>\n";
   // Axes, grid and tick labels.
   for (double y = 0; y <= ymax * 1.0001; y += step) {
     svg += "<line x1=\"" + num(LEFT) + "\" x2=\"" + num(WIDTH - RIGHT) + "\" y1=\"" + num(fy(y)) + "\" y2=\"" +
@@ -113,15 +98,15 @@ std::string render_svg(const Plot& plot) {
   svg += "<rect x=\"" + num(LEFT) + "\" y=\"" + num(TOP) + "\" width=\"" + num(WIDTH - LEFT - RIGHT) + "\" height=\"" +
          num(HEIGHT - TOP - BOTTOM) + "\" fill=\"none\" stroke=\"black\"/>\n";
   svg += "<text x=\"" + num(LEFT + (WIDTH - LEFT - RIGHT) / 2) + "\" y=\"" + num(HEIGHT - 18) +
-         "\" text-anchor=\"middle\">" + escape(plot.x_label) + "</text>\n";
+         "\" text-anchor=\"middle\">" + detail::escape(plot.x_label, true) + "</text>\n";
   svg += "<text transform=\"translate(18," + num(TOP + (HEIGHT - TOP - BOTTOM) / 2) +
-         ") rotate(-90)\" text-anchor=\"middle\">" + escape(plot.y_label) + "</text>\n";
+         ") rotate(-90)\" text-anchor=\"middle\">" + detail::escape(plot.y_label, true) + "</text>\n";
   // Series: whiskers, then line, then markers; legend on the right.
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const auto& s = plot.series[i];
-    const std::string color = COLORS[i % COLORS.size()];
+    const std::string color = detail::series_color(i);
     auto pts = s.points;
-    std::sort(pts.begin(), pts.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+    std::sort(pts.begin(), pts.end(), [](const WhiskerPoint& a, const WhiskerPoint& b) { return a.x < b.x; });
     std::string path;
     for (const auto& p : pts) {
       svg += "<line x1=\"" + num(fx(p.x)) + "\" x2=\"" + num(fx(p.x)) + "\" y1=\"" + num(fy(p.lo)) + "\" y2=\"" +
@@ -138,10 +123,10 @@ std::string render_svg(const Plot& plot) {
     const double ly = TOP + 14 + 18 * static_cast<double>(i);
     svg += "<rect x=\"" + num(WIDTH - RIGHT + 12) + "\" y=\"" + num(ly - 9) + "\" width=\"12\" height=\"12\" fill=\"" +
            color + "\"/>\n";
-    svg += "<text x=\"" + num(WIDTH - RIGHT + 30) + "\" y=\"" + num(ly + 1) + "\">" + escape(s.name) + "</text>\n";
+    svg += "<text x=\"" + num(WIDTH - RIGHT + 30) + "\" y=\"" + num(ly + 1) + "\">" + detail::escape(s.name, true) + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;
 }
 
-}  // namespace trainsim::calibrate
+}  // namespace trainsim::svg
