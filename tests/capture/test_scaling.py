@@ -78,4 +78,18 @@ try:
 except ScaleError as e:
     c.check("P" in str(e), "scaling P apart from s is refused", str(e))
 
+# several layer kinds (the committed Gemma 3 capture: five sliding-window layers to one full): L layers
+# repeat the pattern; 26 layers = 4 periods and 2 more sliding ones, worked by hand
+import gzip  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+g3 = json.load(gzip.open(os.path.join(os.path.dirname(__file__), "..", "..", "workloads", "captures", "hf",
+                                      "gemma3_text.autocast-bf16.json.gz")))
+g26 = scale(g3, {"L": 26})
+c.eq(g26["model"]["layer_counts"], {"full_attention": 4, "sliding_attention": 22}, "Gemma 3 at 26 layers: 22 sliding, 4 full")
+c.eq(g26["model"]["layer_sequence"], [["sliding_attention", 5], ["full_attention", 1]] * 4 + [["sliding_attention", 2]],
+     "Gemma 3 at 26 layers: the pattern repeated, cut after two sliding layers")
+c.eq({k: v for k, v in g26["symbols"].items() if k.startswith("L")}, {"L": 26, "L_full_attention": 4, "L_sliding_attention": 22},
+     "the layer symbols follow the counts")
+
 c.done()

@@ -7,6 +7,9 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "capture_scale.hpp"
 #include "config_error.hpp"
@@ -69,8 +72,11 @@ TEST(CaptureExpr, RefusesNonIntegersOverflowAndMissingSymbols) {
 
 TEST(CaptureDocument, LoadsEveryCommittedCapture) {
   int loaded = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(test::source_path("workloads/captures"))) {
-    if (entry.path().extension() != ".json") continue;
+  // Our scripts' captures (workloads/captures/*.json) and the Hugging Face families' (hf/*.json.gz).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(test::source_path("workloads/captures"))) {
+    const std::string file = entry.path().filename().string();
+    const bool capture = entry.path().parent_path().filename() == "hf" ? file.ends_with(".json.gz") : file.ends_with(".json");
+    if (!entry.is_regular_file() || !capture) continue;
     const CaptureDocument doc = load_capture(entry.path().string());
     EXPECT_TRUE(doc.scalable) << entry.path();
     EXPECT_FALSE(doc.layers.empty()) << entry.path();
@@ -80,7 +86,7 @@ TEST(CaptureDocument, LoadsEveryCommittedCapture) {
     EXPECT_EQ(t.optimizer, doc.totals.optimizer) << entry.path();
     ++loaded;
   }
-  EXPECT_GE(loaded, 2);
+  EXPECT_GE(loaded, 2 + 72);
 }
 
 TEST(CaptureDocument, ReadsTheGptCapture) {
@@ -340,6 +346,25 @@ TEST(CaptureScale, ChangesFromAModelFollowTheTies) {
   EXPECT_EQ(scale_capture(doc, changes).symbols.at("h"), 256);
   m.kv_heads = 2;  // grouped-query attention: not model.py's architecture (kv = a)
   EXPECT_THROW(capture_changes_for(doc, symbols_of_model(m, 2, 64)), ConfigError);
+}
+
+// Several layer kinds (the committed, gzipped Gemma 3 capture: five sliding-window layers to one full)
+// scaled to 26 layers repeat the pattern: four periods and two more sliding layers, worked by hand;
+// tests/capture/test_scaling.py checks trainsim_capture.scale against the same counts.
+TEST(CaptureScale, SeveralLayerKindsRepeatTheirPattern) {
+  const CaptureDocument doc = load_capture(test::source_path("workloads/captures/hf/gemma3_text.autocast-bf16.json.gz"));
+  const CaptureDocument g = scale_capture(doc, {{"L", 26}});
+  EXPECT_EQ(g.model_layers, 26);
+  EXPECT_EQ(g.layer_counts, (std::map<std::string, std::int64_t>{{"full_attention", 4}, {"sliding_attention", 22}}));
+  std::vector<std::pair<std::string, std::int64_t>> want;
+  for (int p = 0; p < 4; ++p) {
+    want.emplace_back("sliding_attention", 5);
+    want.emplace_back("full_attention", 1);
+  }
+  want.emplace_back("sliding_attention", 2);
+  EXPECT_EQ(g.layer_sequence, want);
+  EXPECT_EQ(g.symbols.at("L_full_attention"), 4);
+  EXPECT_EQ(g.symbols.at("L_sliding_attention"), 22);
 }
 
 }  // namespace

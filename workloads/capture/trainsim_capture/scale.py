@@ -48,6 +48,25 @@ def _syms(expr):
     return re.findall(r"[A-Za-z_][A-Za-z_0-9]*", expr)
 
 
+def repeated_layer_sequence(sequence, n):
+    """n layers of the captured kinds in their order, repeated by the shortest period of the captured
+    sequence (Gemma 2's alternation, Gemma 3's five sliding to one full), as [kind, run] pairs; the
+    C++ reader scales the same way (workloads/capture_scale.cpp, repeated_layer_sequence)."""
+    layers = [k for k, run in sequence for _ in range(run)]
+    if not layers:
+        raise ScaleError("model.layer_sequence is empty")
+    period = next(p for p in range(1, len(layers) + 1)
+                  if all(layers[i] == layers[i % p] for i in range(len(layers))))
+    out = []
+    for i in range(n):
+        kind = layers[i % period]
+        if out and out[-1][0] == kind:
+            out[-1][1] += 1
+        else:
+            out.append([kind, 1])
+    return out
+
+
 def scale(doc, changes):
     vals = new_symbols(doc, changes)
     out = copy.deepcopy(doc)
@@ -55,14 +74,22 @@ def scale(doc, changes):
     out["run"]["micro_batch"] = vals.get("b", out["run"]["micro_batch"])
     out["run"]["seq"] = vals.get("s", out["run"]["seq"])
     if "L" in changes:
-        kinds = [k for k, _ in doc["model"]["layer_sequence"]]
-        if len(set(kinds)) != 1:
-            raise ScaleError("L of a model with several layer kinds: give its layer sequence instead")
-        out["model"]["layers"] = vals["L"]
-        out["model"]["layer_counts"] = {kinds[0]: vals["L"]}
-        out["model"]["layer_sequence"] = [[kinds[0], vals["L"]]]
+        n = int(changes["L"])
+        seq = repeated_layer_sequence(doc["model"]["layer_sequence"], n)
+        counts = {}
+        for kind, run in seq:
+            counts[kind] = counts.get(kind, 0) + run
+        out["model"]["layers"] = n
+        out["model"]["layer_counts"] = dict(sorted(counts.items()))
+        out["model"]["layer_sequence"] = [list(x) for x in seq]
         for L in out["layers"]:
-            L["count"] = vals["L"]
+            L["count"] = counts.get(L["kind"], 0)
+        if "L" in doc["symbols"]:
+            vals["L"] = n
+        for kind, c in counts.items():
+            if "L_" + kind in doc["symbols"]:
+                vals["L_" + kind] = c
+        out["symbols"] = dict(sorted(vals.items()))
     kind_seq = expand_kinds(out)
 
     def ev(x):
