@@ -1,6 +1,6 @@
 #pragma once
 // trainsim-calibrate's outputs in --out, through the shared OutputSet
-// (hwprofiles/output_files.hpp): every file is checked before any is written, written to a fresh
+// (hwprofiles/io/output_files.hpp): every file is checked before any is written, written to a fresh
 // temporary beside its target, synced, and all are renamed into place together at the end, so an
 // interrupted or failed run leaves no partial results, and two runs into one --out leave each
 // file whole (from one run or the other).

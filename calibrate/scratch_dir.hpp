@@ -66,7 +66,7 @@ class ScratchDir {
 
 // The cleanup registry and the SIGINT/SIGTERM/SIGHUP handlers (register_cleanup_path,
 // remove_registered_files, install_cleanup_signal_handlers, ...) are the shared ones in
-// hwprofiles/output_files.hpp: one implementation for scratch files, output temporaries and the
+// hwprofiles/io/output_files.hpp: one implementation for scratch files, output temporaries and the
 // simulator's child.
 using trainsim::install_cleanup_signal_handlers;
 using trainsim::register_cleanup_path;

@@ -2,7 +2,7 @@
 // The planner's results cache: one file per replay, named by a hash of everything that decides
 // its answer (the build of trainsim, the model, the strategy, the cluster profile, the replay's
 // options). A sweep that is interrupted resumes from what is cached; a repeated one replays
-// nothing. Files are written through OutputSet (hwprofiles/output_files.hpp): to a temporary
+// nothing. Files are written through OutputSet (hwprofiles/io/output_files.hpp): to a temporary
 // beside the target, synced, renamed, so an interrupt never leaves half a file, and concurrent
 // writers of one entry (threads, MPI ranks on a shared directory) leave one whole file.
 //

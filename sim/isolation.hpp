@@ -5,7 +5,7 @@
 // simulations, and to run them in parallel.
 //
 // The child writes no files: everything it produces comes back through the pipe and the parent
-// decides what to write (hwprofiles/output_files.hpp). The child dies with its parent
+// decides what to write (hwprofiles/io/output_files.hpp). The child dies with its parent
 // (PR_SET_PDEATHSIG), and a parent interrupted by SIGINT/SIGTERM/SIGHUP kills and reaps it first
 // (the cleanup registry of output_files.hpp), so no simulation outlives the command that asked.
 

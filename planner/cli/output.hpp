@@ -1,6 +1,6 @@
 #pragma once
 // Writing a command's results. Every command builds all its outputs in memory first, then hands
-// them here together: the files are written through one OutputSet (hwprofiles/output_files.hpp:
+// them here together: the files are written through one OutputSet (hwprofiles/io/output_files.hpp:
 // all checked before any is written, each to a temporary beside its target, all renamed into
 // place at the end, all or none), and standard output is printed last, once the files are in
 // place.

@@ -1,4 +1,4 @@
-// trainsim-calibrate's --out follows the output rules of hwprofiles/output_files.hpp: a bad
+// trainsim-calibrate's --out follows the output rules of hwprofiles/io/output_files.hpp: a bad
 // --out is a usage error before anything is measured, nothing is written through a planted link
 // or into a device, two runs into one --out leave whole files, and an interrupted run leaves
 // nothing (not even the directory).

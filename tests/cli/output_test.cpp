@@ -1,4 +1,4 @@
-// Output writing of the built CLI (hwprofiles/output_files.hpp, planner/cli/output.cpp): every
+// Output writing of the built CLI (hwprofiles/io/output_files.hpp, planner/cli/output.cpp): every
 // output checked before any is written, whole files or none, nothing written through links or
 // into devices, nothing left behind by an error or a signal, and --help that says so. Each test
 // below is one way a plain writer (a fixed temporary name, O_TRUNC, rename at the end) goes wrong.

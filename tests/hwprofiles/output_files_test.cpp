@@ -1,4 +1,4 @@
-// OutputSet (hwprofiles/output_files.hpp): every output checked before any is written, written
+// OutputSet (hwprofiles/io/output_files.hpp): every output checked before any is written, written
 // through fresh temporaries that nothing planted can redirect, renamed together, and cleaned up on
 // errors and interrupts; and the interrupt registry it shares with trainsim-calibrate and the
 // simulator.
