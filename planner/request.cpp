@@ -204,10 +204,14 @@ nlohmann::ordered_json inputs_json(const Request& r) {
     model["vocab"] = m.vocab;
     model["seq_len"] = m.seq_len;
     model["tied_embeddings"] = m.tied_embeddings;
-    model["norm"] = wl::to_string(m.norm);
-    model["mlp"] = wl::to_string(m.mlp);
-    model["position"] = wl::to_string(m.position);
-    model["attention"] = wl::to_string(m.attention);
+    // A family known only from its capture has none of trainsim's layer kinds: its layer is the capture.
+    if (!m.layer_from_capture) {
+      model["norm"] = wl::to_string(m.norm);
+      model["mlp"] = wl::to_string(m.mlp);
+      model["position"] = wl::to_string(m.position);
+      model["attention"] = wl::to_string(m.attention);
+    }
+    if (m.capture) model["layer_capture"] = m.capture->id;
     if (!m.ignored_keys.empty()) model["ignored_hf_keys"] = m.ignored_keys;
   }
   model["precision"] = wl::to_string(m.numerics);
