@@ -163,13 +163,7 @@ std::vector<std::pair<std::string, std::int64_t>> repeated_layer_sequence(const 
     for (std::int64_t i = 0; i < n && layers.size() < 4096; ++i) layers.push_back(kind);
   }
   if (layers.empty()) throw ConfigError(doc.source, "model.layer_sequence", "at least one layer");
-  std::size_t period = 1;
-  while (period < layers.size()) {
-    bool repeats = true;
-    for (std::size_t i = period; i < layers.size() && repeats; ++i) repeats = layers[i] == layers[i % period];
-    if (repeats) break;
-    ++period;
-  }
+  const std::size_t period = shortest_period(layers);
   std::vector<std::pair<std::string, std::int64_t>> out;
   if (period == 1) return {{layers[0], L}};
   for (std::int64_t i = 0; i < L; ++i) {

@@ -6,6 +6,7 @@
 // multi_tensor_apply (SCHEMA.md, "Kernels"), totals are summed again and the memory summary is
 // replayed (capture_memory.hpp, as scale.py calls replay.py): CaptureMemory::current stays true.
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -32,5 +33,20 @@ SymbolValues capture_changes_for(const CaptureDocument& doc, const SymbolValues&
 // Kernel launches of one multi_tensor_apply over tensors of `numels` elements
 // (trainsim_capture.opinfo.multi_tensor_apply_launches; PyTorch's MultiTensorApply.cuh).
 std::int64_t multi_tensor_apply_launches(const std::vector<std::int64_t>& numels, int depth);
+
+// The shortest p with v[i] == v[i % p] for every i (v.size() where nothing repeats; 1 for an empty
+// v): a model's layer-kind pattern, which scaling repeats (scale_capture) and a config's
+// layer_types must follow (committed_captures.cpp).
+template <class Sequence>
+std::size_t shortest_period(const Sequence& v) {
+  std::size_t period = 1;
+  while (period < v.size()) {
+    bool repeats = true;
+    for (std::size_t i = period; i < v.size() && repeats; ++i) repeats = v[i] == v[i % period];
+    if (repeats) break;
+    ++period;
+  }
+  return period;
+}
 
 }  // namespace trainsim::wl

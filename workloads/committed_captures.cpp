@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "capture_scale.hpp"
 #include "config_error.hpp"
 #include "strict_json.hpp"
 
@@ -44,13 +45,7 @@ bool listed(std::string_view key, auto const& keys) { return std::find(keys.begi
 // pattern, its shortest period.
 bool same_layer_pattern(const nlohmann::json& user, const nlohmann::json& ours) {
   if (!user.is_array() || !ours.is_array() || ours.empty()) return user == ours;
-  std::size_t period = 1;
-  while (period < ours.size()) {
-    bool repeats = true;
-    for (std::size_t i = period; i < ours.size() && repeats; ++i) repeats = ours[i] == ours[i % period];
-    if (repeats) break;
-    ++period;
-  }
+  const std::size_t period = shortest_period(ours);
   for (std::size_t i = 0; i < user.size(); ++i) {
     if (user[i] != ours[i % period]) return false;
   }
@@ -164,7 +159,7 @@ std::optional<std::string> committed_capture_for(const std::string& config_path,
     if (diff.empty()) {
       const std::string variant = variant_of(numerics, recompute);
       const std::filesystem::path capture = dir / (name + "." + variant + ".json.gz");
-      if (variant.empty() || !std::filesystem::is_regular_file(capture)) {
+      if (variant.empty() || !std::filesystem::exists(std::filesystem::symlink_status(capture))) {
         throw ConfigError(config_path, "--precision",
                           fmt::format("numerics with a committed capture of {} (bf16-mixed or bf16, with or without recompute), or "
                                       "a capture of your own: {}",
