@@ -65,6 +65,12 @@ CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, c
   // The tables' entries of this precision in log space, once: a replay looks GEMMs up often.
   for (const auto& e : profile.calibration.gemm) {
     if (e.precision == precision_) block_gemms_.push_back({std::log(e.m), std::log(e.n), std::log(e.k), e.efficiency});
+    if (e.precision == hw::ComputePrecision::FP32) {
+      fp32_gemms_.push_back({std::log(e.m), std::log(e.n), std::log(e.k), e.efficiency});
+    }
+  }
+  if (auto fp32 = profile.gpu.peak_TFLOPs.find(hw::ComputePrecision::FP32); fp32 != profile.gpu.peak_TFLOPs.end()) {
+    fp32_peak_flops_ = fp32->second * 1e12;
   }
   // Products timed inside training steps (calibration.gemm_in_step), each also as its transpose
   // (C^T = B^T A^T is the same work for cuBLAS; the table holds each shape as the step's aten::mm saw
@@ -78,11 +84,18 @@ CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, c
   }
 }
 
-bool CostModel::costs_in_step(const wl::Gemm& g) const { return g.batch == 1 && !step_gemms_.empty(); }
+bool CostModel::costs_in_step(const wl::Gemm& g) const {
+  return g.batch == 1 && !step_gemms_.empty() && !fp32_in_lower_precision(g);
+}
+
+bool CostModel::fp32_in_lower_precision(const wl::Gemm& g) const {
+  return g.fp32 && precision_ != hw::ComputePrecision::FP32 && fp32_peak_flops_ > 0;
+}
 
 double CostModel::gemm_seconds(const wl::Gemm& g) const {
   // The nearest entry in log space of the table that applies (the first of equals).
-  const std::vector<LogGemm>& table = costs_in_step(g) ? step_gemms_ : block_gemms_;
+  const bool fp32 = fp32_in_lower_precision(g);
+  const std::vector<LogGemm>& table = fp32 ? fp32_gemms_ : costs_in_step(g) ? step_gemms_ : block_gemms_;
   const double lm = std::log(g.m), ln = std::log(g.n), lk = std::log(g.k);
   double efficiency = DEFAULT_GEMM_EFFICIENCY;
   double best = std::numeric_limits<double>::infinity();
@@ -93,9 +106,9 @@ double CostModel::gemm_seconds(const wl::Gemm& g) const {
       efficiency = e.efficiency;
     }
   }
-  const double compute = g.flops() / (peak_flops_ * efficiency);
+  const double compute = g.flops() / ((fp32 ? fp32_peak_flops_ : peak_flops_) * efficiency);
   // A roofline floor: the operands and the result cross HBM at least once.
-  const double traffic = (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch * element_bytes_;
+  const double traffic = (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch * (fp32 ? 4.0 : element_bytes_);
   return std::max(compute, traffic / (profile_.gpu.hbm_GBps * 1e9 * DEFAULT_KERNEL_EFFICIENCY));
 }
 

@@ -44,9 +44,12 @@ class CostModel {
 
   // An unbatched product at the profile's table of products timed inside training steps
   // (calibration.gemm_in_step) where it has one for the precision, else at its table of products
-  // timed back to back (calibration.gemm), else at DEFAULT_GEMM_EFFICIENCY.
+  // timed back to back (calibration.gemm), else at DEFAULT_GEMM_EFFICIENCY. A product with fp32
+  // operands in a lower-precision step (wl::Gemm::fp32) at the fp32 peak and the fp32 entries of
+  // calibration.gemm, its operands 4 bytes an element.
   double gemm_seconds(const wl::Gemm& g) const;
   bool costs_in_step(const wl::Gemm& g) const;
+  bool fp32_in_lower_precision(const wl::Gemm& g) const;
   double kernel_seconds(const wl::MemoryKernel& k) const;
   double pass_seconds(const wl::PassCost& pass) const;
   // pass_seconds split by kernel class, as a profiler trace names kernels (validate compares them,
@@ -120,6 +123,8 @@ class CostModel {
     double lm, ln, lk, efficiency;  // log m, log n, log k of a table entry
   };
   std::vector<LogGemm> block_gemms_;  // calibration.gemm of this precision
+  std::vector<LogGemm> fp32_gemms_;   // calibration.gemm of fp32, for wl::Gemm::fp32 in a lower-precision step
+  double fp32_peak_flops_ = 0;        // 0 when the profile has no fp32 peak
   std::vector<LogGemm> step_gemms_;   // calibration.gemm_in_step of it, each also transposed; empty for the reference
 };
 

@@ -378,7 +378,7 @@ CapturedGemm Loader::gemm(StrictObject o) {
   g.n = dim(o, "n");
   g.k = dim(o, "k");
   g.batch = dim(o, "batch", true, 1);
-  o.string("dtype");
+  g.dtype = o.string("dtype");
   o.string("out_dtype");
   one_of(o, "layout", {"NN", "NT", "TN", "TT"});
   StrictObject cublas = o.object("cublas");

@@ -51,6 +51,7 @@ struct CapturedDim {
 
 struct CapturedGemm {
   CapturedDim m, n, k, batch;
+  std::string dtype;                // of A: "bf16", "f32", ... (SCHEMA.md, "Tensors")
   std::string pass;                 // fwd, dgrad, wgrad, activation
   std::string role;                 // the Linear's module name, empty without a weight
   std::string tp_mode;              // column, row, vocab, unknown; empty without gemm.tp

@@ -17,6 +17,7 @@ Gemm gemm_of(const CaptureDocument& doc, const CapturedOp& o, std::int64_t tp) {
   const CapturedGemm& g = *o.gemm;
   Gemm out{op_class_name(o.cls), static_cast<double>(g.m.value), static_cast<double>(g.n.value),
            static_cast<double>(g.k.value), static_cast<double>(g.batch.value)};
+  out.fp32 = g.dtype == "f32";
   if (tp == 1) return out;
   // A weight's GEMM splits as Megatron splits its Linear (gemm.tp.split); a product of activations
   // (SDPA math's scores and context) splits with the heads its batch carries.

@@ -3,7 +3,8 @@
 // tensor-parallel rank: what CostModel::pass_seconds turns into seconds. Per op class
 // (SCHEMA.md, "Op classes"):
 //   gemm, batched_gemm      -> wl::Gemm{m, n, k, batch}, named by class; a weight's GEMM divides
-//                              its gemm.tp.split dimension by tp (SCHEMA.md, "Tensor parallelism")
+//                              its gemm.tp.split dimension by tp (SCHEMA.md, "Tensor parallelism");
+//                              fp32 where gemm.dtype is f32
 //   attention_fwd/_bwd      -> flash: FlashWork (fused_attention) plus the products as Gemm
 //                              entries "attention_scores"/"attention_context" (FLOP counts; the cost
 //                              model skips them where it times flash); other backends: those

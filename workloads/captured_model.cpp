@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -89,6 +90,41 @@ ModelCapture::LayerMemory layer_memory(const CaptureDocument& doc, const std::st
   return out;
 }
 
+// Whether a buffer is live right after op `op` of `phase` (the phases in step order; a free before
+// an op, after = false, has ended the buffer at that op).
+bool live_at(const CapturedBuffer& b, CapturePhase phase, std::int64_t op) {
+  if (!b.alloc || b.alloc->phase > phase || (b.alloc->phase == phase && b.alloc->op > op)) return false;
+  if (!b.free) return true;
+  if (b.free->phase != phase) return b.free->phase > phase;
+  return b.free->op > op || (b.free->op == op && b.free->after);
+}
+
+// The head's buffers by where they live (ModelCapture::HeadMemory): what the user's loss code keeps
+// and frees, not trainsim's scripts' (stack_layer.cpp, torch_loss_bytes).
+ModelCapture::HeadMemory head_memory(const CaptureDocument& doc) {
+  ModelCapture::HeadMemory out;
+  std::vector<const CapturedBuffer*> head;
+  for (const CapturedBuffer& b : doc.buffers) {
+    if (b.kind != "activation" || !b.alloc) continue;
+    if (b.alloc->phase != CapturePhase::HEAD_FORWARD && b.alloc->phase != CapturePhase::HEAD_BACKWARD) continue;
+    head.push_back(&b);
+  }
+  const auto& backward = doc.ends.at("head.backward").ops;
+  for (const CapturedBuffer* b : head) {
+    if (b->alloc->phase == CapturePhase::HEAD_FORWARD && live_at(*b, CapturePhase::HEAD_BACKWARD, -1)) {
+      out.kept += static_cast<double>(b->alloc_bytes);
+    }
+  }
+  for (std::int64_t op = 0; op < static_cast<std::int64_t>(backward.size()); ++op) {
+    double live = 0;
+    for (const CapturedBuffer* b : head) {
+      if (live_at(*b, CapturePhase::HEAD_BACKWARD, op)) live += static_cast<double>(b->alloc_bytes);
+    }
+    out.backward_extra = std::max(out.backward_extra, live - out.kept);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, const std::string& flag, const ModelSpec& m,
@@ -132,6 +168,7 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, Capt
   }
   out->costs = captured_costs(doc, 1);
   out->layer_memory = layer_memory(doc, out->layer_kind);
+  out->head_memory = head_memory(doc);
   out->id = name + "#" + hex64(fnv1a64(bytes));
   out->describe = fmt::format("{} ({}, recorded on the {} device{}; scaled to the model, micro-batch {}, sequence {})", name,
                               doc.run.precision, doc.run.device, doc.run.recompute ? ", with recompute" : "", s.micro_batch, s.seq);

@@ -35,6 +35,12 @@ struct ModelCapture {
   struct LayerMemory {
     double kept = 0, recomputed = 0, autocast_cache = 0;
   } layer_memory;
+  // The head's buffers for one micro-batch: kept, allocated by head.forward and alive when
+  // head.backward starts (log_softmax's saved output; the bf16 logits only where the user's code
+  // holds them); backward_extra, the most head.backward holds above what is still kept then.
+  struct HeadMemory {
+    double kept = 0, backward_extra = 0;
+  } head_memory;
 };
 
 // The training numerics a capture recorded (run.precision: fp32, bf16, autocast-bf16, fp16-scaler).

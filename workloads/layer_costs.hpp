@@ -22,6 +22,10 @@ struct Gemm {
   const char* name;
   double m = 0, n = 0, k = 0;  // C[m x n] = A[m x k] B[k x n]
   double batch = 1;            // batched GEMMs (attention): this many of them
+  // fp32 operands in a step of lower precision (a captured product that autocast does not reach,
+  // such as SDPA's math path): PyTorch runs it without TF32 unless the user allows it
+  // (torch.backends.cuda.matmul.allow_tf32 is False by default since PyTorch 1.12).
+  bool fp32 = false;
   double flops() const { return 2.0 * m * n * k * batch; }
 };
 

@@ -322,6 +322,7 @@ double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s) {
 }
 
 TorchLossBytes torch_loss_bytes(const ModelSpec& m, const Strategy& s) {
+  if (const ModelCapture* cap = captured_for(m, s)) return {cap->head_memory.kept, cap->head_memory.backward_extra};
   const Dims d = dims(m, s);
   const double TV = d.T * d.V;
   TorchLossBytes l;

@@ -138,7 +138,12 @@ void register_validate(CLI::App& app, Commands& commands) {
                                  ? planner::summary_json(runs, in.paths, state->known_gaps).dump(2) + "\n"
                                  : planner::validation_table(runs);
       if (!state->report_dir.empty()) {
-        outputs[1].text = planner::validation_markdown(runs, in.paths, state->known_gaps);
+        std::string command = "build/trainsim validate --measured " + state->measured;
+        if (!state->sidecar.empty()) command += " --sidecar " + state->sidecar;
+        if (!state->known_gaps.empty()) command += " --known-gaps " + state->known_gaps;
+        command += " --report-dir DIR";  // the report's own folder: the same bytes wherever it is written
+        if (state->no_trace) command += " --no-trace";
+        outputs[1].text = planner::validation_markdown(runs, in.paths, state->known_gaps, command);
         outputs[2].text = planner::summary_json(runs, in.paths, state->known_gaps).dump(2) + "\n";
         const auto charts = planner::validation_charts(runs);
         for (std::size_t i = 0; i < charts.size(); ++i) outputs[3 + i].text = charts[i].second;

@@ -23,11 +23,6 @@ inline constexpr double MEMORY_TOLERANCE_PCT = 10.0;
 inline constexpr double MEAN_TOLERANCE_PCT = 5.0;
 inline constexpr double BUBBLE_TOLERANCE = 0.03;
 
-// How the committed report is made, from the repository root.
-inline constexpr const char* REGENERATE_COMMAND =
-    "build/trainsim validate --measured reports/validation/measured --known-gaps reports/validation/known_gaps.json "
-    "--report-dir reports/validation";
-
 struct ValidationRow {
   std::string name;    // the measured run
   // step_time, peak_allocated, peak_reserved, exposed_communication, bubble_fraction, compute_busy,
@@ -175,8 +170,9 @@ bool launch_steal_recorded(const MeasuredRun& r);
 std::string kernels_markdown(const std::vector<RunValidation>& runs);
 std::string kernel_classes_line(const RunValidation& v);
 nlohmann::ordered_json kernel_classes_json(const RunValidation& v);
+// `regenerate_command`: the command that wrote the report, as the report states it.
 std::string validation_markdown(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
-                                const std::string& known_gaps_path);
+                                const std::string& known_gaps_path, const std::string& regenerate_command);
 // The report's charts, in the order validation_charts returns them.
 inline constexpr const char* CHART_FILES[] = {"step_time.svg", "peak_allocated.svg", "errors.svg"};
 // (file name, SVG text) of the report's charts.

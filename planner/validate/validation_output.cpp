@@ -232,13 +232,14 @@ std::string validation_table(const std::vector<RunValidation>& runs) {
 }
 
 std::string validation_markdown(const std::vector<RunValidation>& runs, const std::vector<std::string>& inputs,
-                                const std::string& known_gaps_path) {
+                                const std::string& known_gaps_path, const std::string& regenerate_command) {
   std::string md = "# Predicted against measured\n\n";
   md += fmt::format("Written by `trainsim validate` (trainsim {}) from {} measured runs, simulated on {}; known gaps from `{}`. "
-                    "Regenerate from the repository root (tests/validation/measured_runs_test.cpp fails when this file is stale):\n\n"
+                    "Regenerate from the repository root, DIR being this report's folder (a test under tests/validation/ fails when this "
+                    "file is stale):\n\n"
                     "```sh\n{}\n```\n\n",
                     TRAINSIM_VERSION, runs.size(), fmt::join(profiles_of(runs), ", "), known_gaps_path.empty() ? "(none)" : known_gaps_path,
-                    REGENERATE_COMMAND);
+                    regenerate_command);
   for (const auto& [name, text] : profile_descriptions(runs)) md += fmt::format("Profile `{}`: {}\n\n", name, text);
   md += fmt::format("Targets (issue 10): every row within {:.0f}% on step time and on peak allocated memory, the mean absolute "
                     "error of each within {:.0f}%, the pipeline bubble within {:.2f}. Rows that miss are listed in `{}` with "

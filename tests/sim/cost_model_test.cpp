@@ -64,6 +64,29 @@ TEST(CostModel, UnbatchedProductsPreferTheTableTimedInsideSteps) {
   EXPECT_EQ(fp16.assumptions().front().find("inside training steps"), std::string::npos) << fp16.assumptions().front();
 }
 
+// A product with fp32 operands in a bf16 step (SDPA's math path upcasts, outside autocast) runs at
+// the fp32 peak (no TF32: PyTorch's default) and the fp32 entries of the table, its traffic at 4 bytes
+// an element; in an fp32 step nothing changes.
+TEST(CostModel, Fp32ProductsInALowerPrecisionStepUseTheFp32PeakAndTable) {
+  hw::ClusterProfile p = calibrated();
+  p.calibration.gemm.push_back({hw::ComputePrecision::FP32, 4096, 4096, 4096, 0.74});
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
+  wl::Gemm scores{"batched_gemm", 2048, 2048, 64, 96};
+  scores.fp32 = true;
+  const double fp32_peak = 67e12;  // dgx-h100: H100 SXM5 datasheet, fp32
+  const double compute = 2.0 * 2048 * 2048 * 64 * 96 / (fp32_peak * 0.74);
+  EXPECT_NEAR(c.gemm_seconds(scores), compute, 1e-12);
+  scores.fp32 = false;
+  EXPECT_LT(c.gemm_seconds(scores) * 3, compute);  // bf16: bound by its 2-byte traffic
+  // Memory-bound at fp32: [96, 2048, 2048] written at 4 bytes dominates a k = 1 product.
+  wl::Gemm outer{"batched_gemm", 2048, 2048, 1, 96, true};
+  const double traffic = (2048.0 + 2048.0 + 2048.0 * 2048.0) * 96 * 4;
+  EXPECT_NEAR(c.gemm_seconds(outer), traffic / (3350e9 * DEFAULT_KERNEL_EFFICIENCY), 1e-9);
+  const CostModel fp32_step(p, wl::Numerics::FP32, {});
+  scores.fp32 = true;
+  EXPECT_NEAR(fp32_step.gemm_seconds(scores), compute, 1e-12);
+}
+
 TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
   const std::vector<hw::CurvePoint> curve{{1e6, 10}, {1e9, 100}};
   EXPECT_DOUBLE_EQ(interpolate_curve(curve, 1e6), 10);

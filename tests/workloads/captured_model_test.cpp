@@ -37,6 +37,16 @@ TEST(CapturedModel, ALayersMemoryIsWhereItsBuffersLive) {
   EXPECT_DOUBLE_EQ(torch_layer_checkpoint_bytes(m, s), 16384.0);
   EXPECT_DOUBLE_EQ(torch_layer_saved_bytes(m, s), 16384.0 + 364032.0);
   EXPECT_DOUBLE_EQ(torch_autocast_cache_bytes(m, s), 92160.0);
+  // The head's, from its buffers too (not the stack's own scripts' loss, torch_loss_bytes without a
+  // capture): allocated by head.forward and alive when head.backward starts, 239104 bytes (two fp32
+  // [b, s, h] of the final norm, 16384 each; an fp32 [b, s] and two scalars, 512 each; autocast's bf16
+  // head weight, 65536; the norm's bf16 output, 8192; log_softmax's fp32 output, 131072; the bf16 logits,
+  // 65536, are freed within head.forward); head.backward holds at most 262144 bytes more (its op 6:
+  // nll_loss's and log_softmax's fp32 gradients, 131072 each).
+  EXPECT_DOUBLE_EQ(m.capture->head_memory.kept, 239104.0);
+  EXPECT_DOUBLE_EQ(m.capture->head_memory.backward_extra, 262144.0);
+  EXPECT_DOUBLE_EQ(torch_loss_bytes(m, s).kept, 239104.0);
+  EXPECT_DOUBLE_EQ(torch_loss_bytes(m, s).backward_extra, 262144.0);
 }
 
 }  // namespace

@@ -186,6 +186,9 @@ start_captures() {
   CAP_PID=$!
   say "captures started in the background (log: captures.log)"
 }
+# NO_CAPTURES=1: measure only (the captures are hardware-independent; a session on another GPU kind
+# reuses the committed ones)
+[ "${NO_CAPTURES:-0}" = 1 ] && rm -f "$STAGE/runs/captures.json"
 if [ -f "$STAGE/runs/captures.json" ] && [ $CAPTURES_AFTER = 0 ]; then
   start_captures
 fi
@@ -211,7 +214,10 @@ for name in "${NAMES[@]}"; do
   limit=$(( left < RUN_LIMIT ? left : RUN_LIMIT ))
   log="$STAGE/runs/$name.log"
   t_run=$(date +%s)
-  "${RUN_PIN[@]}" timeout -k 10 "$limit" "$PY" "$MEASURE" run "$name" "$STAGE/runs" $DRYFLAG > "$log" 2>&1
+  # STEP_PROFILES=1: each run then profiles one more step's kernels and memory (step_profile.py)
+  PROFILE=()
+  [ "${STEP_PROFILES:-0}" = 1 ] && mkdir -p "$STAGE/profiles" && PROFILE=(--step-profile "$STAGE/profiles/$name.json")
+  "${RUN_PIN[@]}" timeout -k 10 "$limit" "$PY" "$MEASURE" run "$name" "$STAGE/runs" $DRYFLAG "${PROFILE[@]}" > "$log" 2>&1
   rc=$?
   if [ $rc = 124 ] || [ $rc = 137 ]; then
     "$PY" "$MEASURE" fail "$name" "$STAGE/runs" --reason timeout --log "$log" --limit-s "$limit" $DRYFLAG

@@ -692,6 +692,14 @@ def cmd_run(args):
             "build_s": build_s,
         }
         write_json(os.path.join(runs_dir, f"{r['name']}.json"), doc)
+        if args.step_profile and not dry:
+            # after the row's peaks are read: the profiled steps change the allocator's statistics
+            import step_profile
+            try:
+                write_json(args.step_profile, step_profile.profile_step(torch, train_step, sync))
+            except Exception as e:  # noqa: BLE001 - the row stands without its profile
+                write_json(args.step_profile, {"kind": "trainsim.step_profile", "error": f"{type(e).__name__}: {e}",
+                                               "traceback": traceback.format_exc()[-4000:]})
         print(f"{r['name']}: step {med * 1e3:.1f} ms (spread {doc['measured']['step_time_spread']:.3f}), "
               f"peak allocated {peak_alloc / 2**30:.2f} GiB, reserved {peak_res / 2**30:.2f} GiB, "
               f"{n_params / 1e9:.3f} B parameters, loss {loss_values[0]:.3f} -> {loss_values[-1]:.3f}", flush=True)
@@ -1010,6 +1018,8 @@ def main(argv=None):
     a.add_argument("name")
     a.add_argument("runs_dir")
     a.add_argument("--dry-run", action="store_true")
+    a.add_argument("--step-profile", metavar="FILE",
+                   help="then profile one more step's kernels and another's memory at its peak (step_profile.py)")
     a = sub.add_parser("fail")
     a.add_argument("name")
     a.add_argument("runs_dir")

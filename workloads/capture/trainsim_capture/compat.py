@@ -198,6 +198,16 @@ def sdpa_standin(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
         query, key, value = (t.to(cast) if t.is_floating_point() and t.dtype != cast else t for t in (query, key, value))
         if attn_mask is not None and attn_mask.is_floating_point() and attn_mask.dtype != cast:
             attn_mask = attn_mask.to(cast)
+        # Autocast's wrapper then calls SDPA with autocast excluded (autocast_mode.h, WrapFunction_:
+        # ExcludeDispatchKeyGuard), so nothing inside it is cast again: the math path's fp32 upcast
+        # (attention.cpp, _scaled_dot_product_attention_math, unless
+        # torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp) keeps its products in fp32.
+        with torch.autocast("cuda", enabled=False):
+            return _sdpa_backend_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return _sdpa_backend_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _sdpa_backend_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     backend = sdpa_backend(query, key, value, attn_mask, dropout_p, enable_gqa)
     # key/value heads fewer than the query heads: grouped-query attention (enable_gqa, or a model
     # relying on broadcasting a single key/value head)
