@@ -64,9 +64,9 @@ CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, c
   peak_flops_ = it->second * 1e12;
   // The tables' entries of this precision in log space, once: a replay looks GEMMs up often.
   for (const auto& e : profile.calibration.gemm) {
-    if (e.precision == precision_) block_gemms_.push_back({std::log(e.m), std::log(e.n), std::log(e.k), e.efficiency});
+    if (e.precision == precision_) block_gemms_.push_back(log_gemm(e.m, e.n, e.k, e.efficiency));
     if (e.precision == hw::ComputePrecision::FP32) {
-      fp32_gemms_.push_back({std::log(e.m), std::log(e.n), std::log(e.k), e.efficiency});
+      fp32_gemms_.push_back(log_gemm(e.m, e.n, e.k, e.efficiency));
     }
   }
   if (auto fp32 = profile.gpu.peak_TFLOPs.find(hw::ComputePrecision::FP32); fp32 != profile.gpu.peak_TFLOPs.end()) {
@@ -78,10 +78,19 @@ CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, c
   if (!stack.is_reference()) {
     for (const auto& e : profile.calibration.gemm_in_step) {
       if (e.precision != precision_) continue;
-      step_gemms_.push_back({std::log(e.m), std::log(e.n), std::log(e.k), e.efficiency});
-      step_gemms_.push_back({std::log(e.n), std::log(e.m), std::log(e.k), e.efficiency});
+      step_gemms_.push_back(log_gemm(e.m, e.n, e.k, e.efficiency));
+      step_gemms_.push_back(log_gemm(e.n, e.m, e.k, e.efficiency));
     }
   }
+}
+
+bool aligned_gemm(double m, double n, double k) {
+  const auto multiple_of_8 = [](double x) { return std::fmod(x, 8.0) == 0.0; };
+  return multiple_of_8(m) && multiple_of_8(n) && multiple_of_8(k);
+}
+
+CostModel::LogGemm CostModel::log_gemm(double m, double n, double k, double efficiency) {
+  return {std::log(m), std::log(n), std::log(k), efficiency, aligned_gemm(m, n, k)};
 }
 
 bool CostModel::costs_in_step(const wl::Gemm& g) const {
@@ -97,9 +106,15 @@ double CostModel::gemm_seconds(const wl::Gemm& g) const {
   const bool fp32 = fp32_in_lower_precision(g);
   const std::vector<LogGemm>& table = fp32 ? fp32_gemms_ : costs_in_step(g) ? step_gemms_ : block_gemms_;
   const double lm = std::log(g.m), ln = std::log(g.n), lk = std::log(g.k);
+  // Among the entries of the product's own alignment where the table has any (cuBLAS's fast kernels
+  // want every leading dimension a multiple of 16 bytes; an odd vocabulary such as GPT-2's 50257 falls
+  // to slower ones), else among all.
+  const bool aligned = aligned_gemm(g.m, g.n, g.k);
+  const bool same_alignment = std::any_of(table.begin(), table.end(), [&](const LogGemm& e) { return e.aligned == aligned; });
   double efficiency = DEFAULT_GEMM_EFFICIENCY;
   double best = std::numeric_limits<double>::infinity();
   for (const LogGemm& e : table) {
+    if (same_alignment && e.aligned != aligned) continue;
     const double d = (e.lm - lm) * (e.lm - lm) + (e.ln - ln) * (e.ln - ln) + (e.lk - lk) * (e.lk - lk);
     if (d < best) {
       best = d;

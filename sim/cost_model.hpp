@@ -46,7 +46,8 @@ class CostModel {
   // (calibration.gemm_in_step) where it has one for the precision, else at its table of products
   // timed back to back (calibration.gemm), else at DEFAULT_GEMM_EFFICIENCY. A product with fp32
   // operands in a lower-precision step (wl::Gemm::fp32) at the fp32 peak and the fp32 entries of
-  // calibration.gemm, its operands 4 bytes an element.
+  // calibration.gemm, its operands 4 bytes an element. A product whose sizes are not all multiples of
+  // 8 (aligned_gemm) is looked up among the table's unaligned entries where it has any.
   double gemm_seconds(const wl::Gemm& g) const;
   bool costs_in_step(const wl::Gemm& g) const;
   bool fp32_in_lower_precision(const wl::Gemm& g) const;
@@ -121,12 +122,19 @@ class CostModel {
   bool pytorch_stack_ = false;  // the stack is one of PyTorch's (its layers count their launches)
   struct LogGemm {
     double lm, ln, lk, efficiency;  // log m, log n, log k of a table entry
+    bool aligned;                   // aligned_gemm(m, n, k)
   };
+  static LogGemm log_gemm(double m, double n, double k, double efficiency);
   std::vector<LogGemm> block_gemms_;  // calibration.gemm of this precision
   std::vector<LogGemm> fp32_gemms_;   // calibration.gemm of fp32, for wl::Gemm::fp32 in a lower-precision step
   double fp32_peak_flops_ = 0;        // 0 when the profile has no fp32 peak
   std::vector<LogGemm> step_gemms_;   // calibration.gemm_in_step of it, each also transposed; empty for the reference
 };
+
+// Whether a product's m, n and k are all multiples of 8 elements: every operand's leading dimension a
+// multiple of 16 bytes at 16-bit precision, which cuBLAS's fastest kernels need (its documentation,
+// "Tensor Core Usage"); CostModel::gemm_seconds looks an unaligned product up among unaligned entries.
+bool aligned_gemm(double m, double n, double k);
 
 // Linear interpolation of a curve in log(bytes), clamped at its ends.
 double interpolate_curve(const std::vector<hw::CurvePoint>& points, double bytes);

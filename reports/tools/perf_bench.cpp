@@ -142,6 +142,12 @@ int main(int argc, char** argv) {
     ref("Megatron 1T, ZeRO-Infinity NVMe, 32 DGX-2 (512 GPUs)", "--model megatron-1t --hw dgx2 --nodes 32 " + zinf, {2, 2048});
     ref("GPT-2 1.5B, ZeRO-2, 1 DGX-2 (16 GPUs)",
         "--model gpt2-1.5b --hw dgx2 --nodes 1 --zero 2 --micro-batch 8 --recompute full", {2, 2048});
+    // A 1T Hugging Face Llama config replayed from its family's committed capture (issue 39): every
+    // layer's, the embedding's and the head's captured ops, one stage a layer.
+    ref("Llama-style 1.01T from its committed capture, 150 H200 (PyTorch pipelining 1F1B, 150 stages, 150 micro-batches)",
+        "--model reports/perf/llama-1t-config.json --hw dgx-h200 --stack pytorch-pipelining --gpus 150 --pp 150 "
+        "--schedule 1f1b --global-batch 150 --precision bf16 --recompute full --micro-batch 1 --seq 4096",
+        {5, 1024});
     // Two committed validation rows through the PyTorch stacks' paths: the host stream that feeds each
     // compute stream (pipelining), and FSDP2's CPU offload with its pageable copies and CPU AdamW
     // (reports/validation/measured/; run from the repository root).

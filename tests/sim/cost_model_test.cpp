@@ -87,6 +87,24 @@ TEST(CostModel, Fp32ProductsInALowerPrecisionStepUseTheFp32PeakAndTable) {
   EXPECT_NEAR(fp32_step.gemm_seconds(scores), compute, 1e-12);
 }
 
+// A product with a size that is no multiple of 8 (GPT-2's vocabulary of 50257) takes the nearest
+// calibrated entry that is unaligned too, where the table has one; an aligned product never does.
+TEST(CostModel, UnalignedProductsTakeTheUnalignedEntries) {
+  hw::ClusterProfile p = calibrated();
+  const double peak = 989.4e12;
+  const wl::Gemm head{"gemm", 4096, 50257, 1600, 1};
+  const wl::Gemm padded{"gemm", 4096, 50304, 1600, 1};
+  const CostModel before(p, wl::Numerics::BF16_MIXED, {});
+  EXPECT_NEAR(before.gemm_seconds(head), head.flops() / (peak * 0.7), 1e-12);  // no unaligned entry: 8192^3's
+  p.calibration.gemm.push_back({hw::ComputePrecision::BF16, 2048, 50257, 1024, 0.3});
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
+  EXPECT_NEAR(c.gemm_seconds(head), head.flops() / (peak * 0.3), 1e-12);
+  EXPECT_NEAR(c.gemm_seconds(padded), padded.flops() / (peak * 0.7), 1e-12);
+  EXPECT_TRUE(aligned_gemm(4096, 50304, 1600));
+  EXPECT_FALSE(aligned_gemm(4096, 50257, 1600));
+  EXPECT_FALSE(aligned_gemm(4100, 4096, 4096));
+}
+
 TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
   const std::vector<hw::CurvePoint> curve{{1e6, 10}, {1e9, 100}};
   EXPECT_DOUBLE_EQ(interpolate_curve(curve, 1e6), 10);
