@@ -5,7 +5,7 @@ sections`), for a run and for `trainsim-calibrate rebuild` alike. Needs no torch
 Input: {"parts": {part name: the raw document that part wrote}}. Output: {"calibration": {section:
 value}, "notes": [...]}, each section in the profile schema (hwprofiles/README.md, "Calibration of
 stacks"): the profile writer puts "kernels" curves after its own, "host_dispatch" figures into its
-host_dispatch object, and the other sections as they are. Every figure a median of the raw samples
+host_dispatch object (its source appended to that object's), and the other sections as they are. Every figure a median of the raw samples
 rounded to 4 significant digits (the precision of trainsim-calibrate's own figures).
 """
 import statistics
@@ -87,8 +87,7 @@ def sections(doc):
             "one, the slowest process's time per step")}
     if "torch_host" in parts:
         p = parts["torch_host"]
-        cal["host_dispatch"] = host_dispatch_figures(p["records"])
-        notes.append(f"calibration.host_dispatch op_us, hook_us: measured {_where(p['provenance'])}torch_host.py host; "
-                     "one eager operator with autograd on a 16-element CUDA tensor; a forward pre-hook or forward hook "
-                     "of an nn.Module)")
+        cal["host_dispatch"] = {**host_dispatch_figures(p["records"]), "source": (
+            f"op_us, hook_us measured {_where(p['provenance'])}torch_host.py host): one eager operator with autograd "
+            "on a 16-element CUDA tensor; a forward pre-hook or forward hook of an nn.Module")}
     return {"calibration": cal, "notes": notes}
