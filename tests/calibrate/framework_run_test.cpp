@@ -53,10 +53,14 @@ TEST(FrameworkRun, OneRunWritesOneProfileThatRebuildWritesAgainByteForByte) {
 TEST(FrameworkRun, AnInterruptedRunKeepsItsFinishedPartsAndResumeMeasuresTheRest) {
   TempDir dir;
   const std::string out = dir.str() + "/out";
-  // The driver hangs in its second part; the run is stopped from outside as `timeout` does.
-  const auto r = run_calibrate("--quick --only host_memory,framework --base dgx-h200 --name stub-run --out " + out,
-                               STUB + " STUB_DRIVER_HANG=torch_fsdp_kernels timeout -s TERM 6");
-  EXPECT_NE(r.exit_code, 0);
+  // The driver hangs in its second part; once the first is kept the run is stopped from outside,
+  // as `timeout` does.
+  const std::string kept = out + "/parts/framework/torch_host.json";
+  const std::string cmd = STUB + " STUB_DRIVER_HANG=torch_fsdp_kernels " + TRAINSIM_CALIBRATE_BINARY +
+                          " --quick --only host_memory,framework --base dgx-h200 --name stub-run --out " + out +
+                          " >/dev/null 2>&1 & p=$!; for i in $(seq 600); do [ -f " + kept +
+                          " ] && break; sleep 0.1; done; sleep 0.3; kill -TERM $p; wait $p";
+  EXPECT_NE(std::system(("sh -c '" + cmd + "'").c_str()), 0);
   EXPECT_TRUE(fs::exists(out + "/parts/host_memory.json"));
   EXPECT_TRUE(fs::exists(out + "/parts/framework/torch_host.json"));
   EXPECT_FALSE(fs::exists(out + "/parts/framework/torch_fsdp_kernels.json"));
