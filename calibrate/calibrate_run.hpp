@@ -31,12 +31,14 @@ struct OutputInputs {
   const GpuInfo& gpu;
   const std::optional<StorageDevice>& storage;
   const Results& results;
+  const nlohmann::ordered_json& framework;  // the framework driver's raw documents by part ({} when none)
   const nlohmann::ordered_json& provenance;
   const std::optional<hw::ClusterProfile>& base;
 };
 
 // raw_results.json, summary.json, summary.md, the plots and (with a base) profile.json, all
-// written atomically together. Returns the headline figures.
+// written atomically together; the profile is a function of what raw_results.json holds, so
+// `rebuild` writes it again byte for byte. Returns the headline figures.
 std::vector<Headline> write_outputs(const OutputInputs& in);
 
 }  // namespace trainsim::calibrate

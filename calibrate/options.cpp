@@ -10,7 +10,7 @@
 namespace trainsim::calibrate {
 namespace {
 
-constexpr std::array<std::pair<Part, std::string_view>, 11> PART_NAMES{{
+constexpr std::array<std::pair<Part, std::string_view>, 12> PART_NAMES{{
     {Part::GEMM, "gemm"},
     {Part::KERNELS, "kernels"},
     {Part::HOST_COPY, "host_copy"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<Part, std::string_view>, 11> PART_NAMES{{
     {Part::INTERFERENCE, "interference"},
     {Part::HOST_DISPATCH, "host_dispatch"},
     {Part::REFERENCE_KERNELS, "reference_kernels"},
+    {Part::FRAMEWORK, "framework"},
 }};
 
 std::string part_list() {
@@ -101,7 +102,7 @@ std::string_view to_string(Mode mode) { return mode == Mode::QUICK ? "quick" : "
 bool is_gpu_part(Part part) {
   return part == Part::GEMM || part == Part::KERNELS || part == Part::HOST_COPY || part == Part::NCCL ||
          part == Part::STORAGE_GPU || part == Part::INTERFERENCE || part == Part::HOST_DISPATCH ||
-         part == Part::REFERENCE_KERNELS;
+         part == Part::REFERENCE_KERNELS;  // framework: the driver itself says whether CUDA is there
 }
 
 bool any_gpu_part(const std::set<Part>& parts) {
@@ -135,10 +136,15 @@ std::string usage_text() {
          "  --storage-mixed-file-mib N  each of the mixed read+write bench's files (two per\n"
          "                       stream), MiB (64 to 1048576; default 1024)\n"
          "  --only LIST          run only these parts: " + part_list() + ",\n"
-         "                       or cpu (= storage,cpu_adam,host_memory)\n"
+         "                       or cpu (= storage,cpu_adam,host_memory); framework = the PyTorch\n"
+         "                       parts (calibrate/framework/, where PyTorch with CUDA is importable)\n"
          "  --skip LIST          run everything except these parts\n"
          "  --gpus N             use the first N GPUs (default: all)\n"
          "  --threads N          most CPU-Adam threads (default: all logical CPUs)\n"
+         "  --budget SECONDS     measure what fits in this time (10 to 86400): parts in order of\n"
+         "                       need, then more sizes; what is left out is printed\n"
+         "  --resume DIR         finish the run recorded in DIR (interrupted or timed out): its\n"
+         "                       finished parts are kept, the others measured (with --budget only)\n"
          "  --help, --version\n"
          "\n"
          "compare: the headline figures of two runs side by side; exit 1 if any differs by more than\n"
@@ -213,6 +219,23 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
     return cmd;
   }
 
+  o.arguments = args;
+  // --resume DIR [--budget S]: everything else is the recorded run's (calibrate_run.cpp reads it).
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--resume") continue;
+    for (std::size_t j = 0; j < args.size(); ++j) {
+      if (j == i) {
+        if (j + 1 >= args.size() || args[j + 1].starts_with("--")) throw UsageError("--resume", "the --out DIR of an earlier run");
+        o.resume_dir = args[++j];
+      } else if (args[j] == "--budget") {
+        if (j + 1 >= args.size()) throw UsageError("--budget", "a value after the flag");
+        o.budget_s = parse_count("--budget", args[++j], 10, 86400);
+      } else {
+        throw UsageError(args[j], "nothing beside --resume DIR but --budget SECONDS (the other choices are the recorded run's)");
+      }
+    }
+    return cmd;
+  }
   std::optional<std::set<Part>> only, skip;
   bool quick = false, full = false;
   auto value_of = [&](std::size_t& i) -> const std::string& {
@@ -254,6 +277,8 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
       skip = parse_parts("--skip", value_of(i));
     } else if (a == "--gpus") {
       o.gpus = parse_count("--gpus", value_of(i), 1, 1024);
+    } else if (a == "--budget") {
+      o.budget_s = parse_count("--budget", value_of(i), 10, 86400);
     } else if (a == "--threads") {
       o.threads = parse_count("--threads", value_of(i), 1, 4096);
     } else if (a == "--storage-file-mib") {

@@ -13,7 +13,8 @@ namespace trainsim::calibrate {
 enum class Mode { QUICK, FULL };
 
 // One benchmark family. GPU parts need a GPU; CPU parts run anywhere.
-enum class Part { GEMM, KERNELS, HOST_COPY, NCCL, STORAGE_GPU, STORAGE, CPU_ADAM, HOST_MEMORY, INTERFERENCE, HOST_DISPATCH, REFERENCE_KERNELS };
+enum class Part { GEMM, KERNELS, HOST_COPY, NCCL, STORAGE_GPU, STORAGE, CPU_ADAM, HOST_MEMORY, INTERFERENCE, HOST_DISPATCH, REFERENCE_KERNELS,
+                  FRAMEWORK };
 
 std::string_view to_string(Part part);
 std::string_view to_string(Mode mode);
@@ -35,6 +36,9 @@ struct Options {
   // quick, 2 GiB full; MixedStorageConfig::file_bytes, 1 GiB).
   int storage_file_mib = 0;
   int storage_mixed_file_mib = 0;
+  std::optional<double> budget_s;          // --budget: plan the parts to fit this many seconds
+  std::optional<std::string> resume_dir;   // --resume DIR: the run recorded there, its finished parts kept
+  std::vector<std::string> arguments;      // as given (a resumed run parses its recorded ones again)
   std::vector<std::string> skipped_notes;  // parts dropped by default rules, with the reason
   std::string command_line;                // as typed, for provenance
 };

@@ -395,6 +395,38 @@ void pretty(const nlohmann::ordered_json& j, int indent, std::string& out) {
 }
 }  // namespace
 
+hw::ClusterProfile with_framework_sections(const hw::ClusterProfile& profile, const nlohmann::ordered_json& sections) {
+  nlohmann::ordered_json j = hw::profile_to_json(profile);
+  nlohmann::ordered_json& cal = j["calibration"];
+  if (!sections.is_object() || !sections.contains("calibration") || !sections["calibration"].is_object()) {
+    throw CalibrationError("the framework driver's sections have no \"calibration\" object");
+  }
+  for (const auto& [key, value] : sections["calibration"].items()) {
+    if (key == "kernels") {
+      for (const auto& curve : value) cal["kernels"].push_back(curve);
+    } else if (key == "host_dispatch" && cal.contains("host_dispatch")) {
+      nlohmann::ordered_json& hd = cal["host_dispatch"];
+      for (const auto& [k, v] : value.items()) {
+        if (k == "source") {
+          hd["source"] = hd.value("source", std::string()) + (hd.contains("source") ? "; " : "") + v.get<std::string>();
+        } else {
+          hd[k] = v;
+        }
+      }
+    } else {
+      cal[key] = value;
+    }
+  }
+  if (sections.contains("notes")) {
+    for (const auto& n : sections["notes"]) j["provenance"]["notes"].push_back(n);
+  }
+  try {
+    return hw::load_profile(parse_json_text(j.dump(), "profile " + profile.name + " with the framework sections"));
+  } catch (const ConfigError& e) {
+    throw CalibrationError(std::string("the framework sections do not load in the profile: ") + e.what());
+  }
+}
+
 std::string profile_text(const hw::ClusterProfile& profile) {
   std::string text;
   pretty(hw::profile_to_json(profile), 0, text);

@@ -33,6 +33,12 @@ hw::ClusterProfile build_profile(const ProfileInputs& in);
 // the name has none. Used to warn when the base profile describes another GPU.
 std::string gpu_family(const std::string& model);
 
+// The profile with the framework driver's sections ({"calibration": {...}, "notes": [...]},
+// calibrate/framework/sections.py) put in: "kernels" curves after ours, "host_dispatch" figures
+// into ours (its source appended), the others as they are, the notes into provenance.notes.
+// The result is loaded back through the strict loader (CalibrationError if it does not load).
+hw::ClusterProfile with_framework_sections(const hw::ClusterProfile& profile, const nlohmann::ordered_json& sections);
+
 // The profile as text, after checking that it loads back through the strict loader (throws
 // CalibrationError with the loader's message if it does not).
 std::string profile_text(const hw::ClusterProfile& profile);

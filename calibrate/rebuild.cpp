@@ -65,46 +65,9 @@ GpuInfo gpu_from(const nlohmann::json& g) {
   return gpu;
 }
 
-// A field of raw_results.json of the type trainsim-calibrate writes, or a usage error naming it
-// (a number written as a string was an internal error, exit 1).
-const nlohmann::json& field(const nlohmann::json& o, const std::string& where, const char* key) {
-  if (!o.is_object() || !o.contains(key)) {
-    throw UsageError("rebuild", "a raw_results.json with " + where + "." + key, "none");
-  }
-  return o[key];
-}
-
-std::string text_of(const nlohmann::json& o, const std::string& where, const char* key) {
-  const nlohmann::json& v = field(o, where, key);
-  if (!v.is_string()) throw UsageError("rebuild", where + "." + key + " a string", describe_json(v));
-  return v.get<std::string>();
-}
-
-double number_of(const nlohmann::json& o, const std::string& where, const char* key) {
-  const nlohmann::json& v = field(o, where, key);
-  if (!v.is_number() || !std::isfinite(v.get<double>())) {
-    throw UsageError("rebuild", where + "." + key + " a finite number", describe_json(v));
-  }
-  return v.get<double>();
-}
-
 Results results_from(const nlohmann::json& raw) {
   Results r(false);
-  const nlohmann::json& all = raw.at("measurements");
-  if (!all.is_array()) throw UsageError("rebuild", "measurements an array", describe_json(all));
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const nlohmann::json& m = all[i];
-    const std::string where = "measurements[" + std::to_string(i) + "]";
-    const nlohmann::json& s = field(m, where, "stats");
-    const std::string sw = where + ".stats";
-    const double n = number_of(s, sw, "n");
-    if (n < 0 || n > 1e9 || n != std::floor(n)) throw UsageError("rebuild", sw + ".n a whole number of samples", describe_json(s["n"]));
-    r.add({text_of(m, where, "bench"), text_of(m, where, "what"), nlohmann::ordered_json(field(m, where, "params")),
-           text_of(m, where, "unit"),
-           Stats{number_of(s, sw, "median"), number_of(s, sw, "min"), number_of(s, sw, "max"), number_of(s, sw, "q1"),
-                 number_of(s, sw, "q3"), static_cast<int>(n)},
-           text_of(m, where, "check")});
-  }
+  add_measurements(r, raw.at("measurements"), "measurements");
   for (const auto& n : raw.at("provenance").value("notes", nlohmann::json::array())) {
     if (!n.is_string()) throw UsageError("rebuild", "provenance.notes strings", describe_json(n));
     r.note(n.get<std::string>());
@@ -164,11 +127,18 @@ int rebuild_from(const ParsedCommand& command, const std::string& path, const nl
   prov["options"] = {{"name", o.name},
                      {"base", o.base ? nlohmann::ordered_json(*o.base) : nlohmann::ordered_json(nullptr)},
                      {"storage_kind", o.storage_kind ? nlohmann::ordered_json(*o.storage_kind) : nlohmann::ordered_json(nullptr)}};
-  prov["rebuilt"] = {{"by", o.command_line}, {"date", probe_host().date_utc}};
+  // Rebuilt with the run's own choices, the outputs are the run's, byte for byte (nothing of when
+  // or where the rebuild ran goes in); other choices are said.
+  if (nlohmann::json::parse(prov["options"].dump()) != run_options) prov["rebuilt"] = {{"by", o.command_line}};
+  nlohmann::ordered_json framework = nlohmann::ordered_json::object();
+  if (raw.contains("framework")) {
+    if (!raw["framework"].is_object()) throw UsageError("rebuild", "framework an object of the driver's parts", describe_json(raw["framework"]));
+    framework = nlohmann::ordered_json::parse(raw["framework"].dump());
+  }
   std::vector<std::string> names{"raw_results.json", "summary.json", "summary.md"};
   if (base) names.emplace_back("profile.json");
   const std::string out_dir = check_out_dir(o.out_dir, names);
-  const auto heads = write_outputs({o, out_dir, host, gpu, storage, results, prov, base});
+  const auto heads = write_outputs({o, out_dir, host, gpu, storage, results, framework, prov, base});
   std::printf("rebuilt %s from %s (%zu measurements)%s\n", o.out_dir.c_str(), path.c_str(), results.all().size(),
               base ? ", profile.json included" : "");
   return 0;

@@ -1,9 +1,40 @@
 #include "results.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
+#include "errors.hpp"
+#include "strict_json.hpp"
+
 namespace trainsim::calibrate {
+namespace {
+
+// A field of raw_results.json of the type trainsim-calibrate writes, or a usage error naming it
+// (a number written as a string was an internal error, exit 1).
+const nlohmann::json& field(const nlohmann::json& o, const std::string& where, const char* key) {
+  if (!o.is_object() || !o.contains(key)) {
+    throw UsageError("rebuild", "a raw_results.json with " + where + "." + key, "none");
+  }
+  return o[key];
+}
+
+std::string text_of(const nlohmann::json& o, const std::string& where, const char* key) {
+  const nlohmann::json& v = field(o, where, key);
+  if (!v.is_string()) throw UsageError("rebuild", where + "." + key + " a string", describe_json(v));
+  return v.get<std::string>();
+}
+
+double number_of(const nlohmann::json& o, const std::string& where, const char* key) {
+  const nlohmann::json& v = field(o, where, key);
+  if (!v.is_number() || !std::isfinite(v.get<double>())) {
+    throw UsageError("rebuild", where + "." + key + " a finite number", describe_json(v));
+  }
+  return v.get<double>();
+}
+
+}  // namespace
+
 
 void Results::add(Measurement m) {
   if (verbose_) {
@@ -49,6 +80,23 @@ nlohmann::ordered_json Results::to_json() const {
                     {"check", m.check}});
   }
   return list;
+}
+
+void add_measurements(Results& r, const nlohmann::json& all, const std::string& where_all) {
+  if (!all.is_array()) throw UsageError("rebuild", where_all + " an array", describe_json(all));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const nlohmann::json& m = all[i];
+    const std::string where = where_all + "[" + std::to_string(i) + "]";
+    const nlohmann::json& s = field(m, where, "stats");
+    const std::string sw = where + ".stats";
+    const double n = number_of(s, sw, "n");
+    if (n < 0 || n > 1e9 || n != std::floor(n)) throw UsageError("rebuild", sw + ".n a whole number of samples", describe_json(s["n"]));
+    r.add({text_of(m, where, "bench"), text_of(m, where, "what"), nlohmann::ordered_json(field(m, where, "params")),
+           text_of(m, where, "unit"),
+           Stats{number_of(s, sw, "median"), number_of(s, sw, "min"), number_of(s, sw, "max"), number_of(s, sw, "q1"),
+                 number_of(s, sw, "q3"), static_cast<int>(n)},
+           text_of(m, where, "check")});
+  }
 }
 
 double param_number(const nlohmann::ordered_json& params, const char* key) {

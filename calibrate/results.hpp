@@ -48,6 +48,10 @@ class Results {
   std::vector<std::string> notes_;
 };
 
+// Adds the records of a `measurements` array as raw_results.json and a run's part files hold them
+// (Results::to_json); a record of another shape is a UsageError naming `where_all`[i] and the key.
+void add_measurements(Results& results, const nlohmann::json& all, const std::string& where_all);
+
 // Params helpers: `p.value("bytes", 0.0)` with a clear failure when the key is missing.
 double param_number(const nlohmann::ordered_json& params, const char* key);
 

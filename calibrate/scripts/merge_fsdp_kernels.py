@@ -17,28 +17,20 @@ stays byte for byte as it was; each is parsed again afterwards to check it.
 """
 import argparse
 import json
-import statistics
+import os
+import sys
 
 from merge_offload_calibration import close_of  # the bracket closing an array or object, strings skipped
 
-
-def sig4(x):
-    return float(f"{x:.4g}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from framework.sections import kernel_curves  # noqa: E402
 
 
 def curves(micro, part="fsdp_kernels", only=None):
-    by_name = {}
-    for r in micro[part]:
-        if r.get("name") == "error":
-            raise SystemExit(f"{r.get('unit') or r.get('family')} failed: {r['error']}")
-        if only is not None and r["name"] not in only:
-            continue
-        by_name.setdefault(r["name"], {}).setdefault(float(r["bytes"]), []).append(r["GBps_median"])
-    out = []
-    for name, points in by_name.items():
-        out.append({"what": "torch_" + name,
-                    "points": [{"bytes": b, "GBps": sig4(statistics.mean(v))} for b, v in sorted(points.items())]})
-    return out
+    try:
+        return kernel_curves(micro[part], only)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def entry_text(curve, indent):

@@ -27,33 +27,21 @@ the raw files' samples rounded to 4 significant digits, each section citing its 
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 
-
-def sig4(x):
-    if x == 0:
-        return 0.0
-    return float(f"{x:.4g}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from framework.sections import attention_table, cpu_optimizer_runs, host_dispatch_figures, kernel_curves, sig4  # noqa: E402
 
 
 def curves(micro):
-    by = {}
-    for k in micro.get("kernels", []):
-        by.setdefault(k["name"], {})[float(k["bytes"])] = k["GBps_median"]
-    out = []
-    for name in sorted(by):
-        pts = [{"bytes": b, "GBps": sig4(by[name][b])} for b in sorted(by[name])]
-        out.append({"what": "torch_" + name, "points": pts})
-    return out
+    """The kernel curves, by name (this script's order)."""
+    return sorted(kernel_curves(micro.get("kernels", [])), key=lambda c: c["what"])
 
 
 def attention(micro):
-    ks = []
-    for a in micro.get("attention", []):
-        ks.append({"head_dim": a["head_dim"], "seq": a["seq"], "batch_heads": a["batch"] * a["heads"], "causal": a["causal"],
-                   "forward_TFLOPs": sig4(a["forward_TFLOPs"]), "backward_TFLOPs": sig4(a["backward_TFLOPs"])})
-    return ks
+    return attention_table(micro.get("attention", []))
 
 
 def med(d):
@@ -223,10 +211,7 @@ def main():
             "sdpa_kernel(FLASH_ATTENTION), causal, bf16, per (batch x heads, seq, head_dim); forward and forward + "
             "backward timed with CUDA events (median of 5 samples of 10 calls after 3 warm-up calls), backward = "
             "difference; FLOPs as FlashAttention-2 counts them (forward 2 b a s^2 d with the causal mask, backward 2.5x)")}
-    runs = []
-    for r in cpu.get("cpu_adam", []):
-        runs.append({"what": r["what"], "processes": r["processes"], "threads_per_process": r["threads_per_process"],
-                     "params_per_s_per_process": sig4(r["params_per_s_per_process"])})
+    runs = cpu_optimizer_runs(cpu.get("cpu_adam", []))
     if runs:
         cp = cpu["provenance"]
         cal["cpu_optimizers"] = {"runs": runs, "source": (
@@ -246,8 +231,7 @@ def main():
                         f"{rp['date'][:10]}, {rp['gpu']['devices'][0]['name']} x {rp['gpu']['visible']})")
     host = micro.get("host", {})
     if host:
-        hd["op_us"] = sig4(med(host["op_autograd_us"]))
-        hd["hook_us"] = sig4(max(0.0, host["hook_us"]))
+        hd.update(host_dispatch_figures(host))
     single = next(iter(stacks["single"].values())) if "single" in stacks else None
     fwd_share = 1 / 3
     if single:
