@@ -90,6 +90,8 @@ Framework resolve_framework(const FrameworkFlags& f, wl::ModelSpec& model) {
     fw.stack.kind = *kind;
     named.insert(named.begin(), "--stack " + *f.stack);
   }
+  // Megatron-DeepSpeed: DeepSpeed running Megatron-LM's model (workloads/training_stack.hpp).
+  fw.stack.megatron_mpu = fw.stack.kind == wl::StackKind::DEEPSPEED && !f.megatron_args.empty();
   fw.pytorch_family = fw.stack.kind == wl::StackKind::PYTORCH;
   for (const std::string& n : named) fw.source += (fw.source.empty() ? "" : ", ") + n;
   fw.no_effect = fw.fixed.no_effect;

@@ -103,6 +103,9 @@ Request resolve_request(const InputFlags& f) {
   if (!f.deepspeed_file.empty()) input.merge(wl::strategy_from_deepspeed(f.deepspeed_file));
   if (!f.megatron_args.empty()) input.merge(wl::strategy_from_megatron_args(f.megatron_args));
   input.merge(strategy_from_flags(f));
+  if (!f.megatron_args.empty() && input.stack && (*input.stack).kind == wl::StackKind::DEEPSPEED) {
+    input.stack.value->megatron_mpu = true;  // Megatron-DeepSpeed (workloads/training_stack.hpp)
+  }
 
   if (!f.model.empty() && f.params) {
     throw ConfigError("--params", "--params", "either --model or --params, not both", "both");

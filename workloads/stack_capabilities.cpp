@@ -61,9 +61,12 @@ std::optional<StackRefusal> stack_cannot_run(const Strategy& s, const ModelSpec&
       // (deepspeed/runtime/pipe/schedule.py), without interleaving or sequence parallelism; its
       // activation checkpointing (deepspeed/runtime/activation_checkpointing) recomputes whole
       // layers; ZeRO-Offload has no delayed parameter update there (deepspeed/runtime/zero/).
-      // Tensor parallelism needs the model's own split layers (Megatron-DeepSpeed's mpu): the
-      // engine on a model as written has none (--stack megatron covers Megatron's).
-      need(s.tp == 1, "tp = 1 (DeepSpeed's engine splits no layers; Megatron-LM's tensor parallelism is --stack megatron)",
+      // Tensor parallelism needs the model's own split layers: the engine on a model as written
+      // has none, but given Megatron-LM's model and its mpu (Megatron-DeepSpeed, the ZeRO papers'
+      // runs) it partitions over the mpu's data-parallel group (deepspeed/utils/groups.py,
+      // _get_data_parallel_group) beside Megatron's tensor slicing.
+      need(s.tp == 1 || s.stack.megatron_mpu,
+           "tp = 1 (DeepSpeed's engine splits no layers unless the model is Megatron-LM's: add --megatron-args)",
            fmt::format("tp {}", s.tp));
       need(s.pp == 1 || s.schedule == Schedule::ONE_F_ONE_B, "schedule 1f1b (DeepSpeed's pipeline engine)",
            std::string(to_string(s.schedule)));

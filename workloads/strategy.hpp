@@ -60,6 +60,10 @@ struct ZeroBuffers {
   double offload_param_buffer_elems = 1e8;    // offload_param.buffer_size (NVMe)
   double offload_optimizer_buffer_count = 4;  // offload_optimizer.buffer_count (NVMe)
   double sub_group_elems = 1e9;               // sub_group_size: optimizer step granularity
+  // ZeRO-3's parameter coordinator (deepspeed/runtime/zero/config.py defaults, v0.16.5):
+  double prefetch_bucket_elems = 5e7;         // stage3_prefetch_bucket_size
+  double max_live_params = 1e9;               // stage3_max_live_parameters
+  double max_reuse_distance_elems = 1e9;      // stage3_max_reuse_distance
   // PyTorch DDP's bucket_cap_mb = 25 MB, used for plain data parallelism (ZeRO stage 0).
   double ddp_bucket_bytes = 25.0 * 1024 * 1024;
   bool operator==(const ZeroBuffers&) const = default;

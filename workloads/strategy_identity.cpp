@@ -11,15 +11,17 @@ std::string canonical_text(const Strategy& s) {
   return fmt::format(
       "gpus={} nodes={} dp={} tp={} pp={} vpp={} first_stage_layers={} last_stage_layers={} sp={} schedule={} zero={} "
       "offload_params={} offload_optimizer={} offload_activations={} recompute={} l2l={} delayed_update={} "
-      "shards={} micro_batch={} global_batch={} seq={} buffers={:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g} "
-      "stack={},{},{},{}",
+      "shards={} micro_batch={} global_batch={} seq={} buffers={:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},"
+      "{:.17g},{:.17g},{:.17g} "
+      "stack={},{},{},{},{}",
       s.gpus, s.nodes, s.dp, s.tp, s.pp, s.vpp, s.first_stage_layers, s.last_stage_layers, s.sp ? 1 : 0,
       to_string(s.schedule), s.zero_stage, to_string(s.offload_params), to_string(s.offload_optimizer),
       to_string(s.offload_activations), to_string(s.recompute), s.l2l ? 1 : 0, s.delayed_update ? 1 : 0, s.shards, s.micro_batch,
       s.global_batch, s.seq, b.reduce_bucket_elems, b.allgather_bucket_elems, b.offload_param_buffer_count,
       b.offload_param_buffer_elems, b.offload_optimizer_buffer_count, b.sub_group_elems, b.ddp_bucket_bytes,
+      b.prefetch_bucket_elems, b.max_live_params, b.max_reuse_distance_elems,
       to_string(s.stack.kind), s.stack.gradient_as_bucket_view ? 1 : 0, to_string(s.stack.param_dtype),
-      to_string(s.stack.reduce_dtype));
+      to_string(s.stack.reduce_dtype), s.stack.megatron_mpu ? 1 : 0);
 }
 
 std::string canonical_text(const ModelSpec& m) {

@@ -22,6 +22,8 @@ std::string at(const StrictObject& o, std::string_view key) { return o.source() 
 // or host's memory; buffer counts up to 1024.
 const NumberRange ELEMENTS{1.0, 1e12, true, "a number of elements in [1, 1e12]"};
 const NumberRange BUFFER_COUNT{1.0, 1024.0, true, "a buffer count in [1, 1024]"};
+// The coordinator's sizes may be 0 (deepspeed/runtime/zero/config.py: ge=0): no prefetch, no reuse.
+const NumberRange ELEMENTS_OR_ZERO{0.0, 1e12, true, "a number of elements in [0, 1e12]"};
 
 template <class T>
 void read_int(StrictObject& o, std::string_view key, Setting<T>& out, const IntLimit& limit) {
@@ -165,25 +167,29 @@ void read_zero(StrictObject z, StrategyInput& in) {
   struct BufferKey {
     std::string_view key;
     double ZeroBuffers::*field;
+    const NumberRange* range;
   };
-  static constexpr BufferKey BUFFER_KEYS[] = {
-      {"reduce_bucket_size", &ZeroBuffers::reduce_bucket_elems},
-      {"allgather_bucket_size", &ZeroBuffers::allgather_bucket_elems},
-      {"sub_group_size", &ZeroBuffers::sub_group_elems},
+  // The ZeRO-3 coordinator's three (stage3_*) are replayed as DeepSpeed's
+  // partitioned_param_coordinator.py runs them: training_stacks.md, "DeepSpeed".
+  static const BufferKey BUFFER_KEYS[] = {
+      {"reduce_bucket_size", &ZeroBuffers::reduce_bucket_elems, &ELEMENTS},
+      {"allgather_bucket_size", &ZeroBuffers::allgather_bucket_elems, &ELEMENTS},
+      {"sub_group_size", &ZeroBuffers::sub_group_elems, &ELEMENTS},
+      {"stage3_prefetch_bucket_size", &ZeroBuffers::prefetch_bucket_elems, &ELEMENTS_OR_ZERO},
+      {"stage3_max_live_parameters", &ZeroBuffers::max_live_params, &ELEMENTS_OR_ZERO},
+      {"stage3_max_reuse_distance", &ZeroBuffers::max_reuse_distance_elems, &ELEMENTS_OR_ZERO},
   };
-  for (const auto& [key, field] : BUFFER_KEYS) {
+  for (const auto& [key, field, range] : BUFFER_KEYS) {
     reject_auto(z, z.json(), key);
-    if (auto v = z.optional_number(key, ELEMENTS)) {
+    if (auto v = z.optional_number(key, *range)) {
       in.buffers.*field = *v;
       in.buffers_set = true;
     }
   }
   refuse_unmodeled_zero_variants(z, in);
-  // ZeRO-3 is modeled as DeepSpeed's coordinator behaves by default: the next submodule is always
-  // prefetched (whatever the bucket size) and freed after use, so these two change nothing here.
   mark_no_effect(z, in,
-                 {"stage3_prefetch_bucket_size", "stage3_max_live_parameters", "overlap_comm", "contiguous_gradients", "reduce_scatter", "allgather_partitions",
-                  "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
+                 {"overlap_comm", "contiguous_gradients", "reduce_scatter", "allgather_partitions",
+                  "stage3_param_persistence_threshold",
                   "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
                   "round_robin_gradients", "elastic_checkpoint", "ignore_unused_parameters", "load_from_fp32_weights",
                   "memory_efficient_linear", "use_multi_rank_bucket_allreduce", "offload_param_nvme_path"});

@@ -106,6 +106,7 @@ StackStates stack_states(const TrainingStack& s, Numerics n, int zero_stage, std
       st.grads = mixed ? 4 : seed.grads;
       st.optimizer = seed.optimizer;
       st.wire_grad = seed.grads;
+      st.param_coordinator = true;
       st.row = "DeepSpeed";
       break;
     case StackKind::TRAINSIM_REFERENCE:

@@ -38,6 +38,9 @@ struct TrainingStack {
   // FSDP2 MixedPrecisionPolicy: the dtype parameters are gathered in and gradients reduced in.
   TensorDtype param_dtype = TensorDtype::BF16;
   TensorDtype reduce_dtype = TensorDtype::FP32;
+  // DeepSpeed given Megatron-LM's model-parallel unit (Megatron-DeepSpeed: the model from
+  // --megatron-args): its tensor-parallel layers, with ZeRO over the mpu's data-parallel group.
+  bool megatron_mpu = false;
 
   bool operator==(const TrainingStack&) const = default;
 
@@ -107,6 +110,11 @@ struct StackStates {
   // ZeRO-3's head unit gathers the word embedding tied to it (unit_costs.hpp); false where the
   // units are whole layers and the head's has none.
   bool head_gathers_tied_embedding = true;
+  // DeepSpeed's ZeRO-3 parameter coordinator: prefetch by stage3_prefetch_bucket_size within
+  // stage3_max_live_parameters, and keep a submodule gathered for a reuse within
+  // stage3_max_reuse_distance (training_stacks.md, "DeepSpeed"); elsewhere one unit is prefetched
+  // and every use gathers (the papers' accounting).
+  bool param_coordinator = false;
   const char* row = "";         // the row of training_stacks.md these come from
 };
 

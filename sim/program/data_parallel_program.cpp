@@ -105,10 +105,15 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
   plan.checkpointed_layers = static_cast<int>(m_.layers);
   plan.micro_batches = micro_batches_;
   plan.fetch_params = s_.l2l || s_.offload_params != OffloadTarget::NONE;
+  if (stack_.param_coordinator && gather_) {
+    plan.gather_ahead = coordinator_prefetch_units();
+    for (const auto& u : units_) plan.unit_params.push_back(u.params);
+    plan.reuse_window_params = s_.buffers.max_reuse_distance_elems;
+  }
   // L2L keeps the layer in use and the next one (Pudipeddi et al. 2020); ZeRO-Infinity reads
   // one unit further ahead than it gathers. FSDP2's copy of a unit's shard to the GPU is part of
   // that unit's all-gather (training_stacks.md, "FSDP2"), so it reads no further ahead.
-  plan.fetch_ahead = s_.l2l ? 1 : fsdp_ ? plan.gather_ahead : 2;
+  plan.fetch_ahead = s_.l2l ? 1 : fsdp_ ? plan.gather_ahead : plan.gather_ahead + 1;
   plan.gather_params = gather_;
   plan.gather_for_backward = !keep_gathered_;
   plan.recompute_full = s_.recompute == Recompute::FULL;
@@ -123,6 +128,27 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
   plan.bucket_of_unit = bucket_of_unit_;
   schedule_ = data_parallel_schedule(plan);
   return schedule_;
+}
+
+// How many submodules DeepSpeed's coordinator gathers ahead of the one it runs
+// (deepspeed/runtime/zero/partitioned_param_coordinator.py, fetch_sub_module, v0.16.5): after
+// the current submodule's fetch it walks the parameter trace, adding parameters while the numel
+// in flight is below min(stage3_max_live_parameters - numel available, stage3_prefetch_bucket_size),
+// so the last one added may overshoot; a budget of 0 or less prefetches nothing. Counted in a
+// layer's mean submodule (the units of one transformer layer).
+int DataParallelBuilder::coordinator_prefetch_units() const {
+  double layer_params = 0;
+  int layer_units = 0;
+  for (const auto& u : units_) {
+    if (u.layer < 0 || u.layer >= static_cast<int>(m_.layers)) continue;
+    layer_params += u.params;
+    ++layer_units;
+  }
+  if (layer_units == 0 || layer_params <= 0) return 1;
+  const double unit = layer_params / layer_units;
+  const double budget = std::min(s_.buffers.max_live_params - unit, s_.buffers.prefetch_bucket_elems);
+  if (budget <= 0) return 0;
+  return static_cast<int>(std::min<double>(std::ceil(budget / unit), static_cast<double>(units_.size())));
 }
 
 double DataParallelBuilder::owned_params(const UnitCost& u) const {

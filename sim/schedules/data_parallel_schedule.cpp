@@ -78,6 +78,7 @@ class Emitter {
 
   std::vector<ScheduleItem> run() {
     build_items();
+    find_reuses();
     fetch_.assign(items_.size(), NONE);
     gather_.assign(items_.size(), NONE);
     for (std::size_t p = 0; p < items_.size(); ++p) {
@@ -145,24 +146,62 @@ class Emitter {
     return it.unit == 0 || plan_.unit_layer[static_cast<std::size_t>(it.unit - 1)] != it.layer;
   }
 
-  // A backward that uses the gather of the recompute just before it (recompute_shares_gather).
-  bool shares_gather(int p) const {
-    if (!plan_.recompute_shares_gather || p <= 0) return false;
-    const Item& it = items_[static_cast<std::size_t>(p)];
-    const Item& before = items_[static_cast<std::size_t>(p - 1)];
-    return it.kind == Instr::BACKWARD && before.kind == Instr::RECOMPUTE && before.unit == it.unit &&
-           before.micro_batch == it.micro_batch;
+  // For each compute, the earlier compute whose gather it uses (NONE: a gather of its own): a
+  // backward right after the recompute of its unit (recompute_shares_gather), or the next use of
+  // a unit within DeepSpeed's reuse window (reuse_window_params).
+  void find_reuses() {
+    reuse_from_.assign(items_.size(), NONE);
+    const int n = static_cast<int>(items_.size());
+    if (plan_.recompute_shares_gather) {
+      for (int p = 1; p < n; ++p) {
+        const Item& it = items_[static_cast<std::size_t>(p)];
+        const Item& before = items_[static_cast<std::size_t>(p - 1)];
+        if (it.kind == Instr::BACKWARD && before.kind == Instr::RECOMPUTE && before.unit == it.unit &&
+            before.micro_batch == it.micro_batch) {
+          reuse_from_[static_cast<std::size_t>(p)] = p - 1;
+        }
+      }
+      return;
+    }
+    if (plan_.reuse_window_params <= 0) return;
+    // Parameters the trace passes through: prefix sums over the computes that use parameters.
+    std::vector<double> passed(static_cast<std::size_t>(n) + 1, 0.0);
+    for (int p = 0; p < n; ++p) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      passed[static_cast<std::size_t>(p) + 1] =
+          passed[static_cast<std::size_t>(p)] + (it.needs_params ? plan_.unit_params[static_cast<std::size_t>(it.unit)] : 0.0);
+    }
+    // The previous use of each unit within its micro-batch (the coordinator releases everything
+    // when a micro-batch's backward ends).
+    std::vector<int> last_use(plan_.unit_params.size(), NONE);
+    int micro_batch = -1;
+    for (int p = 0; p < n; ++p) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      if (it.micro_batch != micro_batch) {
+        std::fill(last_use.begin(), last_use.end(), NONE);
+        micro_batch = it.micro_batch;
+      }
+      if (!it.needs_params) continue;
+      int& q = last_use[static_cast<std::size_t>(it.unit)];
+      // Kept if the computes between the two uses pass fewer parameters than the window.
+      if (q != NONE && passed[static_cast<std::size_t>(p)] - passed[static_cast<std::size_t>(q) + 1] < plan_.reuse_window_params) {
+        reuse_from_[static_cast<std::size_t>(p)] = reuse_from_[static_cast<std::size_t>(q)] != NONE ? reuse_from_[static_cast<std::size_t>(q)] : q;
+      }
+      q = p;
+    }
   }
 
-  // The first compute of the gather that compute p uses.
-  int gather_start(int p) const { return shares_gather(p) ? p - 1 : p; }
+  bool reuses(int p) const { return p > 0 && reuse_from_[static_cast<std::size_t>(p)] != NONE; }
 
   // The fetch or gather for compute `target`, issued once the computes of `ahead` gathers before
   // its own have started, i.e. once the compute before them has ended (without shared gathers,
-  // compute target - ahead - 1, as trigger).
+  // compute target - ahead - 1, as trigger). A compute that uses an earlier gather is no step.
   void trigger_gather(ScheduleItem& in, int target, int ahead) const {
-    int t = gather_start(target);
-    for (int k = 0; k < ahead && t > 0; ++k) t = gather_start(t - 1);
+    int t = target;
+    for (int k = 0; k < ahead && t > 0; ++k) {
+      --t;
+      while (t > 0 && reuses(t)) --t;
+    }
     if (t - 1 >= 0) in.after.push_back(computes_[static_cast<std::size_t>(t - 1)]);
   }
 
@@ -175,8 +214,8 @@ class Emitter {
     for (int p = position; p <= std::min(n - 1, position + plan_.fetch_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (plan_.fetch_params && it.needs_params && fetch_[p] == NONE) {
-        if (shares_gather(p) && fetch_[p - 1] != NONE) {
-          fetch_[p] = fetch_[p - 1];
+        if (reuses(p) && fetch_[reuse_from_[p]] != NONE) {
+          fetch_[p] = fetch_[reuse_from_[p]];
         } else {
           ScheduleItem f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
           trigger_gather(f, p, plan_.fetch_ahead);
@@ -197,8 +236,8 @@ class Emitter {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (!it.needs_params || gather_[p] != NONE) continue;
       if (!plan_.gather_for_backward && it.kind != Instr::FORWARD) continue;
-      if (shares_gather(p) && gather_[p - 1] != NONE) {
-        gather_[p] = gather_[p - 1];
+      if (reuses(p) && gather_[reuse_from_[p]] != NONE) {
+        gather_[p] = gather_[reuse_from_[p]];
         continue;
       }
       ScheduleItem g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
@@ -252,6 +291,7 @@ class Emitter {
   std::vector<int> finals_;
   static constexpr int NONE = -1;
   std::vector<int> fetch_, gather_;                      // compute position -> instruction (NONE: none)
+  std::vector<int> reuse_from_;                          // compute position -> the compute whose gather it uses
   int first_layer_ = 0, layer_count_ = 0;           // the layers the units span
   std::vector<std::pair<int, int>> layer_units_;       // layer -> [first unit, end)
   // (micro-batch, layer) tables (cell): the first backward item's position; the checkpoint's

@@ -62,6 +62,14 @@ struct DataParallelPlan {
   // counts such pairs as one): the trainsim reference acquires a unit once for both
   // (calibrate/cuda/ref_model.cpp, backward; ref_param_store.cpp, acquire). Without it each gathers.
   bool recompute_shares_gather = false;
+  // DeepSpeed's release rule (deepspeed/runtime/zero/partitioned_param_coordinator.py,
+  // __params_to_release): after a submodule runs, its parameters stay gathered if the same
+  // submodule runs again before the trace has gone through `reuse_window_params` parameters
+  // (stage3_max_reuse_distance; the window is checked before each submodule it passes, so the
+  // next one is always looked at). Then that later compute uses this gather. 0: off.
+  // `unit_params`: the parameters of each unit, which the window counts.
+  double reuse_window_params = 0;
+  std::vector<double> unit_params;
   bool offload_checkpoints = false;
   bool reduce_every_micro_batch = false;  // ZeRO 2-3 partition gradients at every micro-batch
   bool offload_grads = false;

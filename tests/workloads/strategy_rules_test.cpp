@@ -90,11 +90,11 @@ TEST(StrategyIdentity, EqualityTextAndHashCoverEveryField) {
   EXPECT_EQ(canonical_text(a),
             "gpus=16 nodes=2 dp=1 tp=8 pp=2 vpp=1 first_stage_layers=0 last_stage_layers=0 sp=0 schedule=1f1b zero=0 "
             "offload_params=none offload_optimizer=none offload_activations=none recompute=none l2l=0 delayed_update=0 "
-            "shards=0 micro_batch=1 global_batch=16 seq=2048 buffers=500000000,500000000,5,100000000,4,1000000000,26214400 "
-            "stack=idealized,0,bf16,fp32");
+            "shards=0 micro_batch=1 global_batch=16 seq=2048 buffers=500000000,500000000,5,100000000,4,1000000000,26214400,"
+            "50000000,1000000000,1000000000 stack=idealized,0,bf16,fp32,0");
   EXPECT_EQ(hex64(stable_hash(a)), hex64(fnv1a64(canonical_text(a))));
   // Any one field changed: not equal, another hash.
-  std::vector<Strategy> changed(12, a);
+  std::vector<Strategy> changed(16, a);
   changed[0].micro_batch = 2;
   changed[1].sp = true;
   changed[2].schedule = Schedule::GPIPE;
@@ -107,6 +107,10 @@ TEST(StrategyIdentity, EqualityTextAndHashCoverEveryField) {
   changed[9].first_stage_layers = 3;
   changed[10].shards = 4;
   changed[11].stack.kind = StackKind::MEGATRON;
+  changed[12].buffers.prefetch_bucket_elems = 0;
+  changed[13].buffers.max_live_params = 3e9;
+  changed[14].buffers.max_reuse_distance_elems = 3e9;
+  changed[15].stack.megatron_mpu = true;
   std::set<std::uint64_t> hashes{stable_hash(a)};
   for (const Strategy& c : changed) {
     EXPECT_NE(c, a);

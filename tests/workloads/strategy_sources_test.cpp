@@ -29,9 +29,11 @@ TEST(DeepSpeedConfig, ReadsZeroInfinityOffloadAndBatch) {
   EXPECT_EQ(*in.recompute, Recompute::FULL);
   EXPECT_EQ(*in.offload_activations, ActivationOffload::CPU);
   EXPECT_DOUBLE_EQ(in.buffers.offload_param_buffer_count, 6);
-  // Read, and reported as changing nothing (ZeRO-3 always prefetches the next submodule here).
-  EXPECT_NE(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": zero_optimization.stage3_prefetch_bucket_size"),
+  // Read as the coordinator's prefetch budget (no longer a key without effect).
+  EXPECT_DOUBLE_EQ(in.buffers.prefetch_bucket_elems, 1e8);
+  EXPECT_EQ(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": zero_optimization.stage3_prefetch_bucket_size"),
             in.no_effect.end());
+  EXPECT_NE(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": zero_optimization.overlap_comm"), in.no_effect.end());
   EXPECT_EQ(in.zero.origin, path + ": zero_optimization.stage");
   // Known keys that change nothing we compute are reported back.
   EXPECT_NE(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": optimizer"), in.no_effect.end());
