@@ -53,10 +53,10 @@ TEST(ReaderLimits, AllocatorRecordsStopAtTheirLimitsOnValues) {
   std::string zeros;
   for (int i = 0; i < (1 << 20); ++i) zeros += "0,";
   dir.write("zeros.allocator.rank0.json.gz", gzipped("{\"schema_version\": 1, \"provenance\": [", zeros, 21, "0]}"));
-  // A record of 3 Mi small objects, 48 MB unpacked, that would build about 1.5 GB.
+  // A record of 2.25 Mi small objects, 36 MB unpacked, that would build about 1.1 GB.
   std::string objects;
   for (int i = 0; i < (1 << 16); ++i) objects += "{\"a\":{\"b\":[1]}},";
-  dir.write("objects.allocator.rank0.json.gz", gzipped("{\"schema_version\": 1, \"provenance\": [", objects, 48, "0]}"));
+  dir.write("objects.allocator.rank0.json.gz", gzipped("{\"schema_version\": 1, \"provenance\": [", objects, 36, "0]}"));
   // The shape: 300 MiB of "[]," (its was 600 MB in 583 KB, and built 7 GB).
   std::string empties;
   for (int i = 0; i < (1 << 20); ++i) empties += "[],";
@@ -65,7 +65,7 @@ TEST(ReaderLimits, AllocatorRecordsStopAtTheirLimitsOnValues) {
       {"21 Mi values in an allocator record", "validate --allocator-record {dir}/zeros.allocator.rank0.json.gz",
        "{dir}/zeros.allocator.rank0.json.gz: provenance[20971517]: expected at most 20971520 JSON values in the document "
        "(the limit on elements), got more (at line 1, column "},
-      {"3 Mi small objects in an allocator record", "validate --allocator-record {dir}/objects.allocator.rank0.json.gz",
+      {"2.25 Mi small objects in an allocator record", "validate --allocator-record {dir}/objects.allocator.rank0.json.gz",
        ": expected at most 1024 MiB of JSON values once built in memory (the limit on the document's size), got more (at line 1, "
        "column "},
       {"300 MiB of empty arrays in an allocator record", "validate --allocator-record {dir}/empties.allocator.rank0.json.gz",
