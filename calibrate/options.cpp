@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "config_error.hpp"
 #include "errors.hpp"
 
 namespace trainsim::calibrate {
@@ -286,7 +287,11 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
     } else if (a == "--storage-mixed-file-mib") {
       o.storage_mixed_file_mib = parse_count("--storage-mixed-file-mib", value_of(i), MIN_FILE_MIB, MAX_FILE_MIB);
     } else {
-      throw UsageError(a, "no such flag (see --help)");
+      // The run's flags and the subcommands, for a suggestion when `a` is a typo of one.
+      static constexpr std::string_view KNOWN[] = {
+          "--help", "--version", "--quick", "--full", "--out", "--base", "--name", "--storage-dir", "--storage-kind", "--only",
+          "--skip", "--gpus", "--threads", "--storage-file-mib", "--storage-mixed-file-mib", "compare", "rebuild", "reference"};
+      throw UsageError(a, "no such flag (see --help)" + did_you_mean(a, KNOWN));
     }
   }
   if (quick && full) throw UsageError("--quick", "either --quick or --full, not both");

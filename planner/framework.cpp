@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "config_error.hpp"
-#include "enum_names.hpp"
+#include "enum_flag.hpp"
 #include "stack_capabilities.hpp"
 #include "stage_partition.hpp"
 
@@ -77,17 +77,12 @@ Framework resolve_framework(const FrameworkFlags& f, wl::ModelSpec& model) {
     if (!fw.fixed.offload_optimizer) fw.fixed.offload_optimizer.set(wl::OffloadTarget::NONE, def);
   }
   if (f.stack) {
-    const wl::StackKind* kind = wl::names::parse(*f.stack, wl::names::STACK);
-    if (kind == nullptr) {
-      std::string valid;
-      for (const auto& [k, name] : wl::names::STACK) valid += (valid.empty() ? "" : ", ") + std::string(name);
-      throw ConfigError("--stack", "--stack", "one of " + valid, "\"" + *f.stack + "\"");
-    }
-    if (*kind == wl::StackKind::TRAINSIM_REFERENCE) {
+    const wl::StackKind kind = wl::names::parse_flag("--stack", *f.stack, wl::names::STACK);
+    if (kind == wl::StackKind::TRAINSIM_REFERENCE) {
       throw ConfigError("--stack", "--stack", "a framework to plan for (trainsim-reference is our own step, for simulate)",
                         "\"trainsim-reference\"");
     }
-    fw.stack.kind = *kind;
+    fw.stack.kind = kind;
     named.insert(named.begin(), "--stack " + *f.stack);
   }
   // Megatron-DeepSpeed: DeepSpeed running Megatron-LM's model (workloads/training_stack.hpp).

@@ -8,7 +8,7 @@
 
 #include "config_error.hpp"
 #include "cost_model.hpp"
-#include "enum_names.hpp"
+#include "enum_flag.hpp"
 #include "limits.hpp"
 #include "model_loader.hpp"
 #include "model_params.hpp"
@@ -22,14 +22,6 @@ std::optional<int> parse_count(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > wl::limits::NODES.max) return std::nullopt;
   return v;
-}
-
-template <class E, std::size_t N>
-E parse_choice(const std::string& flag, const std::string& text, const wl::names::Table<E, N>& table) {
-  if (const E* v = wl::names::parse(text, table)) return *v;
-  std::string valid;
-  for (const auto& entry : table) valid += (valid.empty() ? "" : ", ") + std::string(entry.second);
-  throw ConfigError(flag, flag, "one of " + valid, "\"" + text + "\"");
 }
 
 }  // namespace
@@ -65,8 +57,8 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
   q.profile = hw::resolve_profile(f.hw, "--hw");
   q.model = wl::resolve_model(f.model, "--model");
   if (!q.model.has_architecture()) throw ConfigError("--model", "--model", "a model with an architecture", "a raw count");
-  if (f.precision) q.model.numerics = parse_choice("--precision", *f.precision, wl::names::NUMERICS);
-  if (f.attention) q.model.attention = parse_choice("--attention", *f.attention, wl::names::ATTENTION);
+  if (f.precision) q.model.numerics = wl::names::parse_flag("--precision", *f.precision, wl::names::NUMERICS);
+  if (f.attention) q.model.attention = wl::names::parse_flag("--attention", *f.attention, wl::names::ATTENTION);
   q.framework = resolve_framework(f.framework, q.model);
   if (q.profile.gpu.peak_TFLOPs.count(sim::compute_precision(q.model.numerics)) == 0) {
     throw ConfigError("--precision", "--precision",
@@ -138,10 +130,9 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
     q.tokens = DEFAULT_TOKENS_PER_PARAM * wl::total_params(q.model);
     q.tokens_default = true;
   }
-  if (f.objective == "time") q.objective = Objective::TIME;
-  else if (f.objective == "cost") q.objective = Objective::COST;
-  else if (f.objective == "energy") q.objective = Objective::ENERGY;
-  else throw ConfigError("--objective", "--objective", "one of time, cost, energy", "\"" + f.objective + "\"");
+  static constexpr wl::names::Table<Objective, 3> OBJECTIVES{
+      {{Objective::TIME, "time"}, {Objective::COST, "cost"}, {Objective::ENERGY, "energy"}}};
+  q.objective = wl::names::parse_flag("--objective", f.objective, OBJECTIVES);
 
   q.top_k = f.top.value_or(q.range() ? 1 : top_default);
   if (q.top_k < 1 || q.top_k > 1000) throw ConfigError("--top", "--top", "a whole number in [1, 1000]", std::to_string(q.top_k));

@@ -5,6 +5,7 @@
 #include "captured_model.hpp"
 #include "committed_captures.hpp"
 #include "config_error.hpp"
+#include "enum_flag.hpp"
 #include "cost_model.hpp"
 #include "enum_names.hpp"
 #include "feasibility.hpp"
@@ -19,13 +20,7 @@
 namespace trainsim::planner {
 namespace {
 
-template <class E, std::size_t N>
-E parse_flag(const std::string& flag, const std::string& text, const wl::names::Table<E, N>& table) {
-  if (const E* v = wl::names::parse(text, table)) return *v;
-  std::vector<std::string_view> spellings;
-  for (const auto& entry : table) spellings.push_back(entry.second);
-  throw ConfigError(flag, flag, "one of " + join_names(spellings), "\"" + text + "\"");
-}
+using wl::names::parse_flag;
 
 wl::StrategyInput strategy_from_flags(const InputFlags& f) {
   wl::StrategyInput in;

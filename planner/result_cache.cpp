@@ -1,7 +1,6 @@
 #include "result_cache.hpp"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,9 +18,11 @@
 #include <sstream>
 
 #include "config_error.hpp"
+#include "input_file.hpp"
 #include "output_files.hpp"
 #include "profile_loader.hpp"
 #include "result_json.hpp"
+#include "strict_json.hpp"
 #include "strategy_identity.hpp"
 
 #ifndef TRAINSIM_VERSION
@@ -167,32 +168,20 @@ std::string ResultCache::file_name(const std::string& key_text) {
 std::optional<nlohmann::json> ResultCache::load_entry(const std::string& key_text, const char* field) const {
   if (!enabled()) return std::nullopt;
   const std::string path = dir_ + "/" + file_name(key_text);
-  // Opened without blocking and checked before a byte is read: a FIFO, a device or a directory
-  // put in the cache's place is refused, never waited on or read without end.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;  // not cached
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    say_not_used(path, "not a regular file");
-    return std::nullopt;
-  }
-  if (static_cast<std::size_t>(st.st_size) > MAX_ENTRY_BYTES) {
-    ::close(fd);
-    say_not_used(path, fmt::format("{} bytes, more than any entry holds", st.st_size));
-    return std::nullopt;
-  }
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  text.resize(got);
+  // Through the one input reader: opened without blocking and checked before a byte is read, so a
+  // FIFO, a device or a directory put in the cache's place is refused, never waited on or read
+  // without end.
+  std::optional<std::string> text;
   try {
-    nlohmann::json j = nlohmann::json::parse(text);
+    text = read_input_file_if_present(path, MAX_ENTRY_BYTES);
+  } catch (const ConfigError& e) {
+    say_not_used(path, e.got());
+    return std::nullopt;
+  }
+  if (!text) return std::nullopt;  // not cached
+  try {
+    // The strict parser: its nesting is bounded as every input's is.
+    nlohmann::json j = parse_json_text(*text, path).json;
     if (j.at("schema_version").get<int>() != CACHE_SCHEMA_VERSION || j.at("key").get<std::string>() != key_text) {
       return std::nullopt;  // another build's or another key's: a miss, not a fault
     }

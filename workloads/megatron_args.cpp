@@ -3,8 +3,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "config_error.hpp"
 #include "enum_names.hpp"
@@ -67,6 +69,18 @@ constexpr std::string_view NO_EFFECT_SWITCHES[] = {
     "--no-async-tensor-model-parallel-allreduce", "--use-cpu-initialization", "--log-params-norm",
     "--log-throughput", "--tp-comm-overlap", "--no-load-optim", "--no-load-rng", "--bf16-reduce", "--mock-data",
     "--distribute-saved-activations", "--apply-query-key-layer-scaling", "--use-contiguous-buffers-in-local-ddp"};
+
+// Arguments that set what trainsim computes (strategy_from_megatron_args reads each). An argument in
+// none of the three lists is refused with the closest known one as a suggestion.
+constexpr std::string_view MODELED[] = {
+    "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--virtual-pipeline-model-parallel-size",
+    "--num-layers-per-virtual-pipeline-stage", "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+    "--sequence-parallel", "--micro-batch-size", "--global-batch-size", "--seq-length", "--num-layers", "--hidden-size",
+    "--num-attention-heads", "--num-query-groups", "--ffn-hidden-size", "--max-position-embeddings", "--vocab-size", "--fp16",
+    "--bf16", "--recompute-activations", "--checkpoint-activations", "--recompute-granularity", "--recompute-method",
+    "--recompute-num-layers", "--use-flash-attn", "--use-distributed-optimizer", "--untie-embeddings-and-output-weights",
+    "--swiglu", "--disable-bias-linear", "--group-query-attention", "--fp32-residual-connection", "--normalization",
+    "--position-embedding-type", "--attention-dropout", "--hidden-dropout"};
 
 template <std::size_t N>
 bool contains(const std::string_view (&list)[N], const std::string& s) {
@@ -134,8 +148,10 @@ std::vector<std::string> split_args(const std::string& text, const std::string& 
   return out;
 }
 
-// --recompute-method and --recompute-num-layers as Megatron-LM reads them
-// (megatron/core/transformer/transformer_config.py and transformer_block.py, _checkpointed_forward).
+// --recompute-method and --recompute-num-layers as Megatron-LM reads them (tag core_v0.16.1:
+// megatron/core/transformer/transformer_config.py __post_init__, lines 1161-1184, refuses a method
+// or a layer count with selective granularity and needs both with full; transformer_block.py,
+// _checkpointed_forward, recomputes by them).
 // trainsim models full recompute as every layer's input checkpointed and the layer recomputed on
 // its own: "uniform 1", or "block N" with N at least the layers of every pipeline chunk (checked
 // in resolve_inputs, where the partition is known). "uniform N > 1" (one checkpoint per group of N
@@ -194,6 +210,13 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     // argparse keeps the last of a repeated argument; a command line that says two things is
     // more likely a mistake than a wish, so we ask which one is meant.
     if (!seen.insert(name).second) throw ConfigError(flag, name, "each argument once", name + " twice");
+    if (!contains(MODELED, name) && !contains(NO_EFFECT_WITH_VALUE, name) && !contains(NO_EFFECT_SWITCHES, name)) {
+      std::vector<std::string_view> known(std::begin(MODELED), std::end(MODELED));
+      known.insert(known.end(), std::begin(NO_EFFECT_WITH_VALUE), std::end(NO_EFFECT_WITH_VALUE));
+      known.insert(known.end(), std::begin(NO_EFFECT_SWITCHES), std::end(NO_EFFECT_SWITCHES));
+      throw ConfigError(flag, name, "a Megatron-LM argument trainsim knows (see workloads/README.md: Megatron-LM arguments)",
+                        "the unknown argument \"" + name + "\"" + did_you_mean(name, known));
+    }
     auto set_int = [&](Setting<int>& s, const IntLimit& limit) {
       s.set(static_cast<int>(a.integer_of(name, limit)), origin(name));
     };
@@ -216,7 +239,8 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     else if (name == "--max-position-embeddings") set_i64(in.model.seq_len, limits::SEQ);
     else if (name == "--vocab-size") set_i64(in.model.vocab, limits::VOCAB);
     else if (name == "--fp16" || name == "--bf16") {
-      // megatron/training/arguments.py (validate_args): `if args.fp16: assert not args.bf16`.
+      // megatron/training/arguments.py (validate_args), tag core_v0.16.1, lines 702-703:
+      // `if args.fp16: assert not args.bf16`.
       if (in.precision) {
         throw ConfigError(flag, name, "either --fp16 or --bf16, not both (Megatron-LM's arguments.py asserts it)",
                           "both");

@@ -84,7 +84,8 @@ const std::vector<Rule>& rules() {
        }},
       // Megatron-LM splits the MLP's first GEMM by columns and the second by rows over tp
       // (ColumnParallelLinear / RowParallelLinear), and megatron/core/utils.py divide() asserts that
-      // ffn_hidden_size divides evenly: a remainder would leave ranks of unequal width.
+      // ffn_hidden_size divides evenly (tag core_v0.16.1: tensor_parallel/layers.py lines 842 and
+      // 1166 call divide(), utils.py line 468 asserts): a remainder would leave ranks of unequal width.
       {{"tp-divides-ffn", S::STRATEGY, "tp divides the MLP hidden size"},
        [](const ModelSpec& m, const Strategy& s) -> std::optional<Broken> {
          if (raw(m) || m.ffn_hidden % s.tp == 0) return std::nullopt;

@@ -5,6 +5,7 @@
 // to MAX_INPUT_FILE_BYTES.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace trainsim {
@@ -15,6 +16,11 @@ inline constexpr std::size_t MAX_INPUT_FILE_BYTES = std::size_t{16} << 20;
 // The whole text of `path`. Throws ConfigError naming the path when it does not exist, cannot be
 // read, is not a regular file ("got a directory") or is larger than MAX_INPUT_FILE_BYTES.
 std::string read_input_file(const std::string& path);
+
+// The same for a file that may be absent (a results-cache entry) and has its own size limit:
+// nullopt when nothing is at `path`; a ConfigError as above (got: "a FIFO (named pipe)", "a file of
+// 70.0 MiB", ...) for anything else that is not a readable regular file of at most `max_bytes`.
+std::optional<std::string> read_input_file_if_present(const std::string& path, std::size_t max_bytes);
 
 // Opens `path` for reading after the same checks, but for the size (a gzipped input is bounded by
 // what it unpacks to): it exists, may be read and is a regular file, refused before anything is read

@@ -38,6 +38,17 @@ JsonDocument parse_json_text(std::string_view text, std::string source);
 // past it, a ConfigError naming the source and the limit.
 JsonDocument parse_json_text(std::string_view text, std::string source, std::size_t max_values);
 
+// Bounds on the document a text builds, for inputs far larger than MAX_INPUT_FILE_BYTES (allocator
+// records): its JSON values, and the memory they take once built, estimated per value (a number
+// 16 bytes, a string its characters besides, an object's key a map node), so that 500 MB of short
+// strings or small objects cannot build 3.6 GB. Past either, a ConfigError naming the source and the
+// limit.
+struct JsonLimits {
+  std::size_t max_values = std::numeric_limits<std::size_t>::max();
+  std::size_t max_built_bytes = std::numeric_limits<std::size_t>::max();
+};
+JsonDocument parse_json_text(std::string_view text, std::string source, const JsonLimits& limits);
+
 // An allowed interval for a number, with the words used in error messages.
 struct NumberRange {
   double min = -std::numeric_limits<double>::infinity();

@@ -68,8 +68,8 @@ class TrackingIterator {
 
 class StrictBuilder {
  public:
-  StrictBuilder(std::string_view text, const std::string& source, const char** furthest, std::size_t max_values)
-      : text_(text), source_(source), furthest_(furthest), max_values_(max_values) {}
+  StrictBuilder(std::string_view text, const std::string& source, const char** furthest, const JsonLimits& limits)
+      : text_(text), source_(source), furthest_(furthest), limits_(limits) {}
 
   json take() { return std::move(root_); }
 
@@ -97,6 +97,7 @@ class StrictBuilder {
                         fmt::format("\"{}\" twice: at {} (value {}) and again at {}", printable(k, 80), where(it->second),
                                     describe_json((*top.container)[k]), where(here)));
     }
+    count_bytes(KEY_BYTES + heap_bytes(k));
     top.pending_key = std::move(k);
     return true;
   }
@@ -161,15 +162,36 @@ class StrictBuilder {
     return &slot;
   }
 
-  void count_value() {
-    if (++values_ > max_values_) {
-      throw ConfigError(source_, current_path(), fmt::format("at most {} JSON values in the document (the limit on elements)", max_values_),
+  // What a value takes once built, roughly (libstdc++, glibc malloc: 16 bytes of header per block,
+  // sizes rounded up to 16): the json itself, twice for the slack of a growing array; a string or
+  // container object on the heap, and a string's characters beyond the small-string buffer; per
+  // object key a tree node holding the key and its value.
+  static constexpr std::size_t MALLOC_BYTES = 16;
+  static constexpr std::size_t VALUE_BYTES = 2 * sizeof(json);
+  static constexpr std::size_t KEY_BYTES = 32 + sizeof(std::string) + sizeof(json) + MALLOC_BYTES;
+  static std::size_t heap_bytes(const std::string& s) { return s.size() > 15 ? (s.size() + 16) / 16 * 16 + MALLOC_BYTES : 0; }
+
+  void count_value(std::size_t extra_bytes) {
+    if (++values_ > limits_.max_values) {
+      throw ConfigError(source_, current_path(),
+                        fmt::format("at most {} JSON values in the document (the limit on elements)", limits_.max_values),
+                        fmt::format("more (at {})", where(offset())));
+    }
+    count_bytes(VALUE_BYTES + extra_bytes);
+  }
+
+  void count_bytes(std::size_t bytes) {
+    built_bytes_ += bytes;
+    if (built_bytes_ > limits_.max_built_bytes) {
+      throw ConfigError(source_, current_path(),
+                        fmt::format("at most {} MiB of JSON values once built in memory (the limit on the document's size)",
+                                    limits_.max_built_bytes >> 20),
                         fmt::format("more (at {})", where(offset())));
     }
   }
 
   bool value(json v) {
-    count_value();
+    count_value(v.is_string() ? sizeof(std::string) + MALLOC_BYTES + heap_bytes(v.get_ref<const std::string&>()) : 0);
     std::string path;
     place(std::move(v), &path);
     return true;
@@ -182,7 +204,7 @@ class StrictBuilder {
                         fmt::format("objects and arrays nested at most {} deep", MAX_JSON_DEPTH),
                         fmt::format("deeper nesting at {}", where(offset())));
     }
-    count_value();
+    count_value((container.is_object() ? sizeof(json::object_t) : sizeof(json::array_t)) + MALLOC_BYTES);
     std::string path;
     json* slot = place(std::move(container), &path);
     frames_.push_back(Frame{slot, std::move(path), {}, {}});
@@ -197,8 +219,8 @@ class StrictBuilder {
   std::string_view text_;
   const std::string& source_;
   const char** furthest_;
-  std::size_t max_values_;
-  std::size_t values_ = 0;
+  JsonLimits limits_;
+  std::size_t values_ = 0, built_bytes_ = 0;
   json root_;
   std::vector<Frame> frames_;
 };
@@ -207,12 +229,16 @@ class StrictBuilder {
 
 JsonDocument parse_json_text(std::string_view text, std::string source) {
   // Inputs read whole are at most MAX_INPUT_FILE_BYTES: their values are bounded by their size.
-  return parse_json_text(text, std::move(source), std::numeric_limits<std::size_t>::max());
+  return parse_json_text(text, std::move(source), JsonLimits{});
 }
 
 JsonDocument parse_json_text(std::string_view text, std::string source, std::size_t max_values) {
+  return parse_json_text(text, std::move(source), JsonLimits{max_values});
+}
+
+JsonDocument parse_json_text(std::string_view text, std::string source, const JsonLimits& limits) {
   const char* furthest = text.data();
-  StrictBuilder builder(text, source, &furthest, max_values);
+  StrictBuilder builder(text, source, &furthest, limits);
   TrackingIterator first(text.data(), &furthest), last(text.data() + text.size(), &furthest);
   json::sax_parse(first, last, &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
                   /*ignore_comments=*/false);

@@ -19,11 +19,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // A record of a few steps is a few MB unpacked; the allocator's history holds at most 4 million
-// entries (run_step_allocator.py), well below this.
-constexpr std::size_t MAX_RECORD_BYTES = std::size_t{512} << 20;
-// Its four event arrays of up to 4 Mi entries each, and the segments: the limit on JSON values
-// keeps the document built from it to about 1 GB (a 600 MB record of "[]," would build 8 GB).
-constexpr std::size_t MAX_RECORD_VALUES = std::size_t{20} << 20;
+// entries (run_step_allocator.py), about 140 MB as it writes them (no spaces, some 33 bytes an
+// entry), below this.
+constexpr std::size_t MAX_RECORD_BYTES = std::size_t{256} << 20;
+// Its four event arrays of up to 4 Mi entries each, and the segments: 20 Mi JSON values, numbers
+// nearly all, built in about 640 MiB. The limits on values and on the memory they take once built
+// keep any record below 1 GiB of document (a 600 MB record of "[]," would build 8 GB, 500 MB of
+// short strings 3.6 GB).
+constexpr JsonLimits RECORD_LIMITS{std::size_t{20} << 20, std::size_t{1} << 30};
 constexpr std::int64_t MAX_BYTES = std::int64_t{1} << 50;  // no GPU holds a PiB
 constexpr std::int64_t INT64_MAX_V = std::numeric_limits<std::int64_t>::max();
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
@@ -121,7 +124,7 @@ AllocatorRecord load_allocator_record(const std::string& path) {
 }
 
 AllocatorRecord parse_allocator_record(std::string_view text, const std::string& path) {
-  const JsonDocument doc = parse_json_text(text, path, MAX_RECORD_VALUES);
+  const JsonDocument doc = parse_json_text(text, path, RECORD_LIMITS);
   StrictObject root(doc.json, doc.source, "");
   root.integer("schema_version", 1, 1);
   const std::string kind = root.string("kind");
@@ -205,10 +208,15 @@ std::vector<std::string> allocator_record_files(const std::string& path) {
     last = it->path().generic_string();
     if (it.depth() >= 32) throw ConfigError(last, "(directory)", "directories nested at most 32 deep under " + path, "deeper");
     if (name.find(".allocator.rank") == std::string::npos || !name.ends_with(".json.gz")) continue;
-    if (it->is_regular_file(ec)) out.push_back(last);
+    // Every entry named as a record is read, through the reader that refuses what is not a regular
+    // file (a FIFO, a device, a link that loops), rather than skipped in silence; a directory so
+    // named is walked into instead.
+    const bool directory = it->is_directory(ec);
+    if (ec) throw ConfigError(last, "(file)", "a readable allocator record", ec.message());
+    if (!directory) out.push_back(last);
   }
   if (ec) throw ConfigError(last, "(directory)", "a readable directory of allocator records under " + path, ec.message());
-  if (out.empty()) throw ConfigError(path, "", "allocator records (*.allocator.rankR.json.gz) under the directory", "none");
+  if (out.empty()) throw ConfigError(path, "(directory)", "allocator records (*.allocator.rankR.json.gz) under the directory", "none");
   std::sort(out.begin(), out.end());
   return out;
 }

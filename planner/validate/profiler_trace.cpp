@@ -161,8 +161,22 @@ class TraceAccumulator {
       throw ConfigError(path_, "traceEvents",
                         "GPU activity (kernel, gpu_memcpy or gpu_memset events: a trace with CUDA activities)", "none");
     }
+    // GPU activity of no duration (every event "dur": 0) is no step: its shares would be 0 / 0 and
+    // its step time 0, which the validation once compared as "+0.0%, ok".
+    if (!(last_ > first_)) {
+      throw ConfigError(path_, "traceEvents", "GPU activity that lasts (kernel, copy or memset events with a positive duration)",
+                        fmt::format("{} GPU event{} of no duration", all_.size(), all_.size() == 1 ? "" : "s"));
+    }
     t_.step_from_profiler_step = step_end_ > step_begin_;
     t_.step_s = t_.step_from_profiler_step ? (step_end_ - step_begin_) * 1e-6 : last_ - first_;
+    // A step, and the GPU activity around it, of at most a day, as a trace summary holds them
+    // (SPAN_S below): events a day apart are not one step.
+    for (const auto& [what, seconds] : {std::pair{"GPU activity", last_ - first_}, std::pair{"the ProfilerStep span", t_.step_s}}) {
+      if (seconds > MAX_EVENT_US * 1e-6) {
+        throw ConfigError(path_, "traceEvents", "one step: GPU activity and ProfilerStep spans of at most a day (86400 s)",
+                          fmt::format("{} over {} s", what, seconds));
+      }
+    }
     t_.compute_busy_s = union_length(std::move(compute_));
     t_.nccl_busy_s = union_length(std::move(nccl_));
     const double busy = union_length(std::move(all_));

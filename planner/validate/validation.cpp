@@ -172,9 +172,11 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
                           "deeper");
       }
       if (!p.ends_with(".json")) continue;
-      const bool regular = it->is_regular_file(ec);
+      // Every .json entry is read through the reader that refuses what is not a regular file (a
+      // FIFO, a device), rather than skipped in silence; a directory so named is walked into.
+      const bool directory = it->is_directory(ec);
       if (ec) throw ConfigError(p, "(file)", "a readable measured-run file or directory", ec.message());
-      if (regular) files.push_back(p);
+      if (!directory) files.push_back(p);
     }
     if (ec) throw ConfigError(last, "(directory)", "a readable directory of measured runs under " + measured, ec.message());
     std::sort(files.begin(), files.end());
@@ -192,7 +194,7 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
       }
     }
     if (in.runs.empty()) {
-      throw ConfigError(measured, "", "a directory holding measured-run JSON files (\"kind\": \"trainsim.measured_run\")", "none");
+      throw ConfigError(measured, "(directory)", "a directory holding measured-run JSON files (\"kind\": \"trainsim.measured_run\")", "none");
     }
     for (const MeasuredRun& run : in.runs) check_capture_source(run, flags);
     return in;

@@ -37,6 +37,8 @@ TEST(Options, ErrorsNameTheFlagAndWhatWasExpected) {
   EXPECT_NE(usage_error({"--out", "o", "--gpus", "0"}).find("--gpus"), std::string::npos);
   EXPECT_NE(usage_error({"--out", "o", "--only", "gemm,warp"}).find("--only"), std::string::npos);
   EXPECT_NE(usage_error({"--out", "o", "--frobnicate"}).find("--frobnicate: expected no such flag"), std::string::npos);
+  EXPECT_NE(usage_error({"--out", "o", "--onlyy", "cpu"}).find("--onlyy: expected no such flag (see --help) (did you mean \"--only\"?)"),
+            std::string::npos);
   EXPECT_NE(usage_error({"--quick"}).find("--out"), std::string::npos);
   EXPECT_NE(usage_error({"--out"}).find("--out: expected a value"), std::string::npos);
   EXPECT_NE(usage_error({"--out", "o", "--quick", "--full"}).find("--quick"), std::string::npos);

@@ -175,7 +175,7 @@ TEST(PlanCli, BadFlagsAreExit2NamingTheFlagAndWriteNothing) {
       {"--nodes 0", "--nodes: expected a node count N or a range A..B"},
       {"--nodes 5..2", "--nodes: expected a node count N or a range A..B"},
       {"--nodes 1..x", "--nodes: expected a node count N or a range A..B"},
-      {"--nodes 1 --objective speed", "--objective: expected one of time, cost, energy, got \"speed\""},
+      {"--nodes 1 --objective speed", "--objective: expected one of \"time\", \"cost\", \"energy\", got \"speed\""},
       {"--nodes 1 --top 0", "--top: expected a whole number in [1, 1000], got 0"},
       {"--nodes 1 --gap 0.7", "--gap: expected a fraction in [0, 0.5], got 0.7"},
       {"--nodes 1 --gap -0.01", "--gap: expected a fraction in [0, 0.5], got -0.01"},
