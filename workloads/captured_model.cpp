@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <vector>
 
 #include "capture_scale.hpp"
 #include "config_error.hpp"
@@ -100,26 +101,30 @@ bool live_at(const CapturedBuffer& b, CapturePhase phase, std::int64_t op) {
 }
 
 // The head's buffers by where they live (ModelCapture::HeadMemory): what the user's loss code keeps
-// and frees, not trainsim's scripts' (stack_layer.cpp, torch_loss_bytes).
+// and frees, not trainsim's scripts' (stack_layer.cpp, torch_loss_bytes). One sweep over head.backward
+// (each buffer adds its bytes over the ops it is live at), so the work grows with buffers plus ops.
 ModelCapture::HeadMemory head_memory(const CaptureDocument& doc) {
   ModelCapture::HeadMemory out;
-  std::vector<const CapturedBuffer*> head;
+  const auto nb = static_cast<std::int64_t>(doc.ends.at("head.backward").ops.size());
+  std::vector<double> delta(static_cast<std::size_t>(nb) + 1, 0.0);
   for (const CapturedBuffer& b : doc.buffers) {
     if (b.kind != "activation" || !b.alloc) continue;
-    if (b.alloc->phase != CapturePhase::HEAD_FORWARD && b.alloc->phase != CapturePhase::HEAD_BACKWARD) continue;
-    head.push_back(&b);
+    const bool in_forward = b.alloc->phase == CapturePhase::HEAD_FORWARD;
+    if (!in_forward && b.alloc->phase != CapturePhase::HEAD_BACKWARD) continue;
+    const auto bytes = static_cast<double>(b.alloc_bytes);
+    if (in_forward && live_at(b, CapturePhase::HEAD_BACKWARD, -1)) out.kept += bytes;
+    // The ops of head.backward it is live at: [first, last].
+    const std::int64_t first = in_forward ? 0 : b.alloc->op;
+    std::int64_t last = nb - 1;
+    if (b.free && b.free->phase == CapturePhase::HEAD_BACKWARD) last = std::min(last, b.free->after ? b.free->op : b.free->op - 1);
+    if (b.free && b.free->phase < CapturePhase::HEAD_BACKWARD) continue;
+    if (first > last || first >= nb) continue;
+    delta[static_cast<std::size_t>(first)] += bytes;
+    delta[static_cast<std::size_t>(last) + 1] -= bytes;
   }
-  const auto& backward = doc.ends.at("head.backward").ops;
-  for (const CapturedBuffer* b : head) {
-    if (b->alloc->phase == CapturePhase::HEAD_FORWARD && live_at(*b, CapturePhase::HEAD_BACKWARD, -1)) {
-      out.kept += static_cast<double>(b->alloc_bytes);
-    }
-  }
-  for (std::int64_t op = 0; op < static_cast<std::int64_t>(backward.size()); ++op) {
-    double live = 0;
-    for (const CapturedBuffer* b : head) {
-      if (live_at(*b, CapturePhase::HEAD_BACKWARD, op)) live += static_cast<double>(b->alloc_bytes);
-    }
+  double live = 0;
+  for (std::int64_t op = 0; op < nb; ++op) {
+    live += delta[static_cast<std::size_t>(op)];
     out.backward_extra = std::max(out.backward_extra, live - out.kept);
   }
   return out;
