@@ -153,7 +153,7 @@ hw::Calibration calibration(const ProfileInputs& in, std::vector<std::string>& n
   if (!cal.reference_kernels.empty()) {
     cal.reference_kernels_source =
         "trainsim-calibrate --only reference_kernels: the reference's own kernels (calibrate/cuda/ref_kernels.cu) timed "
-        "with CUDA events, bytes per launch as workloads/reference_kernels.hpp counts them, median GB/s by size";
+        "with CUDA events, bytes per launch as workloads/stacks/reference_kernels.hpp counts them, median GB/s by size";
   }
   double params = 0, threads = 0;
   for (const auto* m : r.select("cpu_adam", "bf16")) {

@@ -158,7 +158,7 @@ struct StackDispatch {
   std::string stack;  // "pytorch", "pytorch-ddp", "pytorch-fsdp:zero3", "pytorch-pipelining:1f1b", ...
   // The ranks of the calibration run (its world size), where a stack is calibrated at several:
   // a collective's host side waits for the slowest rank, so FSDP's host time per layer grows with
-  // the ranks (5.55 ms at 4 ranks against 4.35 at 2 on one host; workloads/training_stacks.md).
+  // the ranks (5.55 ms at 4 ranks against 4.35 at 2 on one host; workloads/stacks/training_stacks.md).
   // Unset: one calibration for every size.
   std::optional<int> ranks;
   double layer_forward_us = 0;         // per transformer layer and micro-batch

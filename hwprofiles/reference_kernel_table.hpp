@@ -2,7 +2,7 @@
 // calibration.reference_kernels: the rates of the trainsim reference step's own kernels by class
 // (trainsim-calibrate --only reference_kernels times the launchers of calibrate/cuda/ref_kernels.cu
 // at the shapes the reference runs). The size axis is the bytes one launch moves, as
-// workloads/reference_stack.cpp (reference_kernel_bytes) counts them for the same class.
+// workloads/stacks/reference_stack.cpp (reference_kernel_bytes) counts them for the same class.
 //
 //   "reference_kernels": {"source": "...", "curves": [
 //     {"what": "causal_softmax_fwd", "points": [{"bytes": 1.3e8, "GBps": 2900}, ...]}, ...]}

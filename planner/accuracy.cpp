@@ -93,7 +93,7 @@ bool calibrated_profile(const hw::ClusterProfile& profile) {
 
 std::vector<std::string> strategy_features(const wl::Strategy& s) {
   std::vector<std::string> out;
-  // The stack first: a run measures its own stack's behaviour (workloads/training_stacks.md).
+  // The stack first: a run measures its own stack's behaviour (workloads/stacks/training_stacks.md).
   out.push_back(fmt::format("stack {}", wl::to_string(s.stack.kind)));
   if (s.gpus == 1) out.emplace_back("single GPU");
   if (s.nodes > 1) out.emplace_back("several nodes");

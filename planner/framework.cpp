@@ -5,6 +5,7 @@
 #include "config_error.hpp"
 #include "enum_flag.hpp"
 #include "stack_capabilities.hpp"
+#include "stack_model.hpp"
 #include "stage_partition.hpp"
 
 namespace trainsim::planner {
@@ -14,15 +15,6 @@ namespace {
 template <class T>
 bool agrees(const wl::Setting<T>& fixed, const T& value) {
   return !fixed || *fixed == value;
-}
-
-// The PyTorch wrapper a candidate's shape needs (workloads/training_stacks.md): pipelining for a
-// pipeline, FSDP2 for ZeRO-2/3, DDP for plain data parallelism, none on one GPU.
-wl::StackKind pytorch_wrapper(const wl::Strategy& s) {
-  if (s.pp > 1) return wl::StackKind::PYTORCH_PIPELINING;
-  if (s.zero_stage >= 2) return wl::StackKind::PYTORCH_FSDP;
-  if (s.dp > 1 || s.zero_stage == 1) return wl::StackKind::PYTORCH_DDP;
-  return wl::StackKind::PYTORCH;
 }
 
 // Megatron-LM's --recompute-method block N recomputes only the first N layers of each pipeline
@@ -78,22 +70,23 @@ Framework resolve_framework(const FrameworkFlags& f, wl::ModelSpec& model) {
   }
   if (f.stack) {
     const wl::StackKind kind = wl::names::parse_flag("--stack", *f.stack, wl::names::STACK);
-    if (kind == wl::StackKind::TRAINSIM_REFERENCE) {
+    if (!wl::stack_model(kind).plannable) {
       throw ConfigError("--stack", "--stack", "a framework to plan for (trainsim-reference is our own step, for simulate)",
                         "\"trainsim-reference\"");
     }
     fw.stack.kind = kind;
     named.insert(named.begin(), "--stack " + *f.stack);
   }
-  // Megatron-DeepSpeed: DeepSpeed running Megatron-LM's model (workloads/training_stack.hpp).
-  fw.stack.megatron_mpu = fw.stack.kind == wl::StackKind::DEEPSPEED && !f.megatron_args.empty();
-  fw.pytorch_family = fw.stack.kind == wl::StackKind::PYTORCH;
+  // Megatron-DeepSpeed: DeepSpeed running Megatron-LM's model (workloads/stacks/training_stack.hpp).
+  const wl::StackModel& stack = wl::stack_model(fw.stack.kind);
+  fw.stack.megatron_mpu = stack.runs_megatron_model && !f.megatron_args.empty();
+  fw.wrapper_for = stack.wrapper_for;
   for (const std::string& n : named) fw.source += (fw.source.empty() ? "" : ", ") + n;
   fw.no_effect = fw.fixed.no_effect;
   if (fw.fixed.model.any()) model = wl::apply_model_overrides(fw.fixed.model, model, fw.fixed.tp ? *fw.fixed.tp : 1);
   if (fw.fixed.precision) model.numerics = *fw.fixed.precision;
   if (fw.fixed.attention) model.attention = *fw.fixed.attention;
-  if (fw.stack.is_pytorch() && model.numerics != wl::Numerics::BF16_MIXED) {
+  if (stack.bf16_mixed_only && model.numerics != wl::Numerics::BF16_MIXED) {
     throw ConfigError("--stack", "--stack",
                       fmt::format("a model trained in bf16-mixed for stack {} (torch.autocast to bf16; add --precision "
                                   "bf16-mixed)",
@@ -132,9 +125,9 @@ std::optional<wl::Strategy> as_run_by(const Framework& f, const wl::Strategy& ca
   if (x.grad_accum && s.micro_batches() != *x.grad_accum) return std::nullopt;
   if (!block_recompute_covers(x, s, m)) return std::nullopt;
   wl::Strategy out = s;
-  if (f.stack.kind != wl::StackKind::IDEALIZED) {
+  if (f.stack.named()) {
     out.stack = f.stack;
-    if (f.pytorch_family) out.stack.kind = pytorch_wrapper(s);
+    if (f.wrapper_for != nullptr) out.stack.kind = f.wrapper_for(s);
     if (wl::stack_cannot_run(out, m)) return std::nullopt;
   }
   if (x.buffers_set) out.buffers = x.buffers;

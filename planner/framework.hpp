@@ -1,7 +1,7 @@
 #pragma once
 // The framework a plan is for (--stack, --deepspeed FILE, --megatron-args, --allow-async): the
 // stack every candidate is replayed with, and which strategies the search may propose: only what
-// that framework runs (workloads/stack_capabilities.hpp), agreeing with every setting its
+// that framework runs (workloads/stacks/stack_capabilities.hpp), agreeing with every setting its
 // configuration fixes, and no asynchronous scheme (wl::asynchronous: the delayed update,
 // PipeDream, 2BW change the optimizer's math) unless asked for.
 //
@@ -32,7 +32,8 @@ struct FrameworkFlags {
 
 struct Framework {
   wl::TrainingStack stack;       // the stack each candidate carries (IDEALIZED: none named)
-  bool pytorch_family = false;   // "--stack pytorch": the wrapper chosen by each candidate's shape
+  // "--stack pytorch": the wrapper each candidate's shape is run by (stack_model.hpp).
+  wl::StackKind (*wrapper_for)(const wl::Strategy&) = nullptr;
   wl::StrategyInput fixed;       // settings --deepspeed and --megatron-args fix, with their origins
   bool allow_async = false;
   std::string source;            // how the framework was named: "--stack megatron", "--deepspeed ds.json", ...

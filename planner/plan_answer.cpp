@@ -170,7 +170,7 @@ nlohmann::ordered_json strategy_json(const wl::Strategy& s) {
   j["recompute"] = wl::to_string(s.recompute);
   j["l2l"] = s.l2l;
   j["delayed_update"] = s.delayed_update;
-  if (s.stack.kind != wl::StackKind::IDEALIZED) j["stack"] = stack_json(s.stack);
+  if (s.stack.named()) j["stack"] = stack_json(s.stack);
   j["micro_batch"] = s.micro_batch;
   j["global_batch"] = s.global_batch;
   j["seq"] = s.seq;

@@ -12,6 +12,7 @@
 #include "model_loader.hpp"
 #include "model_params.hpp"
 #include "profile_loader.hpp"
+#include "stack_model.hpp"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
@@ -59,7 +60,7 @@ wl::StrategyInput strategy_from_flags(const InputFlags& f) {
   if (f.recompute) in.recompute.set(parse_flag("--recompute", *f.recompute, wl::names::RECOMPUTE), "--recompute");
   if (f.precision) in.precision.set(parse_flag("--precision", *f.precision, wl::names::NUMERICS), "--precision");
   if (f.stack) {
-    // The flag names the stack with its defaults (workloads/training_stacks.md); options such as
+    // The flag names the stack with its defaults (workloads/stacks/training_stacks.md); options such as
     // gradient_as_bucket_view go in the strategy file's "stack" object.
     wl::TrainingStack stack;
     stack.kind = parse_flag("--stack", *f.stack, wl::names::STACK);
@@ -98,8 +99,8 @@ Request resolve_request(const InputFlags& f) {
   if (!f.deepspeed_file.empty()) input.merge(wl::strategy_from_deepspeed(f.deepspeed_file));
   if (!f.megatron_args.empty()) input.merge(wl::strategy_from_megatron_args(f.megatron_args));
   input.merge(strategy_from_flags(f));
-  if (!f.megatron_args.empty() && input.stack && (*input.stack).kind == wl::StackKind::DEEPSPEED) {
-    input.stack.value->megatron_mpu = true;  // Megatron-DeepSpeed (workloads/training_stack.hpp)
+  if (!f.megatron_args.empty() && input.stack && wl::stack_model((*input.stack).kind).runs_megatron_model) {
+    input.stack.value->megatron_mpu = true;  // Megatron-DeepSpeed (workloads/stacks/training_stack.hpp)
   }
 
   if (!f.model.empty() && f.params) {
@@ -154,7 +155,7 @@ Request resolve_request(const InputFlags& f) {
   // A Hugging Face config under a PyTorch stack takes the committed capture of its family
   // (committed_captures.hpp) where the user gave none: the layer PyTorch runs, not a hand-written one.
   std::optional<std::string> committed;
-  if (f.capture_file.empty() && !model->huggingface_config.empty() && r.inputs.strategy.stack.is_pytorch()) {
+  if (f.capture_file.empty() && !model->huggingface_config.empty() && wl::stack_model(r.inputs.strategy).pytorch_eager) {
     committed = wl::committed_capture_for(model->huggingface_config, r.inputs.model.numerics,
                                           r.inputs.strategy.recompute == wl::Recompute::FULL);
   }
@@ -178,8 +179,9 @@ std::string human_count(double n) {
 
 nlohmann::ordered_json stack_json(const wl::TrainingStack& stack) {
   nlohmann::ordered_json j = {{"name", wl::to_string(stack.kind)}};
-  if (stack.kind == wl::StackKind::PYTORCH_DDP) j["gradient_as_bucket_view"] = stack.gradient_as_bucket_view;
-  if (stack.kind == wl::StackKind::PYTORCH_FSDP) {
+  const wl::StackModel& model = wl::stack_model(stack.kind);
+  if (model.bucket_view_option) j["gradient_as_bucket_view"] = stack.gradient_as_bucket_view;
+  if (model.mixed_precision_policy) {
     j["param_dtype"] = wl::to_string(stack.param_dtype);
     j["reduce_dtype"] = wl::to_string(stack.reduce_dtype);
   }
@@ -234,7 +236,7 @@ nlohmann::ordered_json inputs_json(const Request& r) {
   strategy["l2l"] = s.l2l;
   strategy["delayed_update"] = s.delayed_update;
   // Only an explicit stack is echoed, so results without one are unchanged.
-  if (s.stack.kind != wl::StackKind::IDEALIZED) strategy["stack"] = stack_json(s.stack);
+  if (s.stack.named()) strategy["stack"] = stack_json(s.stack);
   strategy["micro_batch"] = s.micro_batch;
   strategy["global_batch"] = s.global_batch;
   strategy["micro_batches"] = s.micro_batches();

@@ -1,7 +1,7 @@
 #pragma once
 // PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp, native, without expandable
 // segments or a max_split_size), as a model: what `torch.cuda.max_memory_reserved` becomes for a
-// sequence of requests and frees (workloads/training_stacks.md, "Allocator").
+// sequence of requests and frees (workloads/stacks/training_stacks.md, "Allocator").
 //
 // The rules it keeps:
 // - every request is rounded up to a multiple of 512 bytes;

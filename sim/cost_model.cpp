@@ -55,7 +55,7 @@ CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, c
     : profile_(profile),
       precision_(compute_precision(numerics)),
       element_bytes_(wl::activation_element_bytes(numerics)),
-      pytorch_stack_(stack.is_pytorch()) {
+      stack_(&wl::stack_model(stack.kind)) {
   auto it = profile.gpu.peak_TFLOPs.find(precision_);
   if (it == profile.gpu.peak_TFLOPs.end()) {
     throw std::invalid_argument(fmt::format("the {} of {} has no {} peak in its profile", profile.gpu.model,
@@ -75,7 +75,7 @@ CostModel::CostModel(const hw::ClusterProfile& profile, wl::Numerics numerics, c
   // Products timed inside training steps (calibration.gemm_in_step), each also as its transpose
   // (C^T = B^T A^T is the same work for cuBLAS; the table holds each shape as the step's aten::mm saw
   // it). Not for the trainsim reference (see the constructor's comment in cost_model.hpp).
-  if (!stack.is_reference()) {
+  if (stack_->gemm_in_step_table) {
     for (const auto& e : profile.calibration.gemm_in_step) {
       if (e.precision != precision_) continue;
       step_gemms_.push_back(log_gemm(e.m, e.n, e.k, e.efficiency));
@@ -184,7 +184,7 @@ double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
       }
     }
   }
-  // The trainsim reference's kernels ("ref:causal_softmax_fwd", workloads/reference_stack.hpp) at
+  // The trainsim reference's kernels ("ref:causal_softmax_fwd", workloads/stacks/reference_stack.hpp) at
   // the rate the very same kernel reached in calibration.reference_kernels, by size.
   if (name.rfind("ref:", 0) == 0) {
     if (const hw::BandwidthCurve* ref = find_curve(profile_.calibration.reference_kernels, name.substr(4), 1)) {
@@ -262,6 +262,15 @@ double CostModel::reference_adam_seconds(double params, bool writes_bf16_copy) c
   return kernel_seconds({"ref:adam", params * per_param});
 }
 
+double CostModel::gpu_optimizer_seconds(double params, wl::Numerics numerics, const wl::StackStates& states) const {
+  switch (stack_->gpu_optimizer) {
+    case wl::GpuOptimizer::TORCH_FUSED_ADAMW: return kernel_seconds({"torch:adamw_fused_fp32", params * 28.0});
+    case wl::GpuOptimizer::REFERENCE_ADAM: return reference_adam_seconds(params, states.keeps_param_shard);
+    case wl::GpuOptimizer::PROFILE_ADAM: break;
+  }
+  return gpu_adam_seconds(params, numerics);
+}
+
 namespace {
 
 // One tensor of `elements` from seconds-per-tensor points (sizes ascending): linear between
@@ -280,7 +289,7 @@ double seconds_for_tensor(const std::vector<hw::CpuOptimizerRate::TensorPoint>& 
 
 double CostModel::torch_cpu_adam_seconds(double params, int processes, const std::vector<ShardPiece>& tensors) const {
   // FSDP2 steps torch.optim.AdamW(fused=True) over the rank's pinned CPU shards in every rank at
-  // once (workloads/training_stacks.md, "FSDP2"): the run measured that way first, tensor by
+  // once (workloads/stacks/training_stacks.md, "FSDP2"): the run measured that way first, tensor by
   // tensor where it was measured by tensor size (calibrate/scripts/torch_offload_bench.py, `adam`).
   if (const auto& t = profile_.calibration.torch_offload) {
     if (const hw::CpuOptimizerRate* r = hw::torch_offload_adamw(*t, processes)) {
@@ -344,7 +353,7 @@ double CostModel::copy_cap(OpKind kind, double bytes, bool pageable, int gpus) c
   return curve == nullptr ? 0.0 : interpolate_curve(curve->points, bytes) * 1e9;
 }
 
-std::vector<std::string> CostModel::assumptions(bool reference_stack) const {
+std::vector<std::string> CostModel::assumptions() const {
   std::vector<std::string> out;
   const auto& cal = profile_.calibration;
   const bool gemm = !block_gemms_.empty();
@@ -383,13 +392,13 @@ std::vector<std::string> CostModel::assumptions(bool reference_stack) const {
                               "rank{} as measured by calibrate/scripts/torch_offload_bench.py",
                               profile_.name, by_tensor ? " (tensor by tensor, at its measured time per tensor by size)" : ""));
   }
-  if (pytorch_stack_ && cal.host_dispatch && cal.host_dispatch->gpu_kernel_us) {
+  if (stack_->pytorch_eager && cal.host_dispatch && cal.host_dispatch->gpu_kernel_us) {
     out.push_back(fmt::format("a PyTorch layer's kernels wait {:.3g} us each for the GPU to start them behind the one before "
                               "({}'s calibration.host_dispatch.gpu_kernel_us), the kernels a layer launches counted as its "
-                              "stack launches them (workloads/stack_layer.hpp)",
+                              "stack launches them (workloads/stacks/stack_layer.hpp)",
                               *cal.host_dispatch->gpu_kernel_us, profile_.name));
   }
-  if (reference_stack && !cal.reference_kernels.empty()) {
+  if (stack_->reference_kernels && !cal.reference_kernels.empty()) {
     out.push_back(fmt::format("the trainsim reference's own kernels (LayerNorm, causal softmax, head transposes, column "
                               "sums) at {}'s calibration.reference_kernels rates by size",
                               profile_.name));

@@ -13,6 +13,7 @@
 
 #include "cluster_profile.hpp"
 #include "layer_costs.hpp"
+#include "stack_model.hpp"
 #include "task_graph.hpp"
 
 namespace trainsim::sim {
@@ -100,6 +101,10 @@ class CostModel {
   // moments and gradient, and a new bf16 copy where the stack keeps one, at the rate of its
   // calibration.reference_kernels class "adam" (else the copy curve).
   double reference_adam_seconds(double params, bool writes_bf16_copy) const;
+  // The optimizer step on the GPU over `params` parameters, as the stack runs it: PyTorch's fused
+  // AdamW over fp32 parameter, gradient and both moments (28 bytes a parameter), the reference's
+  // Adam kernel, else gpu_adam_seconds.
+  double gpu_optimizer_seconds(double params, wl::Numerics numerics, const wl::StackStates& states) const;
 
   // Calibrated rate caps (bytes/s of the op's ring hop or copy); 0 when uncalibrated.
   double collective_cap(CollectiveKind kind, int group_size, double bytes) const;
@@ -112,14 +117,14 @@ class CostModel {
   hw::ComputePrecision precision() const { return precision_; }
   double peak_flops() const { return peak_flops_; }
   // What the costs rest on; the reference's kernel table only where the stack runs those kernels.
-  std::vector<std::string> assumptions(bool reference_stack = false) const;
+  std::vector<std::string> assumptions() const;
 
  private:
   hw::ClusterProfile profile_;  // a copy: a cost model outlives the profile it was made from
   hw::ComputePrecision precision_;
   double peak_flops_ = 0;
   double element_bytes_ = 2;
-  bool pytorch_stack_ = false;  // the stack is one of PyTorch's (its layers count their launches)
+  const wl::StackModel* stack_;  // the training stack (static: stack_model's)
   struct LogGemm {
     double lm, ln, lk, efficiency;  // log m, log n, log k of a table entry
     bool aligned;                   // aligned_gemm(m, n, k)
@@ -141,7 +146,7 @@ double interpolate_curve(const std::vector<hw::CurvePoint>& points, double bytes
 
 // glibc serves an allocation above its largest mmap threshold (DEFAULT_MMAP_THRESHOLD_MAX: 32 MiB on
 // 64-bit) with a fresh mmap, so the bench's pageable copies from that size up fault in every
-// destination page and those below it reuse resident heap pages (workloads/training_stacks.md,
+// destination page and those below it reuse resident heap pages (workloads/stacks/training_stacks.md,
 // "FSDP2").
 inline constexpr double GLIBC_MMAP_THRESHOLD_MAX_BYTES = 32.0 * 1024 * 1024;
 // A pageable copy curve's cost of faulting in a fresh destination page, per byte: its mean time

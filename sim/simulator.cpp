@@ -386,7 +386,7 @@ SimResult run_replay(const wl::ModelSpec& m, const wl::Strategy& s, const hw::Cl
   r.hardware_tflops_per_gpu = hardware / weight / r.step_time_s / 1e12;
   r.tokens_per_s = static_cast<double>(s.global_batch) * static_cast<double>(s.seq) / r.step_time_s;
   r.samples_per_s = static_cast<double>(s.global_batch) / r.step_time_s;
-  r.assumptions = replays.costs().assumptions(s.stack.is_reference());
+  r.assumptions = replays.costs().assumptions();
   r.folding.push_back(replays.fold().description);
   r.folding.push_back(how);
   r.notes = replays.notes();

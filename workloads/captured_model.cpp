@@ -11,6 +11,7 @@
 #include "config_error.hpp"
 #include "input_file.hpp"
 #include "model_params.hpp"
+#include "stack_model.hpp"
 #include "strategy_identity.hpp"
 
 namespace trainsim::wl {
@@ -27,15 +28,13 @@ namespace {
 // precision or without checkpointing where the run recomputes costs other kernels.
 void check_run(const CaptureDocument& doc, const std::string& flag, const ModelSpec& m, const Strategy& s) {
   const std::string where = flag + " " + doc.source;
-  if (!s.stack.is_pytorch()) {
+  const StackModel& stack = stack_model(s);
+  if (!stack.pytorch_eager) {
     throw ConfigError(where, "--stack", "a PyTorch stack (pytorch, pytorch-ddp, pytorch-pipelining): a capture records PyTorch's ops",
                       std::string(to_string(s.stack.kind)));
   }
-  if (s.stack.kind == StackKind::PYTORCH_FSDP) {
-    // FSDP2 casts parameters by its MixedPrecisionPolicy where a capture under autocast casts each
-    // weight at its use: the layer's casts would be counted twice.
-    throw ConfigError(where, "--stack", "pytorch, pytorch-ddp or pytorch-pipelining (FSDP2 with a capture is not modeled yet)",
-                      "pytorch-fsdp");
+  if (stack.capture_refusal != nullptr) {
+    throw ConfigError(where, "--stack", stack.capture_refusal, std::string(to_string(s.stack.kind)));
   }
   if (capture_numerics(doc) != m.numerics) {
     throw ConfigError(where, "run.precision",
@@ -182,7 +181,7 @@ std::shared_ptr<const ModelCapture> attach_capture(const std::string& path, Capt
 }
 
 const ModelCapture* captured_for(const ModelSpec& m, const Strategy& s) {
-  if (!m.capture || !s.stack.is_pytorch()) return nullptr;
+  if (!m.capture || !stack_model(s).pytorch_eager) return nullptr;
   const SymbolValues& sym = m.capture->doc.symbols;
   const auto b = sym.find("b"), sq = sym.find("s");
   if (b == sym.end() || sq == sym.end() || b->second != s.micro_batch || sq->second != s.seq || s.tp != 1) {

@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "activation_memory.hpp"
-#include "reference_stack.hpp"
-#include "stack_layer.hpp"
+#include "stack_model.hpp"
 
 namespace trainsim::wl {
 
@@ -51,8 +50,7 @@ PassCost backward_of(const PassCost& fwd) {
 }  // namespace
 
 LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
-  if (s.stack.is_pytorch()) return torch_layer_cost(m, s);
-  if (s.stack.is_reference()) return reference_layer_cost(m, s);
+  if (const auto own = stack_model(s).layer_cost) return own(m, s);
   const double b = static_cast<double>(s.micro_batch), sq = static_cast<double>(s.seq);
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
@@ -93,8 +91,7 @@ LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
 }
 
 LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
-  if (s.stack.is_pytorch()) return torch_output_cost(m, s);
-  if (s.stack.is_reference()) return reference_output_cost(m, s);
+  if (const auto own = stack_model(s).output_cost) return own(m, s);
   const double tokens = static_cast<double>(s.micro_batch * s.seq);
   const double h = static_cast<double>(m.hidden), v = static_cast<double>(m.vocab);
   const double e = activation_element_bytes(m.numerics);
@@ -107,8 +104,7 @@ LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
 }
 
 LayerCost embedding_cost(const ModelSpec& m, const Strategy& s) {
-  if (s.stack.is_pytorch()) return torch_embedding_cost(m, s);
-  if (s.stack.is_reference()) return reference_embedding_cost(m, s);
+  if (const auto own = stack_model(s).embedding_cost) return own(m, s);
   const double tokens = static_cast<double>(s.micro_batch * s.seq);
   const double e = activation_element_bytes(m.numerics);
   PassCost fwd;

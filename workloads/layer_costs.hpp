@@ -54,7 +54,7 @@ struct PassCost {
   bool fused_attention = false;  // flash attention: scores, softmax and context in one kernel
   FlashWork flash;               // set with fused_attention
   // Kernels the stack launches on the compute stream for this pass, where counted (a PyTorch
-  // stack's transformer layer, workloads/stack_layer.hpp); 0: not counted.
+  // stack's transformer layer, workloads/stacks/stack_layer.hpp); 0: not counted.
   double launches = 0;
   // Of them, those a costed kernel entry stands for, one an entry (a compute-stream launch with
   // bytes): its curve, timed as back-to-back launches, holds the gap before each launch it timed

@@ -5,10 +5,8 @@
 
 #include "activation_memory.hpp"
 #include "model_params.hpp"
-#include "reference_stack.hpp"
-#include "stack_layer.hpp"
+#include "stack_model.hpp"
 #include "stage_partition.hpp"
-#include "training_stack.hpp"
 
 namespace trainsim::wl {
 
@@ -164,16 +162,11 @@ double interleaved_layers_in_flight(const Strategy& s, const StagePartition& par
 void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int stage_layers, const StagePartition& part) {
   ActivationMemory& a = st.activations;
   const ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
-  LayerActivations layer = layer_activation_bytes(m, shape);
-  // A stack's own saved tensors (workloads/training_stacks.md); under activation checkpointing each
-  // layer keeps its input, and the layer being recomputed all of them.
-  if (s.stack.is_pytorch()) {
-    layer.full = torch_layer_saved_bytes(m, s);
-    layer.stored = s.recompute == Recompute::FULL ? torch_layer_checkpoint_bytes(m, s) : layer.full;
-    a.autocast_cache_bytes = stage_layers * torch_autocast_cache_bytes(m, s);
-  }
-  const ReferenceActivations ref = reference_activations(m, s);
-  if (s.stack.is_reference()) layer = {ref.stored, ref.full};
+  // The stack's own saved tensors (stack_model.hpp); under activation checkpointing each layer
+  // keeps its input, and the layer being recomputed all of them.
+  const StackActivations own = stack_activations(m, s);
+  const LayerActivations layer{own.stored, own.full};
+  a.autocast_cache_bytes = stage_layers * own.autocast_cache;
   a.layers = stage_layers;
   a.in_flight_microbatches = in_flight_microbatches(s, st.stage);
   a.per_layer_stored_bytes = layer.stored;
@@ -190,18 +183,15 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     // Selective recompute re-materializes one layer's attention matrix during its backward.
     if (s.recompute == Recompute::SELECTIVE) a.working_bytes = layer.full - layer.stored;
   }
-  const double embedding = s.stack.is_reference() ? ref.embedding : embedding_activation_bytes(m, shape);
-  const double output = s.stack.is_reference() ? ref.output : output_norm_activation_bytes(m, shape);
-  if (st.stage == 0) a.stored_bytes += embedding * a.in_flight_microbatches;
+  if (st.stage == 0) a.stored_bytes += own.embedding * a.in_flight_microbatches;
   // Micro-batches whose head (final norm, logits) the last stage holds at once: every one under
   // GPipe; otherwise the one between its last chunk's forward and backward, since 1F1B's last stage
   // (p - i = 1) and the interleaved schedule's (after its warm-up of the earlier chunks, Megatron-LM
   // schedules.py) run each last-chunk backward right after its forward.
   const double head_in_flight = s.pp > 1 && s.schedule != Schedule::GPIPE ? 1.0 : a.in_flight_microbatches;
   if (st.stage == s.pp - 1) {
-    // The reference's final LayerNorm buffers exist once (its head runs forward and backward at once).
-    a.stored_bytes += output * (s.stack.is_reference() ? 1.0 : head_in_flight);
-    a.head_bytes = s.stack.is_reference() ? 0.0 : output;
+    a.stored_bytes += own.output * (own.head_once ? 1.0 : head_in_flight);
+    a.head_bytes = own.head_once ? 0.0 : own.output;
   }
   a.at.gpu = a.stored_bytes + a.checkpoint_bytes;
   if (s.schedule == Schedule::HYDRA) {
@@ -225,26 +215,9 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
     a.at.cpu = a.checkpoint_bytes;
     a.at.gpu = a.stored_bytes + resident;
   }
+  // Each in-flight micro-batch's loss tensors, and the extra of the backward of one log_softmax.
   st.buffers.logits_loss_bytes =
-      st.stage == s.pp - 1 ? logits_bytes(m, shape) * std::min(head_in_flight, 1.0 * s.micro_batches()) : 0;
-  if (s.stack.is_pytorch() && st.stage == s.pp - 1) {
-    // Each in-flight micro-batch's loss tensors, and the backward of one log_softmax.
-    const TorchLossBytes loss = torch_loss_bytes(m, s);
-    st.buffers.logits_loss_bytes = loss.kept * std::min(head_in_flight, 1.0 * s.micro_batches()) + loss.backward_extra;
-  }
-  if (s.stack.is_reference()) st.buffers.logits_loss_bytes = 0;  // in its resident buffers
-  if (s.stack.kind == StackKind::PYTORCH_PIPELINING && s.pp > 1) {
-    // torch.distributed.pipelining allocates a receive buffer per micro-batch and keeps them across
-    // steps (PipelineStage: one per micro-batch for the activation a non-first stage receives, one
-    // for the gradient a non-last stage receives of its output; training_stacks.md). A received
-    // activation is the first layer's saved input while its micro-batch is in flight, which the
-    // layers' saved tensors already count; the buffers of the micro-batches not in flight come on top.
-    const double boundary = residual_tensor_bytes(m, s.micro_batch, s.seq);
-    const double M = static_cast<double>(s.micro_batches());
-    if (st.stage < s.pp - 1) st.buffers.receive_buffer_bytes += M * boundary;
-    if (st.stage > 0) st.buffers.receive_buffer_bytes += std::max(0.0, M - a.in_flight_microbatches) * boundary;
-  }
-
+      st.stage == s.pp - 1 ? own.logits_kept * std::min(head_in_flight, 1.0 * s.micro_batches()) + own.logits_backward : 0;
 }
 
 void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modeled) {
@@ -301,30 +274,7 @@ void buffers(const ModelSpec& m, const Strategy& s, StageMemory& st, bool modele
     buf.staging_bytes = pair * (b.params + b.grads + b.optimizer);
     buf.comm_bucket_bytes = 0;
   }
-  if (s.stack.is_pytorch() && modeled) {
-    // PyTorch's own buffers (workloads/training_stacks.md): DDP's buckets beside .grad; FSDP2's
-    // gathered bf16 units (every layer from its forward to its backward without resharding, else
-    // two layers) plus the root (unsharded throughout under FSDP2's default), and a layer's
-    // unsharded bf16 gradients with their reduce_dtype copy during its reduce-scatter: an upper
-    // bound on what is alive at once (the replay allocates and frees them as FSDP2 does).
-    const StackStates ss = stack_states(s.stack, m.numerics, s.zero_stage, s.micro_batches());
-    buf.comm_bucket_bytes = ss.bucket_copy * psi;
-    buf.gathered_params_bytes = 0;
-    buf.staging_bytes = 0;
-    if (s.stack.kind == StackKind::PYTORCH_FSDP) {
-      const RankParams r = rank_params(m, s.tp);
-      const double e = dtype_bytes(s.stack.param_dtype);
-      const double root = r.embedding + r.head;
-      buf.gathered_params_bytes = (s.zero_stage >= 3 ? 2.0 * r.per_layer + root : psi) * e;
-      buf.comm_bucket_bytes = r.per_layer * (2.0 + dtype_bytes(s.stack.reduce_dtype));
-    }
-  }
-  if (s.stack.is_reference() && modeled) {
-    // The reference's static arena (training_stacks.md, "trainsim-reference"): its work buffers,
-    // the head's logits and ZeRO-3's full-unit gradient buffers exist for the whole step.
-    buf.comm_bucket_bytes = reference_resident_bytes(m, s, st.stage == s.pp - 1);
-    buf.staging_bytes = 0;
-  }
+  if (const auto own = stack_model(s).buffers; own && modeled) own(m, s, st, buf);
   const double versions = weight_versions(s, st.stage);
   buf.weight_stash_bytes = (versions - 1) * st.params_at.gpu;
 }

@@ -15,9 +15,18 @@ set(TRAINSIM_WORKLOADS_SOURCES
   memory_model.cpp
   layer_costs.cpp
   stage_partition.cpp
-  training_stack.cpp
-  stack_capabilities.cpp
-  stack_layer.cpp
-  reference_stack.cpp
+  stacks/training_stack.cpp
+  stacks/stack_models.cpp
+  stacks/idealized_stack.cpp
+  stacks/megatron_stack.cpp
+  stacks/deepspeed_stack.cpp
+  stacks/pytorch_stack.cpp
+  stacks/pytorch_ddp_stack.cpp
+  stacks/pytorch_fsdp_stack.cpp
+  stacks/pytorch_pipelining_stack.cpp
+  stacks/trainsim_reference_stack.cpp
+  stacks/stack_capabilities.cpp
+  stacks/stack_layer.cpp
+  stacks/reference_stack.cpp
   capture_expr.cpp capture_document.cpp capture_scale.cpp capture_memory.cpp captured_layer_cost.cpp captured_model.cpp
   committed_captures.cpp)

@@ -5,6 +5,7 @@
 
 #include "enum_names.hpp"
 #include "limits.hpp"
+#include "stack_model.hpp"
 #include "strategy_input.hpp"
 #include "strict_json.hpp"
 
@@ -55,7 +56,7 @@ void mark_no_effect(StrictObject& o, StrategyInput& in, std::initializer_list<st
 }
 
 // "stack": a name ("pytorch-ddp"), or an object with the name and the stack's options
-// (workloads/training_stacks.md): {"name": "pytorch-ddp", "gradient_as_bucket_view": true} or
+// (workloads/stacks/training_stacks.md): {"name": "pytorch-ddp", "gradient_as_bucket_view": true} or
 // {"name": "pytorch-fsdp", "param_dtype": "bf16", "reduce_dtype": "fp32"}.
 void read_stack(StrictObject& o, StrategyInput& in) {
   if (!o.has("stack")) return;
@@ -64,7 +65,7 @@ void read_stack(StrictObject& o, StrategyInput& in) {
     StrictObject s = o.object("stack");
     stack.kind = s.choice<StackKind>("name", names::STACK);
     if (auto v = s.optional_boolean("gradient_as_bucket_view")) {
-      if (stack.kind != StackKind::PYTORCH_DDP) {
+      if (!stack_model(stack.kind).bucket_view_option) {
         throw ConfigError(s.source(), s.path_of("gradient_as_bucket_view"), "no such option unless the stack is pytorch-ddp",
                           std::string(to_string(stack.kind)));
       }
@@ -72,7 +73,7 @@ void read_stack(StrictObject& o, StrategyInput& in) {
     }
     for (auto key : {"param_dtype", "reduce_dtype"}) {
       if (!s.has(key)) continue;
-      if (stack.kind != StackKind::PYTORCH_FSDP) {
+      if (!stack_model(stack.kind).mixed_precision_policy) {
         throw ConfigError(s.source(), s.path_of(key), "no such option unless the stack is pytorch-fsdp",
                           std::string(to_string(stack.kind)));
       }

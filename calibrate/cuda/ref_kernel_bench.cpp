@@ -2,7 +2,7 @@
 // reference runs) timed with CUDA events at the shapes of its rows and around them: LayerNorm
 // forward and both backwards over fp32 rows, the head split/merge transposes, the causal softmax
 // forward and backward, the bias column sums. Each rate is the bytes one launch moves as
-// workloads/reference_kernels.hpp counts them (the formula the simulator prices them with) over its
+// workloads/stacks/reference_kernels.hpp counts them (the formula the simulator prices them with) over its
 // median time; the profile gets calibration.reference_kernels, one curve per class by size.
 // Inputs are random and finite; the outputs are poisoned first and must all be written (a launch
 // that did nothing would time as a fast one). Small shapes rotate through copies of their buffers
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../../workloads/reference_kernels.hpp"
+#include "../../workloads/stacks/reference_kernels.hpp"
 #include "../gpu_benchmarks.hpp"
 #include "cuda_check.hpp"
 #include "device_memory.hpp"

@@ -114,7 +114,7 @@ def kernels(dev, sizes=len(KERNEL_ELEMENTS), progress=lambda done, total: None):
 # all-gather input (foreach_all_gather), the split_with_sizes_copy of the gathered buffer out into
 # the unsharded parameters (foreach_all_gather_copy_out), and the chunk_cat of the unsharded bf16
 # gradients into the fp32 reduce-scatter input (foreach_reduce). The validation traces show the
-# first two at about half the rate of a plain cast or copy of one tensor (workloads/training_stacks.md).
+# first two at about half the rate of a plain cast or copy of one tensor (workloads/stacks/training_stacks.md).
 
 # One layer's weights (out, in) and 1-D parameters: the measured GPT at hidden 1024 (biases and
 # LayerNorms) and Llama 3 8B's and 70B's layers (RMSNorms), as reports/validation/scripts/model*.py build them.

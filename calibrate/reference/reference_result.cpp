@@ -78,7 +78,7 @@ nlohmann::ordered_json measured_run_json(const ReferenceRun& run, const std::str
   nlohmann::ordered_json details;
   details["implementation"] =
       "trainsim-calibrate reference: our own CUDA kernels and cuBLASLt GEMMs; stack trainsim-reference "
-      "(workloads/training_stacks.md): bf16 parameters (not kept under ZeRO-3: cast from the fp32 master per "
+      "(workloads/stacks/training_stacks.md): bf16 parameters (not kept under ZeRO-3: cast from the fp32 master per "
       "gather), fp32 gradients accumulated over micro-batches and reduce-scattered in fp32, fp32 master weights and "
       "Adam moments, one static arena per GPU";
   details["mixed_precision"] = "bf16 GEMM inputs and saved activations, fp32 accumulate and GEMM outputs, fp32 "

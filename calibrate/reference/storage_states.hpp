@@ -23,7 +23,7 @@ namespace trainsim::calibrate::ref {
 
 // The reference's transfer unit on storage: 4 Mi parameters, 48 MiB of [master | exp_avg |
 // exp_avg_sq] (calibrate/cuda/ref_param_store.cpp builds its StorageStates with it; the replay's
-// stack data, workloads/training_stack.cpp, states the same number).
+// stack data, workloads/stacks/training_stack.cpp, states the same number).
 constexpr std::size_t STATE_CHUNK_PARAMS = std::size_t{4} << 20;
 
 class StorageStates {

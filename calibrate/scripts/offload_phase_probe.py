@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where the FSDP2 CPU-offload step goes, on the host's clock, without the profiler (its
-results left the tree: reports/HISTORY.md; what they found: workloads/training_stacks.md, "FSDP2").
+results left the tree: reports/HISTORY.md; what they found: workloads/stacks/training_stacks.md, "FSDP2").
 
 The 2-GPU offload row (0.36 B GPT, 24 layers, micro-batch 4, 2 micro-batches a step, 32 threads a
 rank, as reports/validation/scripts/run_step.py builds it) steps in 915-944 ms on a quiet host where

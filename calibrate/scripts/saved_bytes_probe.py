@@ -12,7 +12,7 @@ the cases, run_step_stacks.Checkpointed: the layer then keeps its input alone):
 Per layer: saved = (allocated after the forward) - (allocated before it) - (the output's bytes)
 + (the input's bytes), the layer's input counted as its own (it is what its first norm saves),
 its output not (the next layer's input). Read by tests/workloads/saved_bytes_test.cpp against
-workloads/stack_layer.cpp's torch_layer_saved_bytes.
+workloads/stacks/stack_layer.cpp's torch_layer_saved_bytes.
 
     python3 calibrate/scripts/saved_bytes_probe.py --out saved_bytes.json
 """

@@ -2,7 +2,7 @@
 """A PyTorch layer's own kernels, timed in the layouts the layer runs them.
 
 torch_microbench.py times PyTorch's kernels on contiguous tensors of their own. A transformer layer
-as the PyTorch stacks run it (workloads/training_stacks.md, autocast, "The layer's kernels and layouts";
+as the PyTorch stacks run it (workloads/stacks/training_stacks.md, autocast, "The layer's kernels and layouts";
 reports/validation/scripts/model.py and model_llama.py) runs some kernels that a contiguous bench
 does not have, or in layouts it does not use:
 

@@ -99,7 +99,7 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
       ->group("Cluster");
   app.add_option("--stack", f.stack,
                  "Training stack: idealized (default), megatron, deepspeed, pytorch, pytorch-ddp, pytorch-fsdp, "
-                 "pytorch-pipelining (workloads/training_stacks.md)")
+                 "pytorch-pipelining (workloads/stacks/training_stacks.md)")
       ->group("Strategy");
   app.add_flag_function(
          "--l2l", [&f](std::int64_t) { f.l2l = true; }, "L2L: one layer on the GPU at a time, model states on the host")

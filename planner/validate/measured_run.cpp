@@ -12,7 +12,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // PyTorch's stacks as run_step.py names them, and trainsim's stack for each
-// (workloads/training_stacks.md).
+// (workloads/stacks/training_stacks.md).
 wl::StackKind stack_kind(const StrictObject& o, const std::string& name) {
   if (name == "pytorch") return wl::StackKind::PYTORCH;
   if (name == "pytorch-ddp") return wl::StackKind::PYTORCH_DDP;

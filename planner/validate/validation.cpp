@@ -17,7 +17,7 @@
 #include "profile_loader.hpp"
 #include "request.hpp"
 #include "simulator.hpp"
-#include "training_stack.hpp"
+#include "stack_model.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -345,7 +345,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
   // reference step holds one arena, allocated once, so its reserved peak is its allocated one. No
   // target (the issue sets none): the row shows the model's error.
   if (!run.peak_reserved_bytes.empty()) {
-    const bool caching = request.inputs.strategy.stack.caching_allocator();
+    const bool caching = wl::stack_model(request.inputs.strategy).caching_allocator;
     double predicted_reserved = predicted_peak;
     if (caching) {
       for (const auto& g : r.per_gpu) v.predicted_reserved.push_back(g.peak_reserved_bytes);

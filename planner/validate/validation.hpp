@@ -61,7 +61,7 @@ struct RunValidation {
   std::optional<double> host_sensitivity;
   // FSDP2's accumulating gradient copies are replayed into resident heap pages, as the calibration
   // measured them; where glibc's per-thread arena gives such a copy a heap of its own every page
-  // faults in instead (workloads/training_stacks.md, "FSDP2"). The predicted step of a second
+  // faults in instead (workloads/stacks/training_stacks.md, "FSDP2"). The predicted step of a second
   // replay costed so (with_fresh_pageable_pages), for runs that make such copies.
   std::optional<double> fresh_pages_step_s;
   // GPU kernel time of one step by class (GEMM, attention, other kernels, optimizer): the replay's

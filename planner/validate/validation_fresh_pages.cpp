@@ -20,7 +20,7 @@ std::string fresh_pages_markdown(const std::vector<RunValidation>& runs) {
          "FSDP2 copies the gradient shards of every micro-batch after a step's first into fresh pageable tensors, the host "
          "waiting. The replay costs those copies as the calibration measured such copies: into resident heap pages below "
          "glibc's 32 MiB mmap threshold. Where glibc's per-thread arena gives a copy a heap of its own, every page faults in "
-         "instead (workloads/training_stacks.md, FSDP2: so for the 0.36 B GPT's copies of 4 MB and more at 2 ranks; not for "
+         "instead (workloads/stacks/training_stacks.md, FSDP2: so for the 0.36 B GPT's copies of 4 MB and more at 2 ranks; not for "
          "the 2.65 B GPT's at 2 ranks); which copies do depends on the arena's state, which the replay does not know. The last "
          "columns cost every such copy below the threshold as faulting, at the cost per byte the same pageable-copy curve "
          "shows from the threshold up: a bound, not the prediction.\n\n"

@@ -111,7 +111,7 @@ nlohmann::ordered_json summary_json(const std::vector<RunValidation>& runs, cons
                      {"profile_descriptions", profile_descriptions(runs)},
                      {"inputs", inputs},
                      {"known_gaps", known_gaps_path.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(known_gaps_path)},
-                     {"stack_behaviour", "workloads/training_stacks.md"}};
+                     {"stack_behaviour", "workloads/stacks/training_stacks.md"}};
   j["tolerances"] = {{"step_time_pct", STEP_TOLERANCE_PCT},
                      {"peak_allocated_pct", MEMORY_TOLERANCE_PCT},
                      {"mean_abs_error_pct", MEAN_TOLERANCE_PCT},
@@ -318,7 +318,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "simulated GPU's memory-timeline peak (per GPU below).\n"
         "- `peak_reserved`: the largest GPU's `torch.cuda.max_memory_reserved` against what PyTorch's caching allocator "
         "would reserve for the replay's memory events (sim/caching_allocator.hpp, sim/reserved_memory.hpp: each event one "
-        "request on its op's stream; workloads/training_stacks.md \"Allocator\"); for trainsim's reference step, whose "
+        "request on its op's stream; workloads/stacks/training_stacks.md \"Allocator\"); for trainsim's reference step, whose "
         "arena is allocated once, the allocated peak. The model alone reproduces the allocator's own record of the rows' "
         "configurations within 0.2% (allocator/README.md); the replay's events are groups of tensors, not tensors, which "
         "is most of this row's error. No target.\n"
@@ -375,7 +375,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
   md += "\n## Where every term comes from\n\n"
         "No term is fitted to a measured run. Each comes from a calibration measurement of the profile (its `calibration` "
         "section, measured by `trainsim-calibrate` and `calibrate/scripts/` on the same kind of machine, never on these "
-        "runs) or from a documented behaviour of the training stack (`workloads/training_stacks.md`):\n\n"
+        "runs) or from a documented behaviour of the training stack (`workloads/stacks/training_stacks.md`):\n\n"
         "| term | source |\n|---|---|\n"
         "| GEMM time | calibration: bf16 GEMM efficiency by shape (cuBLASLt, fastest of up to 8 algorithms) |\n"
         "| flash attention forward and backward | calibration: `torch.nn.functional.scaled_dot_product_attention` kernels by shape |\n"

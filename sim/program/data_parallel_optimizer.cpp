@@ -67,10 +67,7 @@ int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, Deps deps) {
   } else if (s_.offload_optimizer == OffloadTarget::NONE) {
     Instruction op = base(InstrKind::COMPUTE, Stream::COMPUTE, Category::OPTIMIZER, "adam", in);
     op.pass = ComputePass::OPTIMIZER;
-    // PyTorch's fused AdamW: fp32 parameter, gradient and both moments (28 bytes per parameter).
-    op.seconds = s_.stack.is_pytorch()     ? c_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
-                 : s_.stack.is_reference() ? c_.reference_adam_seconds(params, stack_.keeps_param_shard)
-                                           : c_.gpu_adam_seconds(params, m_.numerics);
+    op.seconds = c_.gpu_optimizer_seconds(params, m_.numerics, stack_);
     op.after = deps;
     out = writer_.add(std::move(op));
   } else if (s_.offload_optimizer == OffloadTarget::CPU) {
@@ -79,7 +76,7 @@ int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, Deps deps) {
     // node's ranks stepping at once (training_stacks.md, "FSDP2").
     Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
     op.params = params;
-    if (s_.stack.is_pytorch()) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_, optimizer_tensors());
+    if (wl::stack_model(s_).torch_cpu_adam) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_, optimizer_tensors());
     op.after = deps;
     out = writer_.add(std::move(op));
   } else {
@@ -139,7 +136,7 @@ int DataParallelBuilder::lower_update(const ScheduleItem& in, Deps deps) {
   if (s_.zero_stage >= 1 && s_.zero_stage <= 2 && s_.dp > 1 && !stack_.shard_params) {
     // ZeRO 1-2 (ZeRO Sec. 5.1-5.2): every rank keeps all parameters, so it needs every updated
     // shard: an all-gather per allgather bucket. A stack that keeps the parameters sharded between
-    // steps (FSDP2 at either reshard_after_forward, workloads/training_stacks.md "FSDP2") gathers
+    // steps (FSDP2 at either reshard_after_forward, workloads/stacks/training_stacks.md "FSDP2") gathers
     // them in the next forward instead, unit by unit, and has no such gather.
     const double total = rank_params_ * bytes_.params;
     const double bucket = s_.buffers.allgather_bucket_elems * bytes_.params;

@@ -19,10 +19,10 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
     : m_(m), s_(s), c_(c), st_(mem.stages[0]), writer_(program_) {
   stack_ = wl::stack_states(s.stack, m.numerics, s.zero_stage, micro_batches > 0 ? micro_batches : s.micro_batches());
   bytes_ = {stack_.params, stack_.grads, stack_.optimizer};
-  fsdp_ = s.stack.kind == wl::StackKind::PYTORCH_FSDP;
+  fsdp_ = wl::stack_model(s).fully_shard;
   // FSDP2 gathers whole layers (fully_shard per block) in its param_dtype, also without
   // resharding after forward (then once per micro-batch, kept to the backward); DeepSpeed's
-  // ZeRO-3 gathers submodules in the parameters' dtype (workloads/training_stacks.md).
+  // ZeRO-3 gathers submodules in the parameters' dtype (workloads/stacks/training_stacks.md).
   gather_ = (s.zero_stage == 3 || fsdp_) && s.dp > 1 && !s.l2l;
   gather_bytes_ = fsdp_ ? wl::dtype_bytes(s.stack.param_dtype) : bytes_.params;
   keep_gathered_ = fsdp_ && s.zero_stage < 3;
@@ -88,7 +88,7 @@ ProgramSet DataParallelBuilder::run(TrailingStep trailing) {
   }
   out.stages.push_back(std::move(program_));
   if (page_fault_bound_s_ > 0) {
-    // Why: workloads/training_stacks.md, "FSDP2" (the probe that measured it: reports/HISTORY.md).
+    // Why: workloads/stacks/training_stacks.md, "FSDP2" (the probe that measured it: reports/HISTORY.md).
     out.notes.push_back(fmt::format(
         "FSDP2's accumulating gradient copies go to fresh pageable tensors, costed as the calibration measured "
         "them: resident heap pages below glibc's 32 MiB mmap threshold. Where glibc's per-thread arena gives such "

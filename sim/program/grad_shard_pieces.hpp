@@ -1,6 +1,6 @@
 #pragma once
 // A unit's reduced gradient shard as the tensors a per-parameter framework copies one by one
-// (FSDP2 offloads each parameter's shard with its own `.to("cpu")`, workloads/training_stacks.md,
+// (FSDP2 offloads each parameter's shard with its own `.to("cpu")`, workloads/stacks/training_stacks.md,
 // "FSDP2"): the rate of a host copy depends on the size of each copy (cost_model.hpp, copy_cap),
 // so the copies are grouped by size rather than merged into one.
 

@@ -7,24 +7,17 @@
 #include <tuple>
 #include <utility>
 
+#include "stack_model.hpp"
+
 namespace trainsim::sim {
 
 std::string stack_dispatch_key(const wl::Strategy& s) {
-  switch (s.stack.kind) {
-    case wl::StackKind::PYTORCH: return "pytorch";
-    case wl::StackKind::PYTORCH_DDP: return "pytorch-ddp";
-    case wl::StackKind::PYTORCH_FSDP:
-      return s.offload_params != wl::OffloadTarget::NONE ? "pytorch-fsdp:offload"
-             : s.zero_stage >= 3                         ? "pytorch-fsdp:zero3"
-                                                         : "pytorch-fsdp:zero2";
-    case wl::StackKind::PYTORCH_PIPELINING:
-      return s.schedule == wl::Schedule::GPIPE ? "pytorch-pipelining:gpipe" : "pytorch-pipelining:1f1b";
-    default: return std::string(wl::to_string(s.stack.kind));
-  }
+  const auto key = wl::stack_model(s).dispatch_key;
+  return key != nullptr ? key(s) : std::string(wl::to_string(s.stack.kind));
 }
 
 const hw::StackDispatch* stack_dispatch(const wl::Strategy& s, const hw::ClusterProfile& profile) {
-  if (s.stack.kind == wl::StackKind::IDEALIZED || !profile.calibration.host_dispatch) return nullptr;
+  if (wl::stack_model(s).dispatch_key == nullptr || !profile.calibration.host_dispatch) return nullptr;
   const std::string key = stack_dispatch_key(s);
   // A stack calibrated at several rank counts (every entry names its "ranks"; the loader checks):
   // the entry at the run's ranks, else the nearest (fewer on a tie), the calibration's world size
@@ -43,7 +36,7 @@ void assign_host_dispatch(ProgramSet& programs, const wl::Strategy& s, const hw:
                           int transformer_layers, int micro_batches, std::vector<std::string>& notes) {
   const hw::StackDispatch* d = stack_dispatch(s, profile);
   if (d == nullptr) {
-    if (s.stack.kind != wl::StackKind::IDEALIZED) {
+    if (wl::stack_model(s).dispatch_key != nullptr) {
       notes.push_back(fmt::format("host dispatch: {} has no calibrated host time for stack {}: GPU streams are fed at once",
                                   profile.name, stack_dispatch_key(s)));
     }

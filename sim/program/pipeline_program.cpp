@@ -30,8 +30,8 @@ class StageBuilder {
     // Activations between stages: micro-batch x sequence x hidden; tensor-parallel ranks each send
     // their 1/t slice and the receiver all-gathers it over NVLink (Narayanan et al. SC'21,
     // Sec. 4.1, scatter/gather), already split under sequence parallelism.
-    // A PyTorch stage under autocast sends its fp32 residual stream (workloads/training_stacks.md).
-    const double element = s.stack.is_pytorch() && m.fp32_residual ? 4.0 : wl::activation_element_bytes(m.numerics);
+    // A PyTorch stage under autocast sends its fp32 residual stream (workloads/stacks/training_stacks.md).
+    const double element = wl::stack_model(s).fp32_residual_stream && m.fp32_residual ? 4.0 : wl::activation_element_bytes(m.numerics);
     const double full = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) * element;
     boundary_bytes_ = full;
     send_bytes_ = s.tp > 1 ? full / s.tp : full;
@@ -236,9 +236,7 @@ class StageBuilder {
     opt.name = "adam";
     opt.step = work.step;
     const double params = (s_.zero_stage >= 1 ? memory_.params_on_rank / s_.dp : memory_.params_on_rank) * share;
-    opt.seconds = s_.stack.is_pytorch()     ? costs_.kernel_seconds({"torch:adamw_fused_fp32", params * 28.0})
-                  : s_.stack.is_reference() ? costs_.reference_adam_seconds(params, stack_.keeps_param_shard)
-                                            : costs_.gpu_adam_seconds(params, m_.numerics);
+    opt.seconds = costs_.gpu_optimizer_seconds(params, m_.numerics, stack_);
     opt.after = reduced;
     if (stack_.grads_per_step && grads_alive_ > 0) {
       opt.memory.push_back({Tier::GPU, MemClass::GRADS, -grads_alive_, true});

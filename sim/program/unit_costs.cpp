@@ -4,7 +4,7 @@
 
 #include "layer_costs.hpp"
 #include "model_params.hpp"
-#include "stack_layer.hpp"
+#include "stack_model.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -160,11 +160,12 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
                    t.gaps[a] + t.gaps[b]};
   };
   const double flops_f = layer.forward.flops(), flops_b = layer.backward.flops();
-  // A PyTorch stack's recompute is its layer's forward without FSDP2's gather work (stack_layer.hpp).
-  Segments torch_recompute;
-  if (s.stack.is_pytorch() && s.recompute == wl::Recompute::FULL) {
-    const wl::PassCost r = wl::torch_recompute_cost(m, s);
-    torch_recompute = {whole_pass(c, r, r.flops())};
+  // A stack's own recompute where it is not its layer's forward (PyTorch's: without FSDP2's
+  // gather work, stack_layer.hpp).
+  Segments own_recompute;
+  if (const auto own = wl::stack_model(s).recompute_cost; own && s.recompute == wl::Recompute::FULL) {
+    const wl::PassCost r = own(m, s);
+    own_recompute = {whole_pass(c, r, r.flops())};
   }
   for (int l = 0; l < L; ++l) {
     UnitCost u;
@@ -182,7 +183,7 @@ std::vector<UnitCost> unit_costs(const wl::ModelSpec& m, const wl::Strategy& s, 
       u.backward = {{mlp_b.seconds + attn_b.seconds, flops_b, false, mlp_b.gemm_seconds + attn_b.gemm_seconds,
                      mlp_b.attention_seconds + attn_b.attention_seconds, mlp_b.gap_seconds + attn_b.gap_seconds}};
     }
-    u.full_recompute = torch_recompute.empty() ? u.forward : torch_recompute;
+    u.full_recompute = own_recompute.empty() ? u.forward : own_recompute;
     if (selective) u.selective_recompute = {core};
     units.push_back(std::move(u));
   }

@@ -2,9 +2,7 @@
 
 #include <array>
 
-#include "activation_memory.hpp"
-#include "reference_stack.hpp"
-#include "stack_layer.hpp"
+#include "stack_model.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -93,34 +91,17 @@ UnitWork unit_work(const wl::ModelSpec& m, const wl::Strategy& s, const std::vec
 }
 
 ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) {
-  const wl::ActivationShape shape{s.seq, s.micro_batch, s.tp, s.sp, s.recompute};
-  const wl::LayerActivations acts = wl::layer_activation_bytes(m, shape);
+  // What the stack's code saves (stack_model.hpp): the papers' tensors, a PyTorch stack's eager
+  // ones, the reference's arena slots (its head's logits among the memory estimate's resident buffers).
+  const wl::StackActivations own = wl::stack_activations(m, s);
   ActivationSizes a;
-  a.stored = acts.stored;
-  a.full = acts.full;
-  a.embedding = wl::embedding_activation_bytes(m, shape);
-  a.output = wl::output_norm_activation_bytes(m, shape);
-  a.logits = wl::logits_bytes(m, shape);
-  if (s.stack.is_pytorch()) {
-    // What the stack's eager code saves (workloads/training_stacks.md); under activation
-    // checkpointing a layer keeps its input until its backward recomputes the rest.
-    a.full = wl::torch_layer_saved_bytes(m, s);
-    a.stored = s.recompute == wl::Recompute::FULL ? wl::torch_layer_checkpoint_bytes(m, s) : a.full;
-    a.autocast_cache = wl::torch_autocast_cache_bytes(m, s);
-    const wl::TorchLossBytes loss = wl::torch_loss_bytes(m, s);
-    a.logits = loss.kept;
-    a.logits_backward = loss.backward_extra;
-  }
-  if (s.stack.is_reference()) {
-    // The reference's arena (workloads/reference_stack.hpp): per-slot layer buffers here, the
-    // head's logits among the resident buffers of the memory estimate.
-    const wl::ReferenceActivations r = wl::reference_activations(m, s);
-    a.stored = r.stored;
-    a.full = r.full;
-    a.embedding = r.embedding;
-    a.output = r.output;
-    a.logits = 0;
-  }
+  a.stored = own.stored;
+  a.full = own.full;
+  a.embedding = own.embedding;
+  a.output = own.output;
+  a.logits = own.logits_kept;
+  a.autocast_cache = own.autocast_cache;
+  a.logits_backward = own.logits_backward;
   return a;
 }
 

@@ -1,5 +1,5 @@
 // The ds_config keys of DeepSpeed's ZeRO-3 coordinator change the replayed step as DeepSpeed's
-// code says they change its run (workloads/training_stacks.md, "DeepSpeed"), and Megatron-LM's
+// code says they change its run (workloads/stacks/training_stacks.md, "DeepSpeed"), and Megatron-LM's
 // tensor slicing runs under --stack deepspeed only with Megatron-LM's model (Megatron-DeepSpeed).
 #include <gtest/gtest.h>
 

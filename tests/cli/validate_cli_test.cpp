@@ -54,7 +54,7 @@ TEST(ValidateCli, RunIsCostedOnTheProfileItNames) {
     return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("provenance").at("profiles") : nlohmann::json();
   };
   ScratchDir named, unnamed;
-  EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {}))), nlohmann::json::array({"h200x4-call9"}));
+  EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {}))), nlohmann::json::array({"gpt-small-data-parallel-h200x2-host"}));
   EXPECT_EQ(profiles_of("--measured " + q(copy_run(named, [](nlohmann::json&) {})) + " --hw h200x4-measured"),
             nlohmann::json::array({"h200x4-measured"}));
   EXPECT_EQ(profiles_of("--measured " + q(copy_run(unnamed, [](nlohmann::json& j) { j.erase("profile"); }))),
@@ -66,7 +66,7 @@ TEST(ValidateCli, JsonHasTheSummarySchema) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("schema_version"), 1);
-  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"h200x4-call9"}));
+  EXPECT_EQ(j.at("provenance").at("profiles"), nlohmann::json::array({"gpt-small-data-parallel-h200x2-host"}));
   ASSERT_FALSE(j.at("rows").empty());
   for (const auto& row : j.at("rows")) {
     for (const char* key : {"name", "metric", "predicted", "measured", "error_pct"}) EXPECT_TRUE(row.contains(key)) << key;

@@ -110,7 +110,7 @@ TEST(ValidateCli, HostSensitivitySaysHowHostBoundThePredictionIs) {
   EXPECT_EQ(read_file(none.path() / "report.md").find("host sensitivity"), std::string::npos);
 }
 
-// FSDP2's accumulating copies (workloads/training_stacks.md, "FSDP2"): beside the replay's step
+// FSDP2's accumulating copies (workloads/stacks/training_stacks.md, "FSDP2"): beside the replay's step
 // (resident pages) the report gives the step with every such copy below glibc's 32 MiB threshold
 // faulting in, a second replay on the profile's pageable curve made so; its excess over the replay
 // is, within 5%, the simulator's own note's sum of those copies' fault costs (two computations of
@@ -162,7 +162,7 @@ TEST(ValidateCli, ConfigurationOnSeveralHostsIsShownTogether) {
   ASSERT_NE(at, std::string::npos) << report;
   const std::string part = report.substr(at, report.find("\n## ", at + 1) - at);
   EXPECT_NE(part.find("One configuration ran on more than one host"), std::string::npos) << part;
-  EXPECT_NE(part.find("| h200x1_single_L24-h1024_mb4x2 | h200x4-call9 |"), std::string::npos) << part;
+  EXPECT_NE(part.find("| h200x1_single_L24-h1024_mb4x2 | gpt-small-data-parallel-h200x2-host |"), std::string::npos) << part;
   EXPECT_NE(part.find("| h200x1_single_L24-h1024_mb4x2_elsewhere | "), std::string::npos) << part;
 
   ScratchDir other, other_out;  // a different configuration (two micro-batches more) on the other profile

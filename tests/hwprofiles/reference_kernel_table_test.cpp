@@ -1,7 +1,7 @@
 // calibration.reference_kernels: the trainsim reference's own kernels by class, as
 // trainsim-calibrate --only reference_kernels measures them. The strict loader (unknown class,
 // repeated class, bad sizes and rates, unknown keys: ConfigErrors naming file and key), the round
-// trip through the writer, the class list shared with workloads/reference_kernels.hpp, and the
+// trip through the writer, the class list shared with workloads/stacks/reference_kernels.hpp, and the
 // profile of the measured run.
 #include "reference_kernel_table.hpp"
 
@@ -11,7 +11,7 @@
 #include <iterator>
 #include <string>
 
-#include "../../workloads/reference_kernels.hpp"
+#include "../../workloads/stacks/reference_kernels.hpp"
 #include "bad_section_case.hpp"
 #include "config_error.hpp"
 #include "profile_loader.hpp"

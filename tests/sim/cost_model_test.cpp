@@ -132,8 +132,12 @@ TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
   EXPECT_NEAR(own.kernel_seconds({"softmax", 1e9}), 1e9 / 4000e9, 1e-15);                     // PyTorch stacks' softmax
   EXPECT_NEAR(own.kernel_seconds({"ref:split_qkv", 1e9}), 1e9 / 3000e9, 1e-15);                // a transpose: copy
   // The table is named among the assumptions of the reference stack only.
-  EXPECT_FALSE(own.assumptions(true) == generic.assumptions(true));
-  EXPECT_EQ(own.assumptions(false), generic.assumptions(false));
+  const wl::TrainingStack reference{wl::StackKind::TRAINSIM_REFERENCE};
+  const CostModel own_reference(p, wl::Numerics::BF16_MIXED, reference);
+  p.calibration.reference_kernels.clear();
+  const CostModel generic_reference(p, wl::Numerics::BF16_MIXED, reference);
+  EXPECT_FALSE(own_reference.assumptions() == generic_reference.assumptions());
+  EXPECT_EQ(own.assumptions(), generic.assumptions());
 }
 
 // A PyTorch kernel is priced from its own "torch_<name>" curve; a layer's kernels calibrated in their

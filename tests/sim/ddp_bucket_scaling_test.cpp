@@ -1,5 +1,5 @@
 // DDP's reducer writes each gradient, scaled by 1 / world size, into its bucket before the bucket's
-// all-reduce (workloads/training_stacks.md, "DDP"): in the rows' traces one fp32 elementwise kernel
+// all-reduce (workloads/stacks/training_stacks.md, "DDP"): in the rows' traces one fp32 elementwise kernel
 // a parameter tensor on the compute stream in the synchronizing micro-batch (340, 12.1 ms, for the
 // 28-layer GPT at hidden 4096, 5.85 B parameters, of reports/validation/measured/h200x2/
 // h200x2_ddp_L28-h4096_mb1x2; none in its single-GPU twin). The replay runs it as one compute kernel per bucket, reading and writing the

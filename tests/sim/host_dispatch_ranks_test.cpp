@@ -1,7 +1,7 @@
 // A stack's host dispatch calibrated at several rank counts (calibration.host_dispatch.stacks[]
 // with "ranks"): the loader keeps each entry and refuses ambiguous ones, the writer keeps "ranks",
 // and the replay takes the entry at the run's ranks, else the nearest (fewer on a tie). Measured
-// reason (workloads/training_stacks.md): FSDP2's host time per layer at 4 ranks is not its time
+// reason (workloads/stacks/training_stacks.md): FSDP2's host time per layer at 4 ranks is not its time
 // at 2 (5.55 ms against 4.35 on one host), a collective's host side waiting for the slowest rank.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The GPU's gaps between a PyTorch layer's queued kernels (CostModel::launch_gap_seconds;
-// workloads/training_stacks.md, "Kernels a layer launches") reach the replay as compute time of the
+// workloads/stacks/training_stacks.md, "Kernels a layer launches") reach the replay as compute time of the
 // layers' ops and stay out of the kernel classes that `trainsim validate` sets against a trace's
 // kernel durations: the same DDP step with and without the profile's gpu_kernel_us computes longer
 // by the layers' gaps, with the same GEMM, attention and other-kernel time.
@@ -38,7 +38,7 @@ Step ddp_step(const hw::ClusterProfile& p) {
 
 // The gaps by hand, for GPT-2 1.5B's layer under autocast DDP with two micro-batches (the launches
 // as tests/workloads/stack_layer_test.cpp counts them from the rows' traces; the costed entries,
-// whose curves already hold one gap each, from workloads/stack_layer.cpp's kernel lists):
+// whose curves already hold one gap each, from workloads/stacks/stack_layer.cpp's kernel lists):
 // - forward: 20 launches (flash attention's 1, 4 GEMMs, autocast's 4 weight, 4 bias and 2 norm-output
 //   casts, 2 residual adds, 2 norms, GELU); 5 of them costed entries (norm, norm-output cast,
 //   residual add, GELU, weight cast): 15 gaps;

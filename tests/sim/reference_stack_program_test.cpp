@@ -1,5 +1,5 @@
 // The data-parallel program of the trainsim-reference stack replays what the reference step does
-// (workloads/training_stacks.md, "trainsim-reference"; calibrate/cuda/ref_param_store.cpp,
+// (workloads/stacks/training_stacks.md, "trainsim-reference"; calibrate/cuda/ref_param_store.cpp,
 // calibrate/reference/storage_states.hpp), where DeepSpeed's ZeRO-3 / ZeRO-Infinity differ: one
 // all-gather per whole layer instead of per submodule, one reduce-scatter per unit instead of
 // buckets, the host fetch on the collective stream, and only master weights and moments through

@@ -189,7 +189,7 @@ TEST(DataParallelSchedule, SelectiveRecomputeNeedsNoParameters) {
 }
 
 // FSDP2's root module (the embedding and the head, units outside the blocks) reduce-scatters once,
-// after the whole backward (workloads/training_stacks.md, "FSDP2"): its units share a bucket that is
+// after the whole backward (workloads/stacks/training_stacks.md, "FSDP2"): its units share a bucket that is
 // not contiguous in unit order, and it closes at its lowest unit, the embedding, whose backward is last.
 TEST(DataParallelSchedule, ABucketClosesAtItsLowestUnitsBackward) {
   DataParallelPlan p = plan_of(3, 2);  // units: embedding, 3 layers, head

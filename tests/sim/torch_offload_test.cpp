@@ -1,4 +1,4 @@
-// FSDP2 CPU offload as the stack runs it (workloads/training_stacks.md, "FSDP2"): the program
+// FSDP2 CPU offload as the stack runs it (workloads/stacks/training_stacks.md, "FSDP2"): the program
 // copies each reduced gradient shard parameter by parameter, the step's first micro-batch into
 // pinned memory asynchronously, every later one into pageable memory with the host blocked until
 // the CPU has added it (sim/program/data_parallel_program.cpp); the replay costs those copies at
@@ -244,7 +244,7 @@ TEST(TorchOffloadReplay, PageableCopiesRunAtTheCalibratedRate) {
 }
 
 // The accumulating copies are replayed into resident pages; what it would cost were every page
-// below glibc's 32 MiB mmap threshold fresh (workloads/training_stacks.md, "FSDP2") is said in a
+// below glibc's 32 MiB mmap threshold fresh (workloads/stacks/training_stacks.md, "FSDP2") is said in a
 // note, from the pageable curve itself. Here resident copies run at 10 GB/s and fresh ones
 // (from 32 MiB up) at 1 GB/s, so a fresh page costs 0.9 ns a byte more; GPT-2 1.5B's token
 // embedding shard (50257 x 1600 / 4 fp32, 80,411,200 bytes) faults anyway and is left out, every

@@ -1,7 +1,7 @@
 // Which ZeRO-2 stacks all-gather the updated parameters after the optimizer step. ZeRO stage 2
 // (ZeRO Sec. 5.2) keeps every parameter on every rank, so each rank gathers the shards the others
 // updated; DeepSpeed does that. FSDP2 keeps the parameters sharded between steps at either
-// reshard_after_forward (workloads/training_stacks.md, "FSDP2"): the next forward all-gathers each
+// reshard_after_forward (workloads/stacks/training_stacks.md, "FSDP2"): the next forward all-gathers each
 // unit (a rank's profiled FSDP2 ZeRO-2 step, reports/validation/measured/h200x4/
 // h200x4_fsdp2-zero2_L52-h5120_mb1x2.trace.json.gz, holds 106 all-gathers, one per unit and
 // micro-batch, 106 reduce-scatters, and no other all-gather).

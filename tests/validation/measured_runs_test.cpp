@@ -147,7 +147,7 @@ TEST(MeasuredRunsSummary, ReportStatesWhetherEachMeanOverAllRowsMeetsItsTarget) 
 
 // The second prediction of the FSDP2 offload rows (summary.json's predicted_with_pages_faulting:
 // the accumulating copies' pages faulting in) against what was measured of those copies
-// (workloads/training_stacks.md, "FSDP2"): the 0.36 B GPT's copies fault at 2 ranks, so that
+// (workloads/stacks/training_stacks.md, "FSDP2"): the 0.36 B GPT's copies fault at 2 ranks, so that
 // row's faulting-pages step must come within the step tolerance of its measured step; at 4 ranks
 // they stay resident (the same probe), so those rows' faulting-pages steps must lie above their
 // measurements by more than the tolerance.

@@ -1,4 +1,4 @@
-// torch.distributed.pipelining's receive buffers (workloads/training_stacks.md, "torch.distributed.
+// torch.distributed.pipelining's receive buffers (workloads/stacks/training_stacks.md, "torch.distributed.
 // pipelining"): one per micro-batch for the activation a non-first stage receives and one for the
 // gradient a non-last stage receives, kept across steps. Under 1F1B a stage's activations do not grow
 // with the number of micro-batches, so what a stage's measured peak gains from more micro-batches is

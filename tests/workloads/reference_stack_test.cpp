@@ -1,6 +1,6 @@
 // The trainsim-reference stack against the reference step's own arena: the arena is allocated
 // once, so its peak is the sum of its buffers, and the memory model must count every one of them
-// (workloads/training_stacks.md, "trainsim-reference"). Measured peaks are the committed rows'
+// (workloads/stacks/training_stacks.md, "trainsim-reference"). Measured peaks are the committed rows'
 // peak_allocated_bytes (reports/validation/reference/), which are the arena sizes themselves.
 
 #include "reference_stack.hpp"

@@ -1,4 +1,4 @@
-// The tensors a PyTorch stack's layer saves for its backward (workloads/training_stacks.md,
+// The tensors a PyTorch stack's layer saves for its backward (workloads/stacks/training_stacks.md,
 // "autocast" and "FSDP2"), counted as the measured GPT allocates them: flash attention writes its
 // output as [b, s, heads, head_dim], so the projection reads it through a view, with no copy
 // (reports/validation/memory_peak/: one 2Th allocation at the attention line, one at the residual
@@ -67,7 +67,7 @@ double copy_bytes(const PassCost& pass) {
 }
 
 // FSDP2 copies each all-gather's output into the unit's unsharded parameters on the compute stream
-// (split_with_sizes_copy; workloads/training_stacks.md, "FSDP2"): one bf16 read and write of every
+// (split_with_sizes_copy; workloads/stacks/training_stacks.md, "FSDP2"): one bf16 read and write of every
 // parameter per gather. The profiled ZeRO-2 and ZeRO-3 steps hold one such copy per unit and
 // micro-batch, and two (forward and backward gathers) under ZeRO-3 (reports/validation/measured/
 // h200x4/h200x4_fsdp2-zero2_L52-h5120_mb1x2.trace.json.gz: 106 copies for 53 units and 2
@@ -86,7 +86,7 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
 
 // Before each all-gather FSDP2 copies the cast bf16 shard into the flat all-gather input
 // (all_gather_copy_in): 4 bytes per shard parameter per gather, one gather under ZeRO-2 and two
-// under ZeRO-3 (workloads/training_stacks.md, "FSDP2"; seen in every FSDP2 trace of the Llama rows
+// under ZeRO-3 (workloads/stacks/training_stacks.md, "FSDP2"; seen in every FSDP2 trace of the Llama rows
 // on 2 x H200 as a foreach copy launched as often as the foreach cast). DDP gathers nothing.
 TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
   ModelSpec m;

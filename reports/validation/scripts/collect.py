@@ -58,7 +58,7 @@ def copy_launches(call, root, into=None, profile=None, suffix=""):
     `profile` (the calibration of the host they ran on) a copy of it goes beside them and each row
     names it ("profile"), so that trainsim validate costs them there. A `suffix` is appended to each
     row's name (and its files' and the names inside it that refer to them), for configurations measured
-    again on another host as rows of their own (validation calls 32 and 33: "_call32")."""
+    again on another host as rows of their own (the second hosts' rows: "_host2")."""
     logs = os.path.join(MEASURED, "logs", call)
     os.makedirs(logs, exist_ok=True)
     for f in glob.glob(os.path.join(root, "*.txt")):

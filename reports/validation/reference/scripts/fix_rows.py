@@ -3,7 +3,7 @@
 
 The rows of 2026-11-26 were written before trainsim-calibrate reference named its own training
 stack and before it wrote the pipeline's stage split into the strategy:
-- stack.name "deepspeed" -> "trainsim-reference" (workloads/training_stacks.md), and the
+- stack.name "deepspeed" -> "trainsim-reference" (workloads/stacks/training_stacks.md), and the
   implementation text the tool now writes;
 - pipeline rows: strategy first_stage_layers / last_stage_layers from the split that ran
   (stack.details.layers_per_stage, written by the tool from the same split_layers()).
@@ -22,7 +22,7 @@ import sys
 
 IMPLEMENTATION = (
     "trainsim-calibrate reference: our own CUDA kernels and cuBLASLt GEMMs; stack trainsim-reference "
-    "(workloads/training_stacks.md): bf16 parameters (not kept under ZeRO-3: cast from the fp32 master per "
+    "(workloads/stacks/training_stacks.md): bf16 parameters (not kept under ZeRO-3: cast from the fp32 master per "
     "gather), fp32 gradients accumulated over micro-batches and reduce-scattered in fp32, fp32 master weights and "
     "Adam moments, one static arena per GPU")
 

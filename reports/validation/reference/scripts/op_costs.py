@@ -4,7 +4,7 @@ TRAINSIM_REF_OP_PROFILE=1) beside what the simulator charges the same operation,
 micro-batch at a time x 48. The simulator's side is recomputed here as sim/cost_model.cpp does
 it (GEMMs: FLOPs over the peak times the calibrated efficiency of the nearest (m, n, k) in log
 space, floored by their operands and result crossing HBM at 80% of hbm_GBps; memory-bound
-kernels: the stated bytes of workloads/reference_stack.cpp over the calibrated curve of the
+kernels: the stated bytes of workloads/stacks/reference_stack.cpp over the calibrated curve of the
 kernel's class, log-interpolated by size) from the committed profile, so that each row names
 what it rests on. A reading aid, not part of the simulator: if cost_model.cpp changes, so must this.
 

@@ -2,7 +2,7 @@
 """The reference's own kernels, calibrated (trainsim-calibrate --only reference_kernels) against
 the same kernels inside the step (the op profile, TRAINSIM_REF_OP_PROFILE=1, of the single-GPU
 L24-h1024 row), both from one GPU: for each profiled op, its launches' bytes as
-workloads/reference_kernels.hpp counts them over the profile's calibration.reference_kernels
+workloads/stacks/reference_kernels.hpp counts them over the profile's calibration.reference_kernels
 curve (log-interpolated by size, clamped at the ends, as sim/cost_model.cpp does), beside the
 op's measured time. A reading aid: if the byte formulas change, so must this.
 
@@ -16,7 +16,7 @@ B, S, H, A = 4, 2048, 1024, 16  # the row: micro-batch 4, sequence 2048, hidden 
 T = B * S
 LAUNCHES = 48  # 24 layers x 2 micro-batches
 
-BYTES = {  # per element of (rows x cols), workloads/reference_kernels.hpp
+BYTES = {  # per element of (rows x cols), workloads/stacks/reference_kernels.hpp
     "layernorm_fwd": 6, "layernorm_bwd_input": 16, "layernorm_bwd_params": 8, "split_qkv": 18,
     "merge_qkv_grad": 18, "merge_heads": 6, "split_heads": 6, "causal_softmax_fwd": 4,
     "causal_softmax_bwd": 5, "column_sum_fp32": 4, "column_sum_bf16": 2,

@@ -13,7 +13,7 @@
 # at the storage figures of the machine the row ran on and at the profile's (what `trainsim
 # validate` replays on); then the replay (rank 0 of `trainsim simulate` on the profile, the stack's
 # own storage chunking: 4 Mi parameters, lock step, whole chunks; StackStates in
-# workloads/training_stack.cpp) on the profile's storage and on the row's machine_storage (what
+# workloads/stacks/training_stack.cpp) on the profile's storage and on the row's machine_storage (what
 # `trainsim validate` uses), and, as comparisons that feed nothing, on each step's probe alone and
 # on the mixed figure taken as before ref-probe (the benches' storage_mixed records).
 import json, os, re, subprocess, collections, copy, importlib.util

@@ -2,7 +2,7 @@
 // A transformer layer as a PyTorch stack runs it in eager mode: the memory-bound kernels it
 // launches besides its GEMMs and flash attention (autocast's casts, fp32 LayerNorms and residual
 // adds, the reshape copy, gradient casts and accumulation) and the tensors it saves for backward.
-// Row by row from workloads/training_stacks.md ("autocast", "FSDP2"). Kernel names start with
+// Row by row from workloads/stacks/training_stacks.md ("autocast", "FSDP2"). Kernel names start with
 // "torch:" and are costed at the bandwidth PyTorch's own kernel reached in calibration
 // (calibration.kernels "torch_<name>", calibrate/scripts/torch_microbench.py).
 
@@ -34,7 +34,7 @@ LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s);
 // copies of autocast included.
 double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s);
 // Activation checkpointing (torch.utils.checkpoint, non-reentrant, around each transformer layer;
-// workloads/training_stacks.md, "Activation checkpointing"): what one checkpointed layer keeps from
+// workloads/stacks/training_stacks.md, "Activation checkpointing"): what one checkpointed layer keeps from
 // its forward to its backward (its input, in the residual stream's dtype), and the forward its
 // backward runs again first (the layer's GEMMs and kernels, autocast's weight casts again; not
 // FSDP2's gather work, whose unsharded parameters the backward's gather already holds).

@@ -3,7 +3,7 @@
 // its own kernels with the bytes each one moves (fp32 GEMM outputs, fp32 scores of a
 // materialized attention, separate bias/residual/cast kernels) and the buffers of its static
 // arena (every buffer placed once at start: its peak is the sum of its buffers). Row by row from
-// workloads/training_stacks.md ("trainsim-reference"); its LayerNorms, causal softmax, head
+// workloads/stacks/training_stacks.md ("trainsim-reference"); its LayerNorms, causal softmax, head
 // transposes and column sums are "ref:<class>" kernels priced from calibration.reference_kernels
 // (reference_kernels.hpp); the rest map to the generic calibrated kernels of sim/cost_model.cpp (activation ->
 // gelu, cross_entropy -> softmax, others copy).

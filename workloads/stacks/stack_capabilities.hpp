@@ -1,5 +1,5 @@
 #pragma once
-// What each training stack runs (workloads/training_stacks.md, each framework's own code): one
+// What each training stack runs (workloads/stacks/training_stacks.md, each framework's own code): one
 // predicate that `simulate` turns into an error naming the flag (strategy_resolve.cpp) and that the
 // planner uses to search only what the user's framework can run (planner/framework.hpp).
 

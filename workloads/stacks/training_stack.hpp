@@ -1,8 +1,8 @@
 #pragma once
 // The training stack as an input: which copies of which tensors a framework keeps, in which dtype,
 // what it sends over the wire, and how its caching allocator rounds. The behaviours, with where
-// each framework documents or implements them, are in workloads/training_stacks.md; every number
-// below cites its row there.
+// each framework documents or implements them, are in training_stacks.md beside this file; every
+// number cites its row there. Each stack's values live in its own module (stack_model.hpp).
 //
 // IDEALIZED is the default and keeps the seeds' accounting (ZeRO's 2 + 2 + K bytes per parameter,
 // Korthikanti et al.'s activations): a stack is opt-in (`--stack`, or `stack` in the strategy).
@@ -44,19 +44,8 @@ struct TrainingStack {
 
   bool operator==(const TrainingStack&) const = default;
 
-  // Allocates through PyTorch's CUDA caching allocator, whose reserved peak the replay models
-  // (sim/reserved_memory.hpp): the PyTorch stacks, Megatron-LM and DeepSpeed; not the papers'
-  // idealized accounting, nor trainsim's reference step (one arena, allocated once).
-  bool caching_allocator() const { return is_pytorch() || kind == StackKind::MEGATRON || kind == StackKind::DEEPSPEED; }
-  bool is_pytorch() const {
-    return kind == StackKind::PYTORCH || kind == StackKind::PYTORCH_DDP || kind == StackKind::PYTORCH_FSDP ||
-           kind == StackKind::PYTORCH_PIPELINING;
-  }
-  bool is_reference() const { return kind == StackKind::TRAINSIM_REFERENCE; }
-  // torch.autocast around the forward: fp32 parameters cast to 16 bits inside every forward.
-  bool autocast() const {
-    return kind == StackKind::PYTORCH || kind == StackKind::PYTORCH_DDP || kind == StackKind::PYTORCH_PIPELINING;
-  }
+  // Whether a stack is named (the default is the papers' accounting).
+  bool named() const { return kind != StackKind::IDEALIZED; }
 };
 
 // Bytes per parameter (of this rank's share) that a stack keeps, and when.

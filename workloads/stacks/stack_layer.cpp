@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "captured_model.hpp"
-#include "training_stack.hpp"
+#include "stack_model.hpp"
 
 namespace trainsim::wl {
 namespace {
@@ -207,7 +207,7 @@ double torch_layer_checkpoint_bytes(const ModelSpec& m, const Strategy& s) {
 
 double torch_autocast_cache_bytes(const ModelSpec& m, const Strategy& s) {
   if (const ModelCapture* cap = captured_for(m, s)) return cap->layer_memory.autocast_cache;
-  if (!s.stack.autocast() || s.recompute != Recompute::FULL) return 0;
+  if (!stack_model(s).autocast || s.recompute != Recompute::FULL) return 0;
   return 2 * linear_params_per_layer(m);
 }
 
@@ -317,7 +317,7 @@ double torch_layer_saved_bytes(const ModelSpec& m, const Strategy& s) {
   if (m.mlp == MlpKind::SWIGLU) bytes += 2 * d.T * d.f;
   if (m.attention == AttentionImpl::MATERIALIZED) bytes += 2 * d.a * d.s * d.T;  // softmax output
   // Autocast's bf16 weight copies, saved by each Linear for this micro-batch's backward.
-  if (s.stack.autocast()) bytes += 2 * d.lp;
+  if (stack_model(s).autocast) bytes += 2 * d.lp;
   return bytes;
 }
 
@@ -333,7 +333,7 @@ TorchLossBytes torch_loss_bytes(const ModelSpec& m, const Strategy& s) {
   // The backward of log_softmax: the incoming gradient and the result.
   l.backward_extra = 8 * TV;
   // Autocast's bf16 copy of the (tied) head weight, saved by F.linear.
-  if (s.stack.autocast()) l.kept += 2 * d.V * d.h;
+  if (stack_model(s).autocast) l.kept += 2 * d.V * d.h;
   return l;
 }
 
