@@ -174,6 +174,9 @@ void activations(const ModelSpec& m, const Strategy& s, StageMemory& st, int sta
   }
   const ReferenceActivations ref = reference_activations(m, s);
   if (s.stack.is_reference()) layer = {ref.stored, ref.full};
+  // DeepSpeed's partitioned checkpoints (Strategy::partition_activations): a rank keeps 1/tp of
+  // each; the recompute's working set (layer.full) holds the gathered whole.
+  if (s.partition_activations && s.recompute == Recompute::FULL && s.tp > 1) layer.stored /= s.tp;
   a.layers = stage_layers;
   a.in_flight_microbatches = in_flight_microbatches(s, st.stage);
   a.per_layer_stored_bytes = layer.stored;

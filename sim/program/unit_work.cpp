@@ -7,11 +7,12 @@
 #include "stack_layer.hpp"
 
 namespace trainsim::sim {
-namespace {
 
 bool first_of_layer(const std::vector<UnitCost>& units, int u) {
   return u == 0 || units[static_cast<std::size_t>(u - 1)].layer != units[static_cast<std::size_t>(u)].layer;
 }
+
+namespace {
 
 bool last_of_layer(const std::vector<UnitCost>& units, int u) {
   return u + 1 == static_cast<int>(units.size()) ||
@@ -121,6 +122,10 @@ ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s) 
     a.output = r.output;
     a.logits = 0;
   }
+  // DeepSpeed's partitioned checkpoints (wl::Strategy::partition_activations): the checkpoint a
+  // rank keeps, saves and loads is 1/tp of it; the recompute re-materializes the gathered whole
+  // with the rest (full - stored).
+  if (s.partition_activations && s.recompute == wl::Recompute::FULL && s.tp > 1) a.stored /= s.tp;
   return a;
 }
 

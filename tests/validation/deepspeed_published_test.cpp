@@ -53,8 +53,9 @@ std::string fitted_profile(const nlohmann::json& source, const test::ScratchDir&
 }
 
 // The run as DeepSpeed's Megatron-LM launched it: the model and tensor parallelism through
-// Megatron-LM's arguments, the source's ds_config where it published one (`ds_config`: a file
-// path, or empty), ZeRO and its offloads through trainsim's flags, the stack, on `hw` (the point's
+// Megatron-LM's arguments, the point's ds_config where its assumptions give one, else the source's
+// where it published one (`ds_config`: a file path, or empty), ZeRO and its offloads through
+// trainsim's flags, the stack, on `hw` (the point's
 // profile, or its source's fitted one). The published run ran, so it fits when the replay's
 // reserved peak is within the usable memory: no headroom (the planner's 5% is a margin for
 // configurations nobody has run; the replay's reserved peak is within a few percent of measured
@@ -102,6 +103,9 @@ std::string strategy_of(const nlohmann::json& p) {
   if (p["offload_params"] != "none") s += fmt::format(", params {}", p["offload_params"].get<std::string>());
   if (p["offload_optimizer"] != "none") s += fmt::format(", optimizer {}", p["offload_optimizer"].get<std::string>());
   if (p["checkpoints"] == "cpu") s += ", checkpoints cpu";
+  if (p.contains("ds_config") && p["ds_config"].value("/activation_checkpointing/partition_activations"_json_pointer, false)) {
+    s += " partitioned over MP";
+  }
   if (p["tp"].get<int>() > 1) s += fmt::format(", MP {}", p["tp"].get<int>());
   return s;
 }
@@ -135,7 +139,9 @@ TEST(DeepSpeedPublished, EveryPointWithin15PercentOrAKnownGap) {
     std::vector<Replayed> done;
     for (std::size_t i = 0; i < points.size() * 2; ++i) {
       const auto& p = points[i / 2];
-      const std::string ds_config = ds_configs.count(p["source"]) ? ds_configs[p["source"]] : "";
+      const std::string name = p["name"];
+      if (p.contains("ds_config") && !ds_configs.count(name)) ds_configs[name] = dir.write(name + ".json", p["ds_config"].dump(2));
+      const std::string ds_config = ds_configs.count(name) ? ds_configs[name] : ds_configs.count(p["source"]) ? ds_configs[p["source"]] : "";
       const std::string hw = fitted.count(p["source"]) ? fitted[p["source"]] : p["hw"].get<std::string>();
       // The papers' accounting without a framework beside DeepSpeed's: what its runtime adds.
       const std::string stack = i % 2 == 0 ? "deepspeed" : "idealized";
