@@ -88,6 +88,12 @@ struct Strategy {
   OffloadTarget offload_optimizer = OffloadTarget::NONE;
   ActivationOffload offload_activations = ActivationOffload::NONE;
   Recompute recompute = Recompute::NONE;
+  // DeepSpeed's activation_checkpointing.partition_activations (deepspeed/runtime/
+  // activation_checkpointing/checkpointing.py, v0.16.5: partition_activations() keeps 1/mp of
+  // each checkpoint on a rank, gather_partitioned_activations() all-gathers it over the model-
+  // parallel group before the layer's recompute): under full recompute with tp > 1, a checkpoint
+  // is kept as 1/tp per rank and gathered over the tensor-parallel group before its recompute.
+  bool partition_activations = false;
   // L2L (Pudipeddi et al. 2020): one layer on the GPU at a time; model states in host memory,
   // updated there once per node.
   bool l2l = false;

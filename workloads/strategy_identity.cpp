@@ -21,7 +21,9 @@ std::string canonical_text(const Strategy& s) {
       b.offload_param_buffer_elems, b.offload_optimizer_buffer_count, b.sub_group_elems, b.ddp_bucket_bytes,
       b.prefetch_bucket_elems, b.max_live_params, b.max_reuse_distance_elems,
       to_string(s.stack.kind), s.stack.gradient_as_bucket_view ? 1 : 0, to_string(s.stack.param_dtype),
-      to_string(s.stack.reduce_dtype), s.stack.megatron_mpu ? 1 : 0);
+      to_string(s.stack.reduce_dtype), s.stack.megatron_mpu ? 1 : 0) +
+         // Only where set, so that every other strategy keeps its identity.
+         (s.partition_activations ? " partition_activations=1" : "");
 }
 
 std::string canonical_text(const ModelSpec& m) {

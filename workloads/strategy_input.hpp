@@ -43,6 +43,7 @@ struct StrategyInput {
   Setting<int> zero;
   Setting<OffloadTarget> offload_params, offload_optimizer;
   Setting<ActivationOffload> offload_activations;
+  Setting<bool> partition_activations;  // ds_config activation_checkpointing.partition_activations
   Setting<Recompute> recompute;
   // Megatron-LM's --recompute-method ("block" or "uniform") and --recompute-num-layers, under full
   // recompute: checked against the stage partition in resolve_inputs, since only the choices

@@ -179,6 +179,7 @@ ResolvedInputs resolve_inputs(const StrategyInput& in, ModelSpec model, const Cl
   s.offload_optimizer = value_or(in.offload_optimizer, OffloadTarget::NONE);
   s.offload_activations = value_or(in.offload_activations, ActivationOffload::NONE);
   s.recompute = value_or(in.recompute, Recompute::NONE);
+  s.partition_activations = value_or(in.partition_activations, false);
   s.l2l = value_or(in.l2l, false);
   s.delayed_update = value_or(in.delayed_update, false);
   s.buffers = in.buffers;

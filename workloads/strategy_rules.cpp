@@ -183,6 +183,13 @@ const std::vector<Rule>& rules() {
                        "--recompute full: only activation checkpoints are offloaded (ZeRO-Infinity Sec. 5.1.2)",
                        "recompute " + std::string(to_string(s.recompute))};
        }},
+      {{"partition-activations-one-stage", S::STRATEGY, "partitioned activation checkpoints without pipeline parallelism"},
+       [](const ModelSpec&, const Strategy& s) -> std::optional<Broken> {
+         // Replayed by the data-parallel schedule's recompute (sim/program/data_parallel_lowering.cpp).
+         if (!s.partition_activations || s.pp == 1) return std::nullopt;
+         return Broken{Field::RECOMPUTE, "--pp 1 with partition_activations (not modeled under pipeline parallelism)",
+                       fmt::format("pp {}", s.pp)};
+       }},
       {{"raw-model-no-activations", S::STRATEGY, "no activation settings with a raw parameter count"},
        [](const ModelSpec& m, const Strategy& s) -> std::optional<Broken> {
          if (!raw(m) || (s.recompute == Recompute::NONE && s.offload_activations == ActivationOffload::NONE)) return std::nullopt;

@@ -222,6 +222,7 @@ void StrategyInput::merge(const StrategyInput& later) {
   take(offload_params, later.offload_params);
   take(offload_optimizer, later.offload_optimizer);
   take(offload_activations, later.offload_activations);
+  take(partition_activations, later.partition_activations);
   take(recompute, later.recompute);
   take(recompute_method, later.recompute_method);
   take(recompute_num_layers, later.recompute_num_layers);
@@ -329,7 +330,10 @@ StrategyInput strategy_from_deepspeed(const JsonDocument& doc) {
     if (a->optional_boolean("cpu_checkpointing").value_or(false)) {
       in.offload_activations.set(ActivationOffload::CPU, at(*a, "cpu_checkpointing"));
     }
-    mark_no_effect(*a, in, {"partition_activations", "contiguous_memory_optimization", "number_checkpoints",
+    if (auto p = a->optional_boolean("partition_activations")) {
+      in.partition_activations.set(*p, at(*a, "partition_activations"));
+    }
+    mark_no_effect(*a, in, {"contiguous_memory_optimization", "number_checkpoints",
                             "synchronize_checkpoint_boundary", "profile"});
     a->finish();
   }

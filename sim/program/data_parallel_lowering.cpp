@@ -152,6 +152,21 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         const ComputePass pass = in.kind == Instr::FORWARD    ? ComputePass::FORWARD
                                  : in.kind == Instr::BACKWARD ? ComputePass::BACKWARD
                                                               : ComputePass::RECOMPUTE;
+        const UnitCost& uc = units_[static_cast<std::size_t>(in.unit)];
+        if (in.kind == Instr::RECOMPUTE && s_.partition_activations && s_.recompute == wl::Recompute::FULL && s_.tp > 1 &&
+            uc.layer >= 0 && uc.layer < work_.transformer_layers && first_of_layer(units_, in.unit)) {
+          // DeepSpeed's gather_partitioned_activations (deepspeed/runtime/activation_checkpointing/
+          // checkpointing.py, v0.16.5): the layer's checkpoint, kept as 1/tp on each rank, is
+          // all-gathered over the model-parallel group (all_gather_into_tensor, on the current
+          // stream) before the layer's recompute runs.
+          Instruction g = base(InstrKind::COLLECTIVE, Stream::COMPUTE, Category::COMMUNICATION, "checkpoint_gather", in);
+          g.collective = CollectiveKind::ALL_GATHER;
+          g.group = GroupKind::TENSOR;
+          g.dtype = work_.dtype;
+          g.bytes = work_.activations.stored * s_.tp;
+          g.after = std::move(deps);
+          deps = {writer_.add(std::move(g))};
+        }
         out = emit_unit_pass(writer_, work_, in.unit, {pass, in.micro_batch, 0, step_}, deps, release);
         break;
       }

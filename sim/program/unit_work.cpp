@@ -5,11 +5,12 @@
 #include "stack_model.hpp"
 
 namespace trainsim::sim {
-namespace {
 
 bool first_of_layer(const std::vector<UnitCost>& units, int u) {
   return u == 0 || units[static_cast<std::size_t>(u - 1)].layer != units[static_cast<std::size_t>(u)].layer;
 }
+
+namespace {
 
 bool last_of_layer(const std::vector<UnitCost>& units, int u) {
   return u + 1 == static_cast<int>(units.size()) ||

@@ -72,6 +72,9 @@ int emit_unit_pass(ProgramWriter& w, const UnitWork& work, int unit, const PassL
 // The activation bytes of a model and strategy, per rank.
 ActivationSizes activation_sizes(const wl::ModelSpec& m, const wl::Strategy& s);
 
+// Whether unit `u` is the first of its layer's units (a layer's checkpoint is taken before it).
+bool first_of_layer(const std::vector<UnitCost>& units, int u);
+
 // The work of `units` (kept by pointer: they must outlive it) for a model and strategy: their
 // activations, recompute, tensor-parallel collectives and the dtype they travel in.
 UnitWork unit_work(const wl::ModelSpec& m, const wl::Strategy& s, const std::vector<UnitCost>& units);

@@ -1,5 +1,6 @@
-// The ds_config keys of DeepSpeed's ZeRO-3 coordinator change the replayed step as DeepSpeed's
-// code says they change its run (workloads/stacks/training_stacks.md, "DeepSpeed"), and Megatron-LM's
+// The ds_config keys of DeepSpeed's ZeRO-3 coordinator and of its partitioned activation
+// checkpoints change the replayed step as DeepSpeed's code says they change its run
+// (workloads/stacks/training_stacks.md, "DeepSpeed"), and Megatron-LM's
 // tensor slicing runs under --stack deepspeed only with Megatron-LM's model (Megatron-DeepSpeed).
 #include <gtest/gtest.h>
 
@@ -36,6 +37,78 @@ TEST(DeepSpeedKeys, TheCoordinatorsKeysChangeTheStep) {
   EXPECT_GT(step_s(R"(, "stage3_max_reuse_distance": 0)"), defaults);
   // A window wider than a layer (the default's 1e9 already is, for this model) changes nothing more.
   EXPECT_DOUBLE_EQ(step_s(R"(, "stage3_max_reuse_distance": 1e12)"), defaults);
+}
+
+// activation_checkpointing.partition_activations (deepspeed/runtime/activation_checkpointing/
+// checkpointing.py, v0.16.5): each rank keeps 1/tp of a layer's checkpoint and all-gathers it over
+// the tensor-parallel group before the layer's recompute. Megatron-LM's layer input is
+// seq x micro-batch x hidden fp16: 512 x 2 x 1024 x 2 B = 2 MiB a layer, 4 layers.
+struct Checkpoints {
+  double host_peak = 0, step_s = 0;
+  int gathers = 0;
+  double gather_bytes = 0, copy_in_bytes = 0;
+};
+Checkpoints checkpoints(int tp, bool partition) {
+  test::ScratchDir dir;
+  const std::string ds = dir.write("ds.json", std::string(R"({"fp16": {"enabled": true}, "activation_checkpointing": {)") +
+                                                  R"("cpu_checkpointing": true, "partition_activations": )" +
+                                                  (partition ? "true" : "false") + "}}");
+  const std::string trace = (dir.path() / "trace.json").string();
+  const auto out = test::run_trainsim(
+      "simulate --hw dgx2 --gpus 2 --stack deepspeed --deepspeed " + ds + " --megatron-args \"--tensor-model-parallel-size " +
+      std::to_string(tp) +
+      " --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --max-position-embeddings 512 "
+      "--micro-batch-size 2 --fp16\" --format json --trace " + trace);
+  Checkpoints c;
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  if (out.exit_code != 0) return c;
+  const auto j = nlohmann::json::parse(out.out);
+  c.host_peak = j["host_peak_bytes"].get<double>();
+  c.step_s = j["step_time_s"].get<double>();
+  const auto events = nlohmann::json::parse(test::read_file(trace));
+  for (const auto& e : events["traceEvents"]) {
+    // GPU 0's own rows (process 0); the fabric's rows repeat each collective.
+    if (e.value("ph", "") != "X" || !e.contains("args") || e.value("pid", -1) != 0) continue;
+    const std::string name = e["name"];
+    if (name.rfind("checkpoint_gather", 0) == 0) {
+      ++c.gathers;
+      c.gather_bytes = e["args"]["bytes"].get<double>();
+    }
+    if (name.rfind("checkpoint_in", 0) == 0) c.copy_in_bytes = e["args"]["bytes"].get<double>();
+  }
+  return c;
+}
+
+TEST(DeepSpeedKeys, PartitionActivationsSplitsCheckpointsOverTensorParallelRanks) {
+  constexpr double LAYER = 512.0 * 2 * 1024 * 2;  // one layer's checkpoint, whole
+  const Checkpoints whole = checkpoints(2, false), split = checkpoints(2, true);
+  // Whole: each of the node's 2 ranks keeps 4 whole checkpoints in host memory; split: half each.
+  EXPECT_DOUBLE_EQ(whole.host_peak, 2 * 4 * LAYER);
+  EXPECT_DOUBLE_EQ(split.host_peak, 2 * 4 * LAYER / 2);
+  EXPECT_DOUBLE_EQ(whole.copy_in_bytes, LAYER);
+  EXPECT_DOUBLE_EQ(split.copy_in_bytes, LAYER / 2);
+  // One gather of the whole checkpoint before each layer's recompute, only when partitioned.
+  EXPECT_EQ(whole.gathers, 0);
+  EXPECT_EQ(split.gathers, 4);
+  EXPECT_DOUBLE_EQ(split.gather_bytes, LAYER);
+  // Without model parallelism DeepSpeed keeps and loads the checkpoint whole (no gather): the same step.
+  const Checkpoints one = checkpoints(1, false), one_split = checkpoints(1, true);
+  EXPECT_EQ(one_split.gathers, 0);
+  EXPECT_DOUBLE_EQ(one_split.step_s, one.step_s);
+  EXPECT_DOUBLE_EQ(one_split.host_peak, one.host_peak);
+}
+
+TEST(DeepSpeedKeys, PartitionActivationsNotUnderPipelineParallelism) {
+  test::ScratchDir dir;
+  const std::string ds = dir.write("ds.json", R"({"fp16": {"enabled": true},
+      "activation_checkpointing": {"partition_activations": true}})");
+  const auto out = test::run_trainsim(
+      "simulate --hw dgx2 --gpus 4 --stack deepspeed --deepspeed " + ds +
+      " --megatron-args \"--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --seq-length 512 --max-position-embeddings 512 --micro-batch-size 2 --global-batch-size 8 "
+      "--fp16\"");
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_NE(out.err.find("partition_activations"), std::string::npos) << out.err;
 }
 
 TEST(DeepSpeedKeys, TensorSlicingOnlyWithMegatronsModel) {

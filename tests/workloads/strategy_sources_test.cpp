@@ -28,6 +28,10 @@ TEST(DeepSpeedConfig, ReadsZeroInfinityOffloadAndBatch) {
   EXPECT_EQ(*in.precision, Numerics::FP16_MIXED);
   EXPECT_EQ(*in.recompute, Recompute::FULL);
   EXPECT_EQ(*in.offload_activations, ActivationOffload::CPU);
+  // Read as DeepSpeed's partitioned checkpoints (no longer a key without effect).
+  EXPECT_TRUE(*in.partition_activations);
+  EXPECT_EQ(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": activation_checkpointing.partition_activations"),
+            in.no_effect.end());
   EXPECT_DOUBLE_EQ(in.buffers.offload_param_buffer_count, 6);
   // Read as the coordinator's prefetch budget (no longer a key without effect).
   EXPECT_DOUBLE_EQ(in.buffers.prefetch_bucket_elems, 1e8);

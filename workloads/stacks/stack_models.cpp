@@ -29,6 +29,9 @@ StackActivations stack_activations(const ModelSpec& m, const Strategy& s) {
   a.output = output_norm_activation_bytes(m, shape);
   a.logits_kept = logits_bytes(m, shape);
   if (const auto own = stack_model(s).activations) own(m, s, a);
+  // DeepSpeed's partitioned checkpoints (Strategy::partition_activations): a rank keeps 1/tp of
+  // each; the recompute's working set (full) holds the gathered whole.
+  if (s.partition_activations && s.recompute == Recompute::FULL && s.tp > 1) a.stored /= s.tp;
   return a;
 }
 
