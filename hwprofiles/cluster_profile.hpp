@@ -134,7 +134,7 @@ struct Interference {
   std::string source;
 };
 
-// What the replay applies to one collective beside compute (sim/engine.cpp): it starts
+// What the replay applies to one collective beside compute (sim/engine/engine.cpp): it starts
 // `extra_s` later than it would alone (waiting for the SMs a running GEMM holds), and while it
 // runs, compute on its GPUs runs `compute_slowdown` times longer.
 struct InterferenceEffect {

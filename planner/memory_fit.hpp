@@ -1,7 +1,7 @@
 #pragma once
 // One truth for memory: a configuration fits when its replay fits. The replayed reserved peak of
 // every GPU (the replay's allocations through the model of PyTorch's caching allocator,
-// sim/reserved_memory.hpp, fragmentation included) must stay within the usable memory (HBM less the
+// sim/engine/reserved_memory.hpp, fragmentation included) must stay within the usable memory (HBM less the
 // profile's reserved_GiB) less a headroom, and the host memory and storage peaks within each node's.
 //
 // The memory model (workloads/memory_model.hpp) is the fast filter in front of the replay: it drops

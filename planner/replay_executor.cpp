@@ -57,7 +57,7 @@ std::unique_ptr<ReplayExecutor> make_local_executor(int threads, const ResultCac
     threads = online > 0 ? static_cast<int>(online) : 1;
   }
 #if defined(__SANITIZE_ADDRESS__)
-  // Each replay forks (sim/isolation.cpp). GCC 12's AddressSanitizer does not take its
+  // Each replay forks (sim/engine/isolation.cpp). GCC 12's AddressSanitizer does not take its
   // allocator's lock around fork(), so a child forked while another worker allocates waits on
   // that lock forever (seen in the sanitizer build's sweep test). glibc's malloc is fork-safe,
   // so only sanitizer builds replay from one thread.

@@ -1,7 +1,7 @@
 #pragma once
 // Who runs a sweep's replays. SimGrid runs one engine per process, and sim::simulate already
 // forks a child for each simulation, so a pool of threads each calling it keeps every core busy
-// with one simulating child apiece (sim/isolation.hpp). The MPI executor (mpi_executor.hpp)
+// with one simulating child apiece (sim/engine/isolation.hpp). The MPI executor (mpi_executor.hpp)
 // shards the same jobs over processes on several machines.
 //
 // An executor answers jobs in the order given, whatever order they finish in, so the sweep above

@@ -102,7 +102,7 @@ namespace {
 
 constexpr const char* RESERVED_BASIS =
     "reserved peak: the replay's memory events through a model of PyTorch's caching allocator, one request an event "
-    "(sim/caching_allocator.hpp; its error against the measured runs' max_memory_reserved is in "
+    "(sim/costs/caching_allocator.hpp; its error against the measured runs' max_memory_reserved is in "
     "reports/validation/report.md, peak_reserved); it decides whether the step fits, within the usable memory less the "
     "headroom (planner/memory_fit.hpp, --memory-headroom)";
 

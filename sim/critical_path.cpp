@@ -13,8 +13,8 @@
 #include "stage_partition.hpp"
 #include "placement.hpp"
 #include "platform.hpp"
-#include "program/data_parallel_program.hpp"
-#include "program/pipeline_program.hpp"
+#include "data_parallel_program.hpp"
+#include "pipeline_program.hpp"
 
 namespace trainsim::sim {
 namespace {

@@ -294,7 +294,7 @@ StepBound pipeline_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw
 StepBound step_time_lower_bound(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile,
                                 const wl::MemoryEstimate& memory) {
   if (wl::asynchronous(s)) {
-    // Measured between the ends of two of several replayed steps (sim/program/program.hpp): a
+    // Measured between the ends of two of several replayed steps (sim/ir/program.hpp): a
     // difference of two ends, which no per-resource or per-path argument bounds from below (an
     // earlier end that comes late shortens it). No bound is claimed: such a step is replayed.
     StepBound none;

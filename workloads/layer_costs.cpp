@@ -72,7 +72,7 @@ LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
   // Memory-bound kernels: read + write of each elementwise pass.
   const double norm = 2.0 * e * outside_tokens * h;
   // The modern layer's kernels carry their own names (RMSNorm, SwiGLU, rotary embeddings), each
-  // timed from its own calibrated kernel where the profile has one (sim/cost_model.cpp).
+  // timed from its own calibrated kernel where the profile has one (sim/costs/cost_model.cpp).
   fwd.kernels.push_back({m.norm == NormKind::RMSNORM ? "rmsnorm" : "norm", 2 * norm});  // two norms per layer
   fwd.kernels.push_back({"residual_add", 2 * 3.0 * e * outside_tokens * h});
   if (m.dropout) fwd.kernels.push_back({"dropout", 2 * (e + e + 1) * outside_tokens * h});

@@ -119,7 +119,7 @@ inline bool weight_stashing_pipeline(const Strategy& s) { return s.pp > 1 && sch
 // A step that changes the optimizer's math: it updates weights that later micro-batches or steps
 // already used (the delayed parameter update of ZeRO-Offload, Ren et al. 2021 Sec. 5.2; the
 // weight-stashing pipelines). Replayed over several steps with the steady state reported
-// (sim/program/program.hpp); searched only when asked for (`plan --allow-async`).
+// (sim/ir/program.hpp); searched only when asked for (`plan --allow-async`).
 inline bool asynchronous(const Strategy& s) { return s.delayed_update || weight_stashing_pipeline(s); }
 
 }  // namespace trainsim::wl

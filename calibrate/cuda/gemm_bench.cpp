@@ -210,7 +210,7 @@ std::vector<Plan> plans(Mode mode) {
     // The hidden sizes of common models up to 12288 at micro-batch token counts of 2048 to 8192,
     // and their output layers over GPT-2's padded vocabulary (50304) and its own (50257: an odd
     // leading dimension, which cuBLAS serves with slower kernels; the cost model looks such products
-    // up among these, sim/cost_model.hpp aligned_gemm).
+    // up among these, sim/costs/cost_model.hpp aligned_gemm).
     const std::vector<std::int64_t> tokens{2048, 4096, 8192}, hiddens{1024, 2560, 4096, 5120, 6144, 12288};
     out.push_back({&BF16, concat(concat(concat(dense_layer_shapes(tokens, hiddens),
                                                logits_shapes(tokens, {1024, 2560, 4096, 5120, 6144}, 50304)),

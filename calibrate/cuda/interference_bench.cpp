@@ -10,7 +10,7 @@
 //     time.
 // NCCL's kernels need SMs (one block per channel) that a running GEMM holds until its blocks
 // retire, and both share HBM, so the two directions differ in form; the profile keeps both as
-// measured (calibrate/profile_writer.cpp) and the replay reads them (sim/engine.cpp).
+// measured (calibrate/profile_writer.cpp) and the replay reads them (sim/engine/engine.cpp).
 //
 // Coverage: each sample's work is queued behind a spinning kernel (so the host's launches, slower
 // than a 1 MiB collective, do not pace it); the background work is enqueued first and is checked

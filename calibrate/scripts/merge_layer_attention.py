@@ -10,7 +10,7 @@ not run.
         --source "..." hwprofiles/h200x4-measured.json reports/validation/measured/*/host.profile.json
 
 The table keeps its keys (head_dim, seq, batch_heads, causal, forward_TFLOPs, backward_TFLOPs; the
-cost model looks a pass up by its nearest shape, sim/cost_model.hpp): the multi-head shapes only,
+cost model looks a pass up by its nearest shape, sim/costs/cost_model.hpp): the multi-head shapes only,
 since an entry has no key/value head count and the replay costs grouped-query attention's group
 sums as kernels of their own (workloads/stacks/stack_layer.cpp). Rounded to 4 significant digits. Each
 profile is edited as text (the "attention" object of "calibration" replaced, at its indent), so the

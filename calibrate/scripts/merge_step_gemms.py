@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Puts the GEMM rates measured inside training steps (torch_step_gemms.py) into profiles as
-calibration.gemm_in_step, the table the replay prefers for unbatched products (sim/cost_model.hpp).
+calibration.gemm_in_step, the table the replay prefers for unbatched products (sim/costs/cost_model.hpp).
 
     python3 calibrate/scripts/merge_step_gemms.py --gemms reports/calibration/step-gemms/torch_step_gemms.json \
         --raw reports/calibration/step-gemms/ hwprofiles/h200x4-measured.json reports/validation/measured/*/host.profile.json

@@ -84,7 +84,7 @@ class OutputSet {
 // --- Cleanup on interrupt -----------------------------------------------------------------
 // One async-signal-safe registry per process: files to unlink and child processes to kill and
 // reap when SIGINT, SIGTERM or SIGHUP arrives. OutputSet registers its temporaries,
-// trainsim-calibrate's ScratchDir its scratch files, the simulator (sim/isolation.cpp) its
+// trainsim-calibrate's ScratchDir its scratch files, the simulator (sim/engine/isolation.cpp) its
 // forked child.
 
 // Copies `absolute_path` into fixed storage; returns a slot, or -1 when the registry is full or

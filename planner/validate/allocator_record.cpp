@@ -232,7 +232,7 @@ std::string allocator_replay_table(const std::vector<AllocatorReplay>& replays) 
     sum += std::fabs(r.error_pct());
   }
   out += fmt::format("\nreserved peak (max_memory_reserved) replayed through trainsim's caching-allocator model "
-                     "(sim/caching_allocator.hpp): mean |error| {:.2f}%, worst {:.2f}%, over {} record{}\n",
+                     "(sim/costs/caching_allocator.hpp): mean |error| {:.2f}%, worst {:.2f}%, over {} record{}\n",
                      replays.empty() ? 0.0 : sum / static_cast<double>(replays.size()), worst, replays.size(), replays.size() == 1 ? "" : "s");
   return out;
 }
@@ -243,7 +243,7 @@ nlohmann::ordered_json allocator_replay_json(const std::vector<AllocatorReplay>&
   j["kind"] = "trainsim.allocator_replay";
   j["provenance"] = {{"tool", std::string("trainsim ") + TRAINSIM_VERSION},
                      {"command", "trainsim validate --allocator-record"},
-                     {"model", "sim/caching_allocator.hpp"}};
+                     {"model", "sim/costs/caching_allocator.hpp"}};
   j["records"] = nlohmann::ordered_json::array();
   for (const auto& r : replays) {
     j["records"].push_back({{"source", r.source},

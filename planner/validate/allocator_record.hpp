@@ -3,7 +3,7 @@
 // by reports/validation/scripts/run_step_allocator.py, `run_step.py --allocator-trace`): the segments
 // it held when recording began, every request and free it served after, and the rank's measured
 // max_memory_reserved. Replaying the requests through trainsim's allocator model
-// (sim/caching_allocator.hpp) checks that model on a user's own machine and PyTorch: `trainsim
+// (sim/costs/caching_allocator.hpp) checks that model on a user's own machine and PyTorch: `trainsim
 // validate --allocator-record`.
 
 #include <cstdint>

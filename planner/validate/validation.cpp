@@ -341,7 +341,7 @@ RunValidation validate_run(const MeasuredRun& run_in, const InputFlags& given, b
                          "the largest GPU: torch.cuda.max_memory_allocated against the replay's timeline peak"));
   }
   // The caching allocator reserves whole segments and keeps freed blocks: on a stack that allocates
-  // through it, the replay's memory events go through its model (sim/reserved_memory.hpp); trainsim's
+  // through it, the replay's memory events go through its model (sim/engine/reserved_memory.hpp); trainsim's
   // reference step holds one arena, allocated once, so its reserved peak is its allocated one. No
   // target (the issue sets none): the row shows the model's error.
   if (!run.peak_reserved_bytes.empty()) {

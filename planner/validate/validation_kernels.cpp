@@ -1,5 +1,5 @@
 // Where the GPU time goes, kernel class by kernel class (RunValidation::kernel_classes): the
-// replay's kernels of one step as costed by class (sim/metrics.hpp, GpuBusy::*_kernel_s) against
+// replay's kernels of one step as costed by class (sim/engine/metrics.hpp, GpuBusy::*_kernel_s) against
 // rank 0's profiler trace (profiler_trace.hpp, kernel_class). A step can come out right while its
 // GEMMs are costed long and its other kernels short; this is where that shows.
 #include <fmt/format.h>

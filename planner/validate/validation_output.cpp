@@ -317,7 +317,7 @@ std::string validation_markdown(const std::vector<RunValidation>& runs, const st
         "- `peak_allocated`: the largest GPU's `torch.cuda.max_memory_allocated` over the timed steps against the largest "
         "simulated GPU's memory-timeline peak (per GPU below).\n"
         "- `peak_reserved`: the largest GPU's `torch.cuda.max_memory_reserved` against what PyTorch's caching allocator "
-        "would reserve for the replay's memory events (sim/caching_allocator.hpp, sim/reserved_memory.hpp: each event one "
+        "would reserve for the replay's memory events (sim/costs/caching_allocator.hpp, sim/engine/reserved_memory.hpp: each event one "
         "request on its op's stream; workloads/stacks/training_stacks.md \"Allocator\"); for trainsim's reference step, whose "
         "arena is allocated once, the allocated peak. The model alone reproduces the allocator's own record of the rows' "
         "configurations within 0.2% (allocator/README.md); the replay's events are groups of tensors, not tensors, which "

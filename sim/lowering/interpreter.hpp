@@ -16,7 +16,7 @@
 #include "engine.hpp"
 #include "placement.hpp"
 #include "platform.hpp"
-#include "program/program.hpp"
+#include "program.hpp"
 
 namespace trainsim::sim {
 

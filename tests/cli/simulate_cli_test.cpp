@@ -115,7 +115,7 @@ namespace trainsim {
 namespace {
 
 // A PyTorch stack's answer carries the reserved peak of its caching allocator as modeled
-// (sim/reserved_memory.hpp), at least its allocated peak; the papers' idealized stack, which has
+// (sim/engine/reserved_memory.hpp), at least its allocated peak; the papers' idealized stack, which has
 // no allocator, carries none.
 TEST(SimulateCli, APyTorchStackShowsItsReservedPeak) {
   const std::string args = "simulate --model gpt2-1.5b --hw h200x4-measured --gpus 2 --stack pytorch-ddp --precision bf16-mixed "

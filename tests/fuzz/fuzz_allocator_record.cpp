@@ -1,7 +1,7 @@
 // Fuzzes the caching allocator's record (planner/validate/allocator_record.cpp, `trainsim validate
 // --allocator-record`) as the command reads it, from a file through the bounded gzip reader: the
 // bytes as a file (plain, or gzip when they start with gzip's magic) and the same bytes gzipped;
-// then its replay through the allocator model (sim/caching_allocator.cpp): an accepted record's
+// then its replay through the allocator model (sim/costs/caching_allocator.cpp): an accepted record's
 // replayed reserved peak must come out finite and non-negative.
 #include "allocator_record.hpp"
 #include "fuzz_common.hpp"

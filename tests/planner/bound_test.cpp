@@ -82,7 +82,7 @@ TEST(StepBound, NeverAboveTheReplay) {
     EXPECT_EQ(walk.has_value(), s.schedule != wl::Schedule::HYDRA) << c.what;
     if (walk) {
       EXPECT_GT(walk->step_s, 0) << c.what;
-      // The replay runs the walk's steps and, where several, a trailing one (sim/program/program.hpp).
+      // The replay runs the walk's steps and, where several, a trailing one (sim/ir/program.hpp).
       EXPECT_EQ(sim::program_steps(walk->steps > 1, sim::TrailingStep::SIMULATE), r.steps_simulated) << c.what;
       EXPECT_LE(sim::walk_bound_s(*walk), r.step_time_s * (1 + 1e-9)) << c.what << ": walk " << walk->step_s << " s above the replay's "
                                                                      << r.step_time_s << " s (" << wl::canonical_text(s) << ")";
@@ -147,7 +147,7 @@ TEST(WalkBound, TightWhereGathersAreExposed) {
 // and this 1T configuration (activation checkpoints and parameters on the CPU beside the
 // data-parallel rings, found by the 1T plan at 48 DGX-2) would replay 0.04% faster than its
 // contention-free walk, so the walk would be no bound. So the replay delays a copy by the latency
-// and moves its bytes as an evenly shared flow (sim/platform.hpp, copy_latency_s); the walk counts
+// and moves its bytes as an evenly shared flow (sim/engine/platform.hpp, copy_latency_s); the walk counts
 // the same latency.
 TEST(WalkBound, HostCopiesBesideCollectivesShareLinksEvenly) {
   const wl::ModelSpec m = wl::builtin_model("megatron-1t");
@@ -169,7 +169,7 @@ TEST(WalkBound, HostCopiesBesideCollectivesShareLinksEvenly) {
 }
 
 // A ring crossing nodes moves its bytes over channels, each leaving and entering a node through a
-// GPU's PCIe link and a NIC (sim/platform_links.cpp): on a DGX-2 eight channels at the PCIe
+// GPU's PCIe link and a NIC (sim/engine/platform_links.cpp): on a DGX-2 eight channels at the PCIe
 // link's 12 GB/s, not the NICs' 100 GB/s. Walked at the NICs' rate, the 1T plan's data-parallel
 // rings without tensor parallelism (20 nodes, parameters and optimizer offloaded, delayed update)
 // come out 0.87% below their replays (206.64 s against 208.46 s), under that count's best (tp 2,

@@ -1,5 +1,5 @@
 // The caching-allocator model's rules, each on a sequence whose reserved and allocated bytes follow
-// by hand from PyTorch's rules (sim/caching_allocator.hpp).
+// by hand from PyTorch's rules (sim/costs/caching_allocator.hpp).
 #include "caching_allocator.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Busy as CUDA events around a stack's calls count it (sim/metrics.cpp, GpuBusy::call_span_*;
+// Busy as CUDA events around a stack's calls count it (sim/engine/metrics.cpp, GpuBusy::call_span_*;
 // reports/validation/README.md, "The pipeline bubble"): each call from the moment its start event
 // passes the compute stream (its host starting to issue it, or the stream's earlier work and the
 // waits queued before it ending, whichever is later) to its last kernel's end. A hand-timed graph

@@ -1,5 +1,5 @@
 // Exactness of the replay on toy graphs: simulated times equal hand calculation to 1e-6
-// relative. Each simulation runs in its own process (sim/isolation.hpp).
+// relative. Each simulation runs in its own process (sim/engine/isolation.hpp).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -248,7 +248,7 @@ TEST(ExactToy, ACopyAndATransferShareAPcieLinkEvenly) {
   // latency and runs alone until the copy's 5 us of PCIe latency end: 2e4 bytes at 10 GB/s, the
   // rest at 5 GB/s, done at 0.2 s + 1 us; node 1 then computes for 1 s. When the copy's route
   // carried its latency, SimGrid's CM02 weighted its share by it and the copy took nearly the whole
-  // link: the send ended after the copy, at 0.3 s (sim/platform.hpp, copy_latency_s).
+  // link: the send ended after the copy, at 0.3 s (sim/engine/platform.hpp, copy_latency_s).
   const double t = simulate_on(two_nodes(), [](GraphBuilder& b) {
     Op out = copy_to(0, 2e9);
     out.kind = OpKind::COPY_D2H;

@@ -1,6 +1,6 @@
 // The host's dispatch of kernels (calibration.host_dispatch, replayed on each rank's host stream
 // by lowering/interpreter.cpp) delays the GPU but is not GPU work: a GPU waiting for its host is
-// idle (sim/metrics.cpp). The same DDP step with and without the calibration runs the same
+// idle (sim/engine/metrics.cpp). The same DDP step with and without the calibration runs the same
 // kernels, so its GPU compute is the same, while the step with dispatch is longer (host-bound).
 // Before, the dispatch ops counted as the GPU's compute, and a host-bound pipeline stage that
 // waited for its neighbour while its host issued ahead looked busy (reports/validation).

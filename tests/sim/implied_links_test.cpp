@@ -1,4 +1,4 @@
-// Links that other links imply (sim/implied_links.hpp): which ones the rule drops, and that the
+// Links that other links imply (sim/engine/implied_links.hpp): which ones the rule drops, and that the
 // replay answers the same with and without dropping them.
 #include <gtest/gtest.h>
 

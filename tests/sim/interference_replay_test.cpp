@@ -1,7 +1,7 @@
-// The replay applies the measured interference table (sim/engine.cpp): a collective that starts
+// The replay applies the measured interference table (sim/engine/engine.cpp): a collective that starts
 // while one of its GPUs computes waits the table's (beside - alone) for its kind, size and the
 // run's GEMM, and compute beside it runs the table's slowdown longer while it lasts. Exact to
-// 1e-9 relative on a 2-GPU toy ring; each replay in its own process (sim/isolation.hpp).
+// 1e-9 relative on a 2-GPU toy ring; each replay in its own process (sim/engine/isolation.hpp).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// Where a ring's channels cross a node (sim/pcie_topology.hpp), against figures worked out by hand
+// Where a ring's channels cross a node (sim/engine/pcie_topology.hpp), against figures worked out by hand
 // from each profile's PCIe switches and NICs: the platform routes channels this way
 // (platform_links.cpp, ring_route) and the planner's bounds divide by crossing_ring_rate, so a
 // wrong count here makes the bounds unsound or loose.

@@ -1,6 +1,6 @@
-// The replay's memory events through the caching-allocator model (sim/reserved_memory.hpp): each
+// The replay's memory events through the caching-allocator model (sim/engine/reserved_memory.hpp): each
 // event one request on its op's stream, frees matched to allocations by class and bytes. Each case's
-// reserved peak follows by hand from the allocator's rules (sim/caching_allocator.hpp); the last one
+// reserved peak follows by hand from the allocator's rules (sim/costs/caching_allocator.hpp); the last one
 // checks that a simulated step carries it from the simulating child.
 #include "reserved_memory.hpp"
 

@@ -1,4 +1,4 @@
-// The caching-allocator model (sim/caching_allocator.hpp) against the allocator's own record of the
+// The caching-allocator model (sim/costs/caching_allocator.hpp) against the allocator's own record of the
 // measured rows' configurations (reports/validation/allocator/): every request
 // and free PyTorch's caching allocator served from the build to the end of the timed steps, replayed
 // through the model from the segments it held at the start (planner/validate/allocator_record.hpp,

@@ -116,7 +116,7 @@ TEST(MeasuredRunsSummary, TolerancesHoldOnEveryRowNotListedAndListedRowsStillMis
 }
 
 // The reserved peak has no target in issue 10; the caching-allocator model over the replay's memory
-// events (sim/reserved_memory.hpp) is held to the issue's mean target for peak memory, 5%, over all
+// events (sim/engine/reserved_memory.hpp) is held to the issue's mean target for peak memory, 5%, over all
 // the PyTorch runs (the allocated peak that stood in for it before was 10.4% off).
 TEST(MeasuredRunsSummary, ReservedPeakMeanWithinThePeakMemoryMeanTarget) {
   const nlohmann::json s = committed_summary();

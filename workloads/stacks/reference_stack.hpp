@@ -5,7 +5,7 @@
 // arena (every buffer placed once at start: its peak is the sum of its buffers). Row by row from
 // workloads/stacks/training_stacks.md ("trainsim-reference"); its LayerNorms, causal softmax, head
 // transposes and column sums are "ref:<class>" kernels priced from calibration.reference_kernels
-// (reference_kernels.hpp); the rest map to the generic calibrated kernels of sim/cost_model.cpp (activation ->
+// (reference_kernels.hpp); the rest map to the generic calibrated kernels of sim/costs/cost_model.cpp (activation ->
 // gelu, cross_entropy -> softmax, others copy).
 
 #include "layer_costs.hpp"
@@ -15,7 +15,7 @@
 
 namespace trainsim::wl {
 
-// The lowering's kernel name of one launch: "ref:" + its class (sim/cost_model.cpp looks the class
+// The lowering's kernel name of one launch: "ref:" + its class (sim/costs/cost_model.cpp looks the class
 // up in calibration.reference_kernels, else falls back to the closest generic kernel).
 MemoryKernel reference_kernel(ReferenceKernel k, double rows, double cols);
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Validation call 49: the caching allocator's own record of the rows' configurations
 # (run_step.py --allocator-trace, run_step_allocator.py), for trainsim's allocator model
-# (sim/caching_allocator.hpp) to be checked against: is max_memory_reserved what the recorded
+# (sim/costs/caching_allocator.hpp) to be checked against: is max_memory_reserved what the recorded
 # requests, replayed through the model from the segments held at the start, give?
 # Phases, in the order given:
 #   gpt    the 0.36 B GPT rows' configurations: single GPU (GPU 0), then DDP, FSDP2 ZeRO-2 and ZeRO-3

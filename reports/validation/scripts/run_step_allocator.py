@@ -1,5 +1,5 @@
 """The caching allocator's own record of one configuration (run_step.py --allocator-trace), for
-trainsim's allocator model (sim/caching_allocator.hpp) to be checked against.
+trainsim's allocator model (sim/costs/caching_allocator.hpp) to be checked against.
 
 From the moment the model is built and the cache emptied (run_step.py's build) to the end of the timed
 steps, PyTorch records every request the CUDA caching allocator serves and every block it gets back

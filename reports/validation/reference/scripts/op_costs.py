@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The single-GPU L24-h1024 row's per-operation GPU time (the reference's op profile,
 TRAINSIM_REF_OP_PROFILE=1) beside what the simulator charges the same operation, one layer and
-micro-batch at a time x 48. The simulator's side is recomputed here as sim/cost_model.cpp does
+micro-batch at a time x 48. The simulator's side is recomputed here as sim/costs/cost_model.cpp does
 it (GEMMs: FLOPs over the peak times the calibrated efficiency of the nearest (m, n, k) in log
 space, floored by their operands and result crossing HBM at 80% of hbm_GBps; memory-bound
 kernels: the stated bytes of workloads/stacks/reference_stack.cpp over the calibrated curve of the
@@ -14,7 +14,7 @@ import json
 import math
 import sys
 
-from ref_kernel_check import interp  # the curve lookup sim/cost_model.cpp makes, in one copy
+from ref_kernel_check import interp  # the curve lookup sim/costs/cost_model.cpp makes, in one copy
 
 B, S, H, A = 4, 2048, 1024, 16  # the row: micro-batch 4, sequence 2048, hidden 1024, 16 heads
 CALLS = 48  # 24 layers x 2 micro-batches

@@ -3,7 +3,7 @@
 the same kernels inside the step (the op profile, TRAINSIM_REF_OP_PROFILE=1, of the single-GPU
 L24-h1024 row), both from one GPU: for each profiled op, its launches' bytes as
 workloads/stacks/reference_kernels.hpp counts them over the profile's calibration.reference_kernels
-curve (log-interpolated by size, clamped at the ends, as sim/cost_model.cpp does), beside the
+curve (log-interpolated by size, clamped at the ends, as sim/costs/cost_model.cpp does), beside the
 op's measured time. A reading aid: if the byte formulas change, so must this.
 
 usage: ref_kernel_check.py PROFILE.json OP_PROFILE.txt

@@ -23,7 +23,7 @@ namespace trainsim::sim {
 enum class Tier : std::uint8_t { GPU, HOST, STORAGE };
 // The dtype a collective or transfer carries (for traces and bandwidth curves).
 enum class Dtype : std::uint8_t { FP16, BF16, FP32 };
-// Communication groups of a rank, defined by the placement (sim/placement.hpp).
+// Communication groups of a rank, defined by the placement (sim/engine/placement.hpp).
 enum class GroupKind : std::uint8_t { TENSOR, DATA, PIPELINE, EMBEDDING };
 enum class ComputePass : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, OTHER };
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "program/program.hpp"
+#include "program.hpp"
 
 namespace trainsim::sim {
 
