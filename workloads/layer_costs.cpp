@@ -49,17 +49,15 @@ PassCost backward_of(const PassCost& fwd) {
 
 }  // namespace
 
-LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
-  if (const auto own = stack_model(s).layer_cost) return own(m, s);
+namespace {
+
+// The layer's products, and its attention kernel where it is fused.
+PassCost layer_products(const ModelSpec& m, const Strategy& s) {
   const double b = static_cast<double>(s.micro_batch), sq = static_cast<double>(s.seq);
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
   const double t = s.tp, d = h / a;
-  const double e = activation_element_bytes(m.numerics);
   const double tokens = b * sq;
-  // Outside the tensor-parallel region sequence parallelism splits the tokens.
-  const double outside_tokens = s.sp ? tokens / t : tokens;
-
   PassCost fwd;
   fwd.gemms.push_back({"qkv", tokens, (h + 2 * kv) / t, h, 1});
   fwd.gemms.push_back({"attention_scores", sq, sq, d, b * a / t});
@@ -68,7 +66,44 @@ LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
   const double up = m.mlp == MlpKind::SWIGLU ? 2 * f : f;
   fwd.gemms.push_back({"mlp_in", tokens, up / t, h, 1});
   fwd.gemms.push_back({"mlp_out", tokens, h, f / t, 1});
+  if (m.attention != AttentionImpl::MATERIALIZED) {
+    fwd.fused_attention = true;
+    fwd.flash = {b * a / t, sq, d, false};
+  }
+  return fwd;
+}
 
+PassCost head_products(const ModelSpec& m, const Strategy& s) {
+  PassCost fwd;
+  fwd.gemms.push_back({"logits", static_cast<double>(s.micro_batch * s.seq), static_cast<double>(m.vocab) / s.tp,
+                       static_cast<double>(m.hidden), 1});
+  return fwd;
+}
+
+}  // namespace
+
+LayerCost transformer_layer_products(const ModelSpec& m, const Strategy& s) {
+  const PassCost fwd = layer_products(m, s);
+  return {fwd, backward_of(fwd)};
+}
+
+LayerCost output_layer_products(const ModelSpec& m, const Strategy& s) {
+  const PassCost fwd = head_products(m, s);
+  return {fwd, backward_of(fwd)};
+}
+
+LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
+  if (const auto own = stack_model(s).layer_cost) return own(m, s);
+  const double b = static_cast<double>(s.micro_batch), sq = static_cast<double>(s.seq);
+  const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
+  const double f = static_cast<double>(m.ffn_hidden), kv = static_cast<double>(m.kv_hidden());
+  const double t = s.tp;
+  const double e = activation_element_bytes(m.numerics);
+  const double tokens = b * sq;
+  // Outside the tensor-parallel region sequence parallelism splits the tokens.
+  const double outside_tokens = s.sp ? tokens / t : tokens;
+
+  PassCost fwd = layer_products(m, s);
   // Memory-bound kernels: read + write of each elementwise pass.
   const double norm = 2.0 * e * outside_tokens * h;
   // The modern layer's kernels carry their own names (RMSNorm, SwiGLU, rotary embeddings), each
@@ -83,9 +118,6 @@ LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
     const double scores = a * sq * sq * b / t;
     fwd.kernels.push_back({"softmax", 2.0 * e * scores});
     if (m.dropout) fwd.kernels.push_back({"attention_dropout", (e + e + 1) * scores});
-  } else {
-    fwd.fused_attention = true;
-    fwd.flash = {b * a / t, sq, d, false};
   }
   return {fwd, backward_of(fwd)};
 }
@@ -95,8 +127,7 @@ LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
   const double tokens = static_cast<double>(s.micro_batch * s.seq);
   const double h = static_cast<double>(m.hidden), v = static_cast<double>(m.vocab);
   const double e = activation_element_bytes(m.numerics);
-  PassCost fwd;
-  fwd.gemms.push_back({"logits", tokens, v / s.tp, h, 1});
+  PassCost fwd = head_products(m, s);
   // Final norm, then the fp32 softmax cross-entropy over the vocabulary shard.
   fwd.kernels.push_back({"final_norm", 2.0 * e * tokens * h / (s.sp ? s.tp : 1)});
   fwd.kernels.push_back({"cross_entropy", (e + 4.0 + 4.0) * tokens * v / s.tp});

@@ -69,8 +69,14 @@ struct LayerCost {
   PassCost backward;  // dgrad and wgrad GEMMs of every forward GEMM, kernels' backward
 };
 
+// A layer as the stack runs it (workloads/stacks/stack_model.hpp), else the papers' layer.
 LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s);
 LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s);  // final norm, logits, loss
+// The papers' layer's and head's matrix products and attention kernel alone, without the
+// memory-bound kernels around them: what a stack's own layer computes in its GEMMs before it adds
+// the kernels it launches (stack_layer.cpp, reference_stack.cpp).
+LayerCost transformer_layer_products(const ModelSpec& m, const Strategy& s);
+LayerCost output_layer_products(const ModelSpec& m, const Strategy& s);
 LayerCost embedding_cost(const ModelSpec& m, const Strategy& s);
 
 // Bytes an Adam step reads and writes per parameter on a GPU (mixed precision: fp32 weight,

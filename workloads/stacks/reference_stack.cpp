@@ -52,11 +52,7 @@ MemoryKernel reference_kernel(ReferenceKernel k, double rows, double cols) {
 // their fp32 output; the GEMM's own roofline floor counts a 16-bit output, the other 2 bytes per
 // element are listed as `fp32_scores` (training_stacks.md, "trainsim-reference").
 LayerCost reference_layer_cost(const ModelSpec& m, const Strategy& s) {
-  Strategy plain = s;
-  plain.stack = {};
-  LayerCost c = transformer_layer_cost(m, plain);  // the GEMMs (attention materialized)
-  c.forward.kernels.clear();
-  c.backward.kernels.clear();
+  LayerCost c = transformer_layer_products(m, s);  // the GEMMs (attention materialized)
   const Dims d = dims(m, s);
   const double Th = d.T * d.h, Tf = d.T * d.f;
   auto& fk = c.forward.kernels;
@@ -96,11 +92,7 @@ LayerCost reference_layer_cost(const ModelSpec& m, const Strategy& s) {
 }
 
 LayerCost reference_output_cost(const ModelSpec& m, const Strategy& s) {
-  Strategy plain = s;
-  plain.stack = {};
-  LayerCost c = output_layer_cost(m, plain);
-  c.forward.kernels.clear();
-  c.backward.kernels.clear();
+  LayerCost c = output_layer_products(m, s);
   const Dims d = dims(m, s);
   // Final LayerNorm (fp32 in, bf16 out); the head GEMM writes fp32 logits; one cross-entropy
   // kernel reads them (three passes of a row, the row stays in cache) and writes the bf16 logits

@@ -185,11 +185,7 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
     c.backward.launches += d.accumulate * static_cast<double>(cap->layer_param_tensors);
     return c;
   }
-  Strategy plain = s;
-  plain.stack = {};
-  LayerCost c = transformer_layer_cost(m, plain);
-  c.forward.kernels.clear();
-  c.backward.kernels.clear();
+  LayerCost c = transformer_layer_products(m, s);
   const Dims d = dims(m, s);
   add_layer_kernels(m, s, d, c.forward, c.backward);
   add_param_kernels(s, d, d.lp, c.forward, c.backward);
@@ -213,10 +209,7 @@ double torch_autocast_cache_bytes(const ModelSpec& m, const Strategy& s) {
 
 PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
   if (const ModelCapture* cap = captured_for(m, s)) return cap->costs.layers.at(cap->layer_kind).recompute;
-  Strategy plain = s;
-  plain.stack = {};
-  LayerCost c = transformer_layer_cost(m, plain);
-  c.forward.kernels.clear();
+  LayerCost c = transformer_layer_products(m, s);
   const Dims d = dims(m, s);
   PassCost unused;
   add_layer_kernels(m, s, d, c.forward, unused);
@@ -235,11 +228,7 @@ LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
     }
     return c;
   }
-  Strategy plain = s;
-  plain.stack = {};
-  LayerCost c = output_layer_cost(m, plain);
-  c.forward.kernels.clear();
-  c.backward.kernels.clear();
+  LayerCost c = output_layer_products(m, s);
   const Dims d = dims(m, s);
   const bool bf16 = fsdp(s);
   const double re = bf16 ? 2.0 : 4.0, Th = d.T * d.h, TV = d.T * d.V;
