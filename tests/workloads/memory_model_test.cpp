@@ -103,10 +103,15 @@ TEST(Activations, CheckpointOffloadMovesEveryCheckpointAndKeepsTwoLayersOfBuffer
   s.recompute = Recompute::FULL;
   s.offload_activations = ActivationOffload::CPU;
   const ActivationMemory a = estimate_memory(m, s, 16).stages[0].activations;
-  const double checkpoint = 2.0 * 2048 * 25600;  // 2sbh per layer
+  const double sbh = 2048.0 * 25600;
+  const double checkpoint = 2 * sbh;  // 2sbh per layer
   EXPECT_DOUBLE_EQ(a.checkpoint_bytes, 128 * checkpoint);
   EXPECT_DOUBLE_EQ(a.at.cpu, 128 * checkpoint);  // all on the host at the end of the forward
-  EXPECT_DOUBLE_EQ(a.at.gpu, a.stored_bytes + 2 * checkpoint);  // the write-out and prefetch buffers
+  // Outside the layers (Korthikanti et al. Sec. 4.3): the embedding's dropout mask, sbh, and the
+  // output layer norm's input and output, 2sbh each: 5sbh. Beside them on the GPU, two layers'
+  // checkpoints as the write-out and prefetch buffers: 9sbh.
+  EXPECT_DOUBLE_EQ(a.stored_bytes, 5 * sbh);
+  EXPECT_DOUBLE_EQ(a.at.gpu, 9 * sbh);
   EXPECT_DOUBLE_EQ(a.working_bytes, 2048.0 * 25600 * (34 + 5 * 160 * 2048.0 / 25600));
 }
 
