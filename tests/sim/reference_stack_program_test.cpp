@@ -145,6 +145,18 @@ TEST(ReferenceStackProgram, CastsBeforeEachGatherAndAccumulatesAfterEachScatterO
   };
   const ProgramSet zero3 = program(m, s);
   const Seen v = look(zero3);
+  // The reference's step (calibrate/cuda/ref_param_store.cpp, ref_model.cpp, 26 units: the embedding,
+  // 24 layers, the final norm) reduce-scatters every unit after its backward in each micro-batch:
+  // 2 x 26 = 52. It gathers the two end units once a step (zero_grads) and a layer only where its
+  // slot (unit % 2) does not still hold it from the pass before: 24 forward, then 22 in each later
+  // pass, 90 layers, 92 gathers. The row h200x2_ref-zero3_L24-h1024_mb4x2 measured exactly those
+  // bytes (of two ranks, each sends half of a unit: one byte an element gathered in bf16, two
+  // reduce-scattered in fp32): 90 x 12,596,224 + 53,610,496 gathered, 2 x 2 x 355,919,872
+  // reduce-scattered, 2,610,950,144 collective bytes sent a rank. The program gathers every unit in
+  // every pass, 4 x 26 = 104, twelve more (236,408,832 bytes a step): a known gap, pinned here so
+  // that a change to either count shows.
+  EXPECT_EQ(v.reduce_scatters, 52);
+  EXPECT_EQ(v.gathers, 104);
   // Its Adam is the reference's kernel over the rank's shard, without a bf16 copy under ZeRO-3: half
   // of the model's 355,919,872 parameters (the count its model file publishes) at 28 bytes each
   // (fp32 weight, gradient and two moments read, weight and moments written), 4,982,878,208 bytes,
