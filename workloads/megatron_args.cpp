@@ -213,7 +213,7 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
   std::set<std::string> seen;
   StrategyInput in;
   std::optional<std::int64_t> layers_per_virtual_stage;
-  bool full_granularity = false;
+  bool full_granularity = false, recompute_activations = false;
   auto origin = [&](const std::string& name) { return flag + ": " + name; };
   while (!a.done()) {
     const std::string name = a.tokens[a.next++];
@@ -260,15 +260,17 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
       }
       in.precision.set(name == "--fp16" ? Numerics::FP16_MIXED : Numerics::BF16_MIXED, origin(name));
     }
-    else if (name == "--recompute-activations") in.recompute.set(Recompute::SELECTIVE, origin(name));
+    else if (name == "--recompute-activations") {
+      in.recompute.set(Recompute::SELECTIVE, origin(name));
+      recompute_activations = true;
+    }
     else if (name == "--checkpoint-activations") in.recompute.set(Recompute::FULL, origin(name));
     else if (name == "--recompute-granularity") {
       const std::string v = a.value_of(name);
       if (v == "full") {
         in.recompute.set(Recompute::FULL, origin(name));
         full_granularity = true;
-      }
-      else if (v == "selective") in.recompute.set(Recompute::SELECTIVE, origin(name));
+      } else if (v == "selective") in.recompute.set(Recompute::SELECTIVE, origin(name));
       else throw ConfigError(flag, name, "\"full\" or \"selective\"", "\"" + v + "\"");
     } else if (name == "--recompute-method") {
       const std::string v = a.value_of(name);
@@ -325,7 +327,10 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     in.vpp.set(static_cast<int>(per_stage / *layers_per_virtual_stage),
                origin("--num-layers-per-virtual-pipeline-stage"));
   }
-  check_recompute_method(in, flag, full_granularity);
+  // Megatron-LM's arguments.py (core_v0.16.1, lines 430-431) sets the granularity to selective
+  // whenever --recompute-activations is given, whatever --recompute-granularity says.
+  if (recompute_activations) in.recompute.set(Recompute::SELECTIVE, origin("--recompute-activations"));
+  check_recompute_method(in, flag, full_granularity && !recompute_activations);
   if (in.vpp && *in.vpp > 1) in.schedule.set(Schedule::INTERLEAVED, in.vpp.origin);
   return in;
 }

@@ -110,6 +110,15 @@ TEST(FrameworkArguments, MegatronRecomputeMethodsThatRecomputeEveryLayerAreAnswe
   EXPECT_NE(block.dump().find("--recompute-method block 13 covers every layer of each chunk (13)"), std::string::npos);
   EXPECT_NE(uniform.dump().find("--recompute-method uniform --recompute-num-layers 1: every layer checkpointed"),
             std::string::npos);
+  // --recompute-activations makes the granularity selective whatever --recompute-granularity says
+  // (Megatron-LM's arguments.py), in either order: no method is asked for then.
+  const auto selective = activations("--megatron-args \"--recompute-activations\"");
+  for (const char* both : {"--recompute-granularity full --recompute-activations", "--recompute-activations --recompute-granularity full"}) {
+    EXPECT_EQ(activations(std::string("--megatron-args \"") + both + "\"")["per_gpu"]["activations_bytes"],
+              selective["per_gpu"]["activations_bytes"])
+        << both;
+  }
+  EXPECT_NE(selective["per_gpu"]["activations_bytes"], full["per_gpu"]["activations_bytes"]);
   const auto none = activations("--megatron-args \"--recompute-method block --recompute-num-layers 4\"");
   EXPECT_NE(none["inputs"]["no_effect"].dump().find("--recompute-method (no --recompute-granularity)"), std::string::npos)
       << none["inputs"].dump();
