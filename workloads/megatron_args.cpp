@@ -158,7 +158,19 @@ std::vector<std::string> split_args(const std::string& text, const std::string& 
 // layers, the group recomputed at once) and "block N" below that (the first N layers of each chunk
 // recomputed, the rest storing every activation) change the memory and the time differently and
 // are refused rather than answered as if every layer were recomputed alone.
-void check_recompute_method(StrategyInput& in, const std::string& flag) {
+void check_recompute_method(StrategyInput& in, const std::string& flag, bool full_granularity) {
+  // Megatron-LM tag core_v0.16.1, megatron/core/transformer/transformer_config.py __post_init__,
+  // lines 1166-1170: `--recompute-granularity full` without a method raises ValueError ('Using
+  // recompute_granularity: full so recompute_method must be "block" or "uniform"'), before it looks
+  // at the layer count. --checkpoint-activations, which never sets the granularity, is not refused
+  // here.
+  if (full_granularity && !in.recompute_method) {
+    throw ConfigError(flag, "--recompute-method",
+                      "--recompute-method \"block\" or \"uniform\" with --recompute-granularity full (Megatron-LM's "
+                      "transformer_config.py refuses full granularity without one); add --recompute-method uniform "
+                      "--recompute-num-layers 1 to recompute every layer, the full recompute trainsim models",
+                      "--recompute-granularity full without --recompute-method");
+  }
   if (!in.recompute_method && !in.recompute_num_layers) return;
   const std::string given = in.recompute_method ? "--recompute-method" : "--recompute-num-layers";
   if (!in.recompute) {
@@ -201,6 +213,7 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
   std::set<std::string> seen;
   StrategyInput in;
   std::optional<std::int64_t> layers_per_virtual_stage;
+  bool full_granularity = false, recompute_activations = false;
   auto origin = [&](const std::string& name) { return flag + ": " + name; };
   while (!a.done()) {
     const std::string name = a.tokens[a.next++];
@@ -247,12 +260,17 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
       }
       in.precision.set(name == "--fp16" ? Numerics::FP16_MIXED : Numerics::BF16_MIXED, origin(name));
     }
-    else if (name == "--recompute-activations") in.recompute.set(Recompute::SELECTIVE, origin(name));
+    else if (name == "--recompute-activations") {
+      in.recompute.set(Recompute::SELECTIVE, origin(name));
+      recompute_activations = true;
+    }
     else if (name == "--checkpoint-activations") in.recompute.set(Recompute::FULL, origin(name));
     else if (name == "--recompute-granularity") {
       const std::string v = a.value_of(name);
-      if (v == "full") in.recompute.set(Recompute::FULL, origin(name));
-      else if (v == "selective") in.recompute.set(Recompute::SELECTIVE, origin(name));
+      if (v == "full") {
+        in.recompute.set(Recompute::FULL, origin(name));
+        full_granularity = true;
+      } else if (v == "selective") in.recompute.set(Recompute::SELECTIVE, origin(name));
       else throw ConfigError(flag, name, "\"full\" or \"selective\"", "\"" + v + "\"");
     } else if (name == "--recompute-method") {
       const std::string v = a.value_of(name);
@@ -309,7 +327,10 @@ StrategyInput strategy_from_megatron_args(const std::string& text, const std::st
     in.vpp.set(static_cast<int>(per_stage / *layers_per_virtual_stage),
                origin("--num-layers-per-virtual-pipeline-stage"));
   }
-  check_recompute_method(in, flag);
+  // Megatron-LM's arguments.py (core_v0.16.1, lines 430-431) sets the granularity to selective
+  // whenever --recompute-activations is given, whatever --recompute-granularity says.
+  if (recompute_activations) in.recompute.set(Recompute::SELECTIVE, origin("--recompute-activations"));
+  check_recompute_method(in, flag, full_granularity && !recompute_activations);
   if (in.vpp && *in.vpp > 1) in.schedule.set(Schedule::INTERLEAVED, in.vpp.origin);
   return in;
 }

@@ -5,6 +5,8 @@
 
 #include "config_error.hpp"
 #include "enum_names.hpp"
+#include "input_file.hpp"
+#include "measured_json.hpp"
 
 namespace trainsim::planner {
 namespace {
@@ -256,7 +258,7 @@ MeasuredRun measured_run_from_trace(const std::string& trace_path, const std::st
     }
     return r;
   }
-  const JsonDocument doc = parse_json_file(sidecar);
+  const JsonDocument doc = parse_measured_json(sidecar);
   StrictObject root(doc.json, doc.source, "");
   const auto version = root.integer("schema_version", 1, 1000);
   if (version != 1) throw ConfigError(doc.source, "schema_version", "schema version 1", std::to_string(version));
@@ -286,12 +288,15 @@ MeasuredRun measured_run_from_trace(const std::string& trace_path, const std::st
 }
 
 bool is_measured_run_file(const std::string& path) {
-  const JsonDocument doc = parse_json_file(path);
-  return doc.json.is_object() && doc.json.contains("kind") && doc.json["kind"] == "trainsim.measured_run";
+  const std::string text = read_input_file(path);
+  const MeasuredFileKind found = measured_file_kind(text);
+  // Text that is not JSON is refused, naming the file and where, as the strict reader says it.
+  if (!found.json) parse_json_text(text, path, MEASURED_JSON_LIMITS);
+  return found.kind == "trainsim.measured_run";
 }
 
 MeasuredRun load_measured_run(const std::string& path) {
-  const JsonDocument doc = parse_json_file(path);
+  const JsonDocument doc = parse_measured_json(path);
   return measured_run_from_json(doc, fs::path(path).parent_path().string());
 }
 

@@ -15,6 +15,7 @@
 
 #include "config_error.hpp"
 #include "gzip_file.hpp"
+#include "measured_json.hpp"
 #include "strict_json.hpp"
 
 namespace trainsim::planner {
@@ -544,7 +545,7 @@ nlohmann::ordered_json trace_summary_json(const TraceSummary& t, const std::stri
 }
 
 TraceSummary read_trace_summary(const std::string& path) {
-  const JsonDocument doc = parse_json_file(path);
+  const JsonDocument doc = parse_measured_json(path);
   if (!doc.json.is_object()) {
     throw ConfigError(doc.source, "(document)", "a trace summary (an object of kind \"trainsim.trace_summary\")", describe_json(doc.json));
   }

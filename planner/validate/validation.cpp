@@ -13,6 +13,8 @@
 #include "config_error.hpp"
 #include "cost_model.hpp"
 #include "host_dispatch.hpp"
+#include "input_file.hpp"
+#include "measured_json.hpp"
 #include "memory_answer.hpp"
 #include "profile_loader.hpp"
 #include "request.hpp"
@@ -210,10 +212,14 @@ ValidationInputs read_validation_inputs(const std::string& measured, const std::
     in.runs.push_back(measured_run_from_trace(measured, sidecar, flags.model));
     return in;
   }
-  const JsonDocument doc = parse_json_file(measured);
-  if (doc.json.is_object() && doc.json.contains("traceEvents")) {
+  // A plain profiler trace is streamed by its own reader; anything else is built as a measured run,
+  // under its limits.
+  const std::string text = read_input_file(measured);
+  const MeasuredFileKind found = measured_file_kind(text);
+  if (found.trace && found.json) {
     in.runs.push_back(measured_run_from_trace(measured, sidecar, flags.model));
   } else {
+    const JsonDocument doc = parse_json_text(text, measured, MEASURED_JSON_LIMITS);
     if (!sidecar.empty()) {
       throw ConfigError("--sidecar", "--sidecar", "a sidecar only with a profiler trace (a measured run names its own model and strategy)",
                         "\"" + sidecar + "\"");

@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
         "--untie-embeddings-and-output-weights --disable-bias-linear --attention-dropout 0 --hidden-dropout 0 "
         "--seq-length 8192 --max-position-embeddings 8192 --vocab-size 128256 --bf16 --use-flash-attn "
         "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --virtual-pipeline-model-parallel-size 2 "
-        "--sequence-parallel --use-distributed-optimizer --recompute-granularity full --micro-batch-size 1 "
+        "--sequence-parallel --use-distributed-optimizer --recompute-granularity full --recompute-method uniform "
+        "--recompute-num-layers 1 --micro-batch-size 1 "
         "--global-batch-size 2048";
     struct Target {
       double wall_s;

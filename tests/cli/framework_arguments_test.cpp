@@ -28,6 +28,9 @@ TEST(FrameworkArguments, UnmodeledOrInvalidCombinationsAreExit2WithTheirMessage)
   hf("moe.json", "moe_num_experts", 8);
   hf("shared.json", "n_shared_experts", 2);
   hf("dbrx.json", "ffn_config", {{"moe_num_experts", 16}});
+  nlohmann::json ffn = read_source_json("workloads/models/gpt-13b.json");
+  ffn["architecture"]["ffn_hidden"] = 6401;
+  dir.write("ffn6401.json", ffn.dump());
   const std::string megatron = "memory --model gpt2-1.5b --gpus 4 --pp 4 --megatron-args ";
   const std::vector<Case> cases = {
       {"Megatron block recompute of 4 of 12 layers", megatron + "\"--recompute-granularity full --recompute-method block --recompute-num-layers 4\"",
@@ -39,12 +42,26 @@ TEST(FrameworkArguments, UnmodeledOrInvalidCombinationsAreExit2WithTheirMessage)
        "--megatron-args: --recompute-method: expected no --recompute-method or --recompute-num-layers with selective"},
       {"Megatron recompute method without its layer count", megatron + "\"--recompute-granularity full --recompute-method block\"",
        "--megatron-args: --recompute-num-layers: expected --recompute-method and --recompute-num-layers together"},
+      // Megatron-LM's transformer_config.py refuses full granularity without a method (core_v0.16.1,
+      // __post_init__), with or without a layer count; trainsim once answered it as full recompute.
+      {"Megatron full granularity without a method", megatron + "\"--recompute-granularity full\"",
+       "--megatron-args: --recompute-method: expected --recompute-method \"block\" or \"uniform\" with "
+       "--recompute-granularity full (Megatron-LM's transformer_config.py refuses full granularity without one); add "
+       "--recompute-method uniform --recompute-num-layers 1 to recompute every layer, the full recompute trainsim models, "
+       "got --recompute-granularity full without --recompute-method"},
+      {"Megatron full granularity with a layer count but no method",
+       megatron + "\"--recompute-granularity full --recompute-num-layers 1\"",
+       "--megatron-args: --recompute-method: expected --recompute-method \"block\" or \"uniform\" with "
+       "--recompute-granularity full"},
       {"Megatron --fp16 --bf16", "memory --model gpt2-1.5b --megatron-args \"--fp16 --bf16\"",
        "--megatron-args: --bf16: expected either --fp16 or --bf16, not both (Megatron-LM's arguments.py asserts it), got both"},
       {"ffn hidden 6401 over tp 8",
        "memory --gpus 8 --megatron-args \"--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --ffn-hidden-size 6401 "
        "--tensor-model-parallel-size 8\"",
        "--megatron-args: --tensor-model-parallel-size: expected a divisor of the MLP hidden size (6401) of megatron-args"},
+      {"a model's ffn_hidden 6401 over --tp 8", "simulate --model {dir}/ffn6401.json --gpus 8 --tp 8",
+       "--tp: expected a divisor of the MLP hidden size (6401) of gpt-13b (Megatron-LM asserts ffn_hidden_size % tp == 0 "
+       "where it splits the MLP), got 8"},
       {"DeepSpeed MiCS", "memory --model gpt2-1.5b --deepspeed {dir}/mics.json",
        "{dir}/mics.json: zero_optimization.mics_shard_size: expected -1 (DeepSpeed's default, off: MiCS sharding"},
       {"DeepSpeed hpZ", "memory --model gpt2-1.5b --deepspeed {dir}/hpz.json",
@@ -93,6 +110,15 @@ TEST(FrameworkArguments, MegatronRecomputeMethodsThatRecomputeEveryLayerAreAnswe
   EXPECT_NE(block.dump().find("--recompute-method block 13 covers every layer of each chunk (13)"), std::string::npos);
   EXPECT_NE(uniform.dump().find("--recompute-method uniform --recompute-num-layers 1: every layer checkpointed"),
             std::string::npos);
+  // --recompute-activations makes the granularity selective whatever --recompute-granularity says
+  // (Megatron-LM's arguments.py), in either order: no method is asked for then.
+  const auto selective = activations("--megatron-args \"--recompute-activations\"");
+  for (const char* both : {"--recompute-granularity full --recompute-activations", "--recompute-activations --recompute-granularity full"}) {
+    EXPECT_EQ(activations(std::string("--megatron-args \"") + both + "\"")["per_gpu"]["activations_bytes"],
+              selective["per_gpu"]["activations_bytes"])
+        << both;
+  }
+  EXPECT_NE(selective["per_gpu"]["activations_bytes"], full["per_gpu"]["activations_bytes"]);
   const auto none = activations("--megatron-args \"--recompute-method block --recompute-num-layers 4\"");
   EXPECT_NE(none["inputs"]["no_effect"].dump().find("--recompute-method (no --recompute-granularity)"), std::string::npos)
       << none["inputs"].dump();

@@ -75,6 +75,49 @@ TEST(ReaderLimits, AllocatorRecordsStopAtTheirLimitsOnValues) {
   expect_refused(cases, d, 10.0);  // 21 Mi values parsed take 3 s
 }
 
+// Issue 43, "Build": the measured-run reader, its sidecars and a directory's sniffing of what each
+// .json holds read under stated limits too: a measured run or sidecar of 16 MiB once built 490 MB.
+TEST(ReaderLimits, MeasuredRunsAndSidecarsStopAtTheirLimitsOnValues) {
+  ScratchDir dir;
+  const std::string d = dir.path().string();
+  std::string zeros;
+  for (int i = 0; i < 1100000; ++i) zeros += "0,";
+  std::string objects;
+  for (int i = 0; i < 300000; ++i) objects += "{\"a\":{}},";
+  dir.write("run_values.json", "{\"schema_version\": 1, \"kind\": \"trainsim.measured_run\", \"provenance\": [" + zeros + "0]}");
+  dir.write("run_objects.json", "{\"schema_version\": 1, \"kind\": \"trainsim.measured_run\", \"provenance\": [" + objects + "0]}");
+  dir.write("side_values.json", "{\"schema_version\": 1, \"kind\": \"trainsim.trace_sidecar\", \"x\": [" + zeros + "0]}");
+  dir.write("trace.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]})");
+  const std::vector<Case> cases = {
+      {"1.1 M values in a measured run", "validate --no-trace --measured {dir}/run_values.json",
+       "{dir}/run_values.json: provenance[1048572]: expected at most 1048576 JSON values in the document (the limit on "
+       "elements), got more (at line 1, column "},
+      {"300 K small objects in a measured run", "validate --no-trace --measured {dir}/run_objects.json",
+       ": expected at most 64 MiB of JSON values once built in memory (the limit on the document's size), got more (at line 1, "
+       "column "},
+      {"1.1 M values in a sidecar", "validate --no-trace --measured {dir}/trace.json --sidecar {dir}/side_values.json",
+       "{dir}/side_values.json: x[1048572]: expected at most 1048576 JSON values in the document (the limit on elements)"},
+  };
+  expect_refused(cases, d);
+
+  // In a directory of runs, a large document that is no measured run is looked at, not built: skipped.
+  std::filesystem::create_directories(dir.path() / "runs");
+  dir.write("runs/other.json", "{\"kind\": \"something.else\", \"x\": [" + zeros + "0]}");
+  expect_refused({{"a directory holding only another document", "validate --no-trace --measured {dir}/runs",
+                   "{dir}/runs: (directory): expected a directory holding measured-run JSON files"}},
+                 d);
+
+  // A plain profiler trace of more values than a measured run may hold is streamed by its own reader.
+  std::string events;
+  for (int i = 0; i < 200000; ++i) {
+    events += R"({"ph": "X", "cat": "kernel", "name": "k", "ts": )" + std::to_string(i) + R"(, "dur": 1},)";
+  }
+  dir.write("big.json", "{\"traceEvents\": [" + events + R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1}]})");
+  const CommandResult r = run_trainsim("validate --no-trace --measured " + d + "/big.json --model gpt2-1.5b --hw dgx2");
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  EXPECT_NE(r.out.find("step_time"), std::string::npos) << r.out.substr(0, 2000);
+}
+
 // Issue 43, items 3 and 4: a trace's values are numbers of their range, of the type they must be.
 TEST(ReaderLimits, TraceValuesOfTheWrongTypeOrRangeAreExit2WithTheirKey) {
   ScratchDir dir;

@@ -1,9 +1,9 @@
 // Fuzzes the measured-run reader (planner/validate/measured_run.cpp, `trainsim validate --measured
 // RUN`) and the two small documents it reads beside traces: the bytes as a measured run, as a
 // trace's sidecar (`--sidecar`) and as a trace summary (profiler_trace.cpp,
-// measured.trace_summary), each from a file through the strict reader. The files a run names
-// beside it (model.json, capture.json) exist, so an accepted run is read to its end; its step time
-// and peaks must come out finite and positive.
+// measured.trace_summary), each from a file through the strict reader under its limits
+// (measured_json.hpp). The files a run names beside it (model.json, capture.json) exist, so an
+// accepted run is read to its end; its step time and peaks must come out finite and positive.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +11,7 @@
 
 #include "fuzz_common.hpp"
 #include "fuzz_files.hpp"
+#include "measured_json.hpp"
 #include "measured_run.hpp"
 #include "profiler_trace.hpp"
 
@@ -60,7 +61,9 @@ void expect_run(const trainsim::planner::MeasuredRun& r) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trainsim;
   const fuzz::MemoryFile file(fuzz::as_text(data, size));
-  fuzz::guarded([&] { expect_run(planner::measured_run_from_json(parse_json_file(file.path()), beside_directory())); });
+  // How a directory of runs tells a run from a trace or another document, without building it.
+  fuzz::guarded([&] { planner::is_measured_run_file(file.path()); });
+  fuzz::guarded([&] { expect_run(planner::measured_run_from_json(planner::parse_measured_json(file.path()), beside_directory())); });
   fuzz::guarded([&] { expect_run(planner::measured_run_from_trace("step.trace.json", file.path(), "")); });
   fuzz::guarded([&] {
     const planner::TraceSummary t = planner::read_trace_summary(file.path());
