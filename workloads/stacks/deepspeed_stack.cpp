@@ -36,7 +36,7 @@ void refusals(const Strategy& s, const ModelSpec&, const StackNeed& need) {
        std::string(to_string(s.schedule)));
   need(!s.sp, "no sequence parallelism", "sp");
   need(s.recompute != Recompute::SELECTIVE, "recompute none or full (DeepSpeed checkpoints whole layers)", "selective");
-  need(!s.l2l && s.schedule != Schedule::HYDRA && !s.delayed_update, "no L2L, Hydra or delayed update", "one of them");
+  refuse_l2l_hydra_and_delayed_update(s, need);
 }
 
 

@@ -28,7 +28,7 @@ void refusals(const Strategy& s, const ModelSpec&, const StackNeed& need) {
   // with interleaving; no GPipe, no weight stashing, no L2L or Hydra.
   need(s.pp == 1 || s.schedule == Schedule::ONE_F_ONE_B || s.schedule == Schedule::INTERLEAVED,
        "schedule 1f1b or interleaved (Megatron-LM's pipeline schedules)", std::string(to_string(s.schedule)));
-  need(!s.l2l && s.schedule != Schedule::HYDRA && !s.delayed_update, "no L2L, Hydra or delayed update", "one of them");
+  refuse_l2l_hydra_and_delayed_update(s, need);
 }
 
 

@@ -17,6 +17,10 @@ const StackModel& stack_model(StackKind kind) {
   return idealized_stack();
 }
 
+void refuse_l2l_hydra_and_delayed_update(const Strategy& s, const StackNeed& need) {
+  need(!s.l2l && s.schedule != Schedule::HYDRA && !s.delayed_update, "no L2L, Hydra or delayed update", "one of them");
+}
+
 std::string dispatch_key_by_name(const Strategy& s) { return std::string(to_string(s.stack.kind)); }
 
 StackActivations stack_activations(const ModelSpec& m, const Strategy& s) {

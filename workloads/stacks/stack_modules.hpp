@@ -16,6 +16,9 @@ const StackModel& pytorch_fsdp_stack();
 const StackModel& pytorch_pipelining_stack();
 const StackModel& trainsim_reference_stack();
 
+// Megatron-LM and DeepSpeed run no L2L, Hydra or delayed parameter update.
+void refuse_l2l_hydra_and_delayed_update(const Strategy& s, const StackNeed& need);
+
 // A stack whose host-dispatch calibration is one entry under its own name (`--stack` spelling).
 std::string dispatch_key_by_name(const Strategy& s);
 
