@@ -159,6 +159,14 @@ Request resolve_request(const InputFlags& f) {
     committed = wl::committed_capture_for(model->huggingface_config, r.inputs.model.numerics,
                                           r.inputs.strategy.recompute == wl::Recompute::FULL);
   }
+  // Any other model of our scripts' structure takes the capture of their layer (the same file
+  // the hand-written PyTorch layer was written from) where one is committed for its numerics.
+  if (f.capture_file.empty() && !committed && wl::stack_model(r.inputs.strategy).pytorch_eager &&
+      wl::stack_model(r.inputs.strategy).capture_refusal == nullptr && r.inputs.strategy.tp == 1 &&
+      r.inputs.strategy.recompute != wl::Recompute::SELECTIVE) {
+    committed = wl::committed_capture_of_scripts(r.inputs.model, r.inputs.model.numerics,
+                                                 r.inputs.strategy.recompute == wl::Recompute::FULL);
+  }
   if (model->layer_from_capture && f.capture_file.empty() && !committed) refuse_uncaptured();
   if (!r.infeasible_reason && (capture || committed)) {
     r.inputs.model.capture = capture ? wl::attach_capture(f.capture_file, std::move(*capture), "--capture", r.inputs.model, r.inputs.strategy)

@@ -138,6 +138,8 @@ std::string committed_captures_dir() {
 
 std::string committed_capture_name(const std::string& path) {
   const std::string builtin = std::string(TRAINSIM_COMMITTED_CAPTURES_DIR) + "/";
+  const std::string ours = std::filesystem::path(TRAINSIM_COMMITTED_CAPTURES_DIR).parent_path().string() + "/ours/";
+  if (path.starts_with(ours)) return "workloads/captures/ours/" + path.substr(ours.size());
   return path.starts_with(builtin) ? "workloads/captures/hf/" + path.substr(builtin.size()) : path;
 }
 
@@ -178,6 +180,25 @@ std::optional<std::string> committed_capture_for(const std::string& config_path,
                                 d.ours, closest->first, model_type, closest->second.size(),
                                 closest->second.size() == 1 ? "" : "s", capture_command(config_path, numerics, recompute)),
                     d.user);
+}
+
+std::optional<std::string> committed_capture_of_scripts(const ModelSpec& m, Numerics numerics, bool recompute) {
+  if (!m.has_architecture() || !m.huggingface_config.empty() || m.layer_from_capture || m.dropout ||
+      m.head != HeadKind::LM || m.type_vocab != 0 || m.sliding_window || m.head_dim_override != 0 ||
+      m.attention != AttentionImpl::FLASH) {
+    return std::nullopt;
+  }
+  const bool gpt = m.norm == NormKind::LAYERNORM && m.mlp == MlpKind::GELU && m.position == PositionKind::LEARNED &&
+                   m.tied_embeddings && m.biases && m.kv_heads == m.heads;
+  const bool llama = m.norm == NormKind::RMSNORM && m.mlp == MlpKind::SWIGLU && m.position == PositionKind::ROTARY &&
+                     !m.tied_embeddings && !m.biases;
+  const std::string variant = variant_of(numerics, recompute);
+  if ((!gpt && !llama) || variant.empty()) return std::nullopt;
+  const std::filesystem::path capture =
+      std::filesystem::path(committed_captures_dir()).parent_path() / "ours" / ((gpt ? "gpt." : "llama.") + variant + ".json.gz");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(capture, ec)) return std::nullopt;
+  return capture.string();
 }
 
 }  // namespace trainsim::wl

@@ -37,4 +37,12 @@ bool has_committed_captures(const std::string& config_path);
 // structure, or none was made in the run's numerics and recompute.
 std::optional<std::string> committed_capture_for(const std::string& config_path, Numerics numerics, bool recompute);
 
+// The layer of trainsim's own training scripts (ours/ beside committed_captures_dir(): workloads/captures/ours/, captured by
+// trainsim_capture.ours on a GPU machine's PyTorch): `gpt` for a model of model.py's structure
+// (LayerNorm, GELU MLP, learned positions, tied head, biases, no dropout, multi-head flash attention),
+// `llama` for model_llama.py's (RMSNorm, SwiGLU, rotary, untied head, no biases, no dropout, flash), in
+// the run's numerics (bf16-mixed or bf16) with recompute or not; nullopt for any other model or
+// numerics, whose layer stays the PyTorch stacks' own (workloads/stacks/stack_layer.hpp).
+std::optional<std::string> committed_capture_of_scripts(const ModelSpec& m, Numerics numerics, bool recompute);
+
 }  // namespace trainsim::wl

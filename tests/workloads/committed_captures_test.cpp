@@ -107,5 +107,46 @@ TEST_F(CommittedCaptures, AFamilyWithoutCapturesIsNone) {
             std::nullopt);
 }
 
+// Our scripts' layer: model.py's structure takes ours/gpt.*, model_llama.py's ours/llama.*, in the
+// run's numerics and recompute; one structural difference, or numerics without a capture, none.
+TEST(CommittedCapturesOfScripts, OurScriptsStructuresTakeTheirCaptures) {
+  const fs::path root = fs::temp_directory_path() / ("trainsim_ours_" + std::to_string(::getpid()));
+  fs::create_directories(root / "hf");
+  fs::create_directories(root / "ours");
+  for (const char* f : {"gpt.autocast-bf16.json.gz", "gpt.bf16.recompute.json.gz", "llama.autocast-bf16.json.gz"}) {
+    std::ofstream(root / "ours" / f) << "";
+  }
+  ::setenv("TRAINSIM_CAPTURES", (root / "hf").c_str(), 1);
+  ModelSpec gpt;  // reports/validation/measured/h200x1/h200x1_single_L28-h4096_mb1x2.model.json
+  gpt.layers = 28, gpt.hidden = 4096, gpt.heads = 32, gpt.kv_heads = 32, gpt.ffn_hidden = 16384, gpt.vocab = 50304;
+  gpt.seq_len = 2048, gpt.dropout = false, gpt.attention = AttentionImpl::FLASH;
+  ModelSpec llama = gpt;  // h200x1_single_llama_L16-h4096_mb1x2.model.json
+  llama.kv_heads = 8, llama.ffn_hidden = 14336, llama.vocab = 128256, llama.tied_embeddings = false, llama.biases = false;
+  llama.norm = NormKind::RMSNORM, llama.mlp = MlpKind::SWIGLU, llama.position = PositionKind::ROTARY;
+  const auto ours = [&](const char* f) { return std::optional<std::string>((root / "ours" / f).string()); };
+  EXPECT_EQ(committed_capture_of_scripts(gpt, Numerics::BF16_MIXED, false), ours("gpt.autocast-bf16.json.gz"));
+  EXPECT_EQ(committed_capture_of_scripts(gpt, Numerics::BF16, true), ours("gpt.bf16.recompute.json.gz"));
+  EXPECT_EQ(committed_capture_of_scripts(llama, Numerics::BF16_MIXED, false), ours("llama.autocast-bf16.json.gz"));
+  EXPECT_EQ(committed_capture_of_scripts(gpt, Numerics::BF16_MIXED, true), std::nullopt) << "no such file";
+  EXPECT_EQ(committed_capture_of_scripts(gpt, Numerics::FP16_MIXED, false), std::nullopt) << "no fp16 captures";
+  ModelSpec other = gpt;
+  other.dropout = true;
+  EXPECT_EQ(committed_capture_of_scripts(other, Numerics::BF16_MIXED, false), std::nullopt) << "dropout";
+  other = gpt;
+  other.attention = AttentionImpl::MATERIALIZED;
+  EXPECT_EQ(committed_capture_of_scripts(other, Numerics::BF16_MIXED, false), std::nullopt) << "materialized attention";
+  other = llama;
+  other.tied_embeddings = true;
+  EXPECT_EQ(committed_capture_of_scripts(other, Numerics::BF16_MIXED, false), std::nullopt) << "a tied Llama";
+  other = gpt;
+  other.kv_heads = 8;
+  EXPECT_EQ(committed_capture_of_scripts(other, Numerics::BF16_MIXED, false), std::nullopt) << "a GPT with grouped heads";
+  other = gpt;
+  other.huggingface_config = "config.json";
+  EXPECT_EQ(committed_capture_of_scripts(other, Numerics::BF16_MIXED, false), std::nullopt) << "a Hugging Face model";
+  ::unsetenv("TRAINSIM_CAPTURES");
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace trainsim::wl
