@@ -228,12 +228,13 @@ std::vector<Plan> plans(Mode mode) {
     // The hidden sizes of common models up to 12288 at micro-batch token counts of 2048 to 8192,
     // and their output layers over GPT-2's padded vocabulary (50304) and its own (50257: an odd
     // leading dimension, which cuBLAS serves with slower kernels; the cost model looks such products
-    // up among these, sim/costs/cost_model.hpp aligned_gemm).
+    // up among these, sim/costs/cost_model.hpp aligned_gemm); attention's batched products at head
+    // dimensions 128 and 64 (a model that materializes its scores runs them as GEMMs).
     const std::vector<std::int64_t> hiddens{1024, 2560, 4096, 5120, 6144, 12288};
     out.push_back({&BF16, concat(concat(concat(dense_layer_shapes(tokens_quick, hiddens),
                                                logits_shapes(tokens_quick, {1024, 2560, 4096, 5120, 6144}, 50304)),
                                         logits_shapes(tokens_quick, {768, 1280, 1600, 2560}, GPT2_VOCAB)),
-                                 attention_shapes({2048}, 128, attn_elements))});
+                                 concat(attention_shapes({2048}, 128, attn_elements), attention_shapes({2048}, 64, attn_elements)))});
     out.push_back({&FP16, squares({8192})});
     out.push_back({&TF32, squares({8192})});
     out.push_back({&FP32, concat(squares({4096}), fp32_attention)});
@@ -248,7 +249,8 @@ std::vector<Plan> plans(Mode mode) {
   const auto bf16_sq = squares({2048, 4096, 16384});  // 8192^3 is the headline, measured on every GPU already
   out.push_back({&BF16, concat(concat(concat(concat(concat(dense_layer_shapes({512, 2048, 4096, 8192, 16384}, hiddens),
                                                            dense_layer_shapes({2048, 8192}, {16384, 25600})),
-                                                    attention_shapes({512, 2048, 8192}, 128, attn_elements)),
+                                                    concat(attention_shapes({512, 2048, 8192}, 128, attn_elements),
+                                                           attention_shapes({1024, 2048}, 64, attn_elements))),
                                              bf16_sq),
                                       logits_shapes(tokens_quick, {1024, 2560, 4096, 5120, 6144}, 50304)),
                                logits_shapes(tokens_quick, {768, 1280, 1600, 2560}, GPT2_VOCAB))});
