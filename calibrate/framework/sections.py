@@ -16,8 +16,8 @@ import statistics
 from .rounding import sig4
 from .sections_offload import offload_source, torch_offload
 from .sections_stacks import stack_entries, stacks_source
-from .sections_steps import (attention_from_steps, attention_in_layer_layout, gemm_in_step, gemm_in_step_source,
-                             with_other_lengths)
+from .sections_steps import (attention_from_steps, attention_in_layer_layout, failed_configs, gemm_in_step,
+                             gemm_in_step_source, with_other_lengths)
 
 # The layer's kernels in its layouts that the replay costs by these names (sim/costs/cost_model.cpp,
 # substitute_torch_curves); torch_layer_kernels' forward-and-backward figures are for comparison.
@@ -145,6 +145,8 @@ def sections(doc):
             p["records"], f"{_where(p['provenance'])}torch_offload.py)")}
     if "torch_step_gemms" in parts:
         p = parts["torch_step_gemms"]
+        if failed_configs(p["records"]):
+            notes.append(f"torch_step_gemms: configurations that failed, left out: {failed_configs(p['records'])}")
         peak = doc.get("bf16_peak_TFLOPs")
         if peak is None:
             notes.append("calibration.gemm_in_step left out: the sections were not given the profile's bf16 peak, "
