@@ -64,16 +64,19 @@ def _where(prov):
             f"trainsim-calibrate's framework driver, calibrate/framework/")
 
 
-def _attention(parts, notes):
+def _attention(parts):
     """Flash attention: as the steps ran it where torch_step_gemms ran, the sequence lengths they did
     not run timed alone (in the layer's layout where torch_layer_kernels ran, else contiguous)."""
-    alone, alone_from = [], None
-    if "torch_layer_kernels" in parts:
-        alone, alone_from = attention_in_layer_layout(parts["torch_layer_kernels"]["records"]["attention"]), \
-            "torch_layer.py attention: Q, K and V views of the fused QKV output"
+    alone, alone_from, alone_part = [], None, None
+    # A torch_layer_kernels run of one size timed no attention: then torch_attention's table, if any.
+    layer = attention_in_layer_layout(parts["torch_layer_kernels"]["records"]["attention"]) \
+        if "torch_layer_kernels" in parts else []
+    if layer:
+        alone, alone_from, alone_part = layer, "torch_layer.py attention: Q, K and V views of the fused QKV output", \
+            "torch_layer_kernels"
     elif "torch_attention" in parts:
-        alone, alone_from = attention_table(parts["torch_attention"]["records"]), \
-            "torch_attention.py: contiguous Q, K and V"
+        alone, alone_from, alone_part = attention_table(parts["torch_attention"]["records"]), \
+            "torch_attention.py: contiguous Q, K and V", "torch_attention"
     flops = ("FLOPs as FlashAttention-2 counts them (forward 2 b a s^2 d with the causal mask, backward 2.5x)")
     table = attention_from_steps(parts["torch_step_gemms"]["records"]) if "torch_step_gemms" in parts else []
     if table:
@@ -86,9 +89,9 @@ def _attention(parts, notes):
             table = with_other_lengths(table, alone)
             source += f". Sequence lengths the steps did not run keep the figures timed alone ({alone_from})"
         return {"kernels": table, "source": source}
-    if alone_from is None:
+    if not alone:
         return None
-    p = parts["torch_layer_kernels" if "torch_layer_kernels" in parts else "torch_attention"]
+    p = parts[alone_part]
     return {"kernels": alone, "source": (
         f"measured {_where(p['provenance'])}{alone_from}): torch scaled_dot_product_attention under "
         "sdpa_kernel(FLASH_ATTENTION), causal, bf16, per (batch x heads, seq, head_dim); forward and forward + "
@@ -108,12 +111,15 @@ def sections(doc):
                          f"{p['sizes']} sizes")
     if "torch_layer_kernels" in parts:
         p = parts["torch_layer_kernels"]
+        failed = [f"{a['shape']}: {a['error']}" for a in p["records"]["attention"] if "error" in a]
+        if failed:
+            notes.append(f"torch_layer_kernels: attention shapes that failed, left out: {'; '.join(failed)}")
         curves += kernel_curves(p["records"]["kernels"], only=set(LAYER_KERNELS))
         notes.append(f"calibration.kernels {', '.join('torch_' + k for k in LAYER_KERNELS)}: a PyTorch layer's kernels "
                      f"in the layouts the layer runs them, measured {_where(p['provenance'])}torch_layer.py kernels)")
     if curves:
         cal["kernels"] = curves
-    attention = _attention(parts, notes)
+    attention = _attention(parts)
     if attention:
         cal["attention"] = attention
     if "torch_cpu_adam" in parts:
@@ -151,6 +157,8 @@ def sections(doc):
         if peak is None:
             notes.append("calibration.gemm_in_step left out: the sections were not given the profile's bf16 peak, "
                          "which its efficiencies are relative to")
+        elif not gemm_in_step(p["records"], peak):
+            notes.append("calibration.gemm_in_step left out: no configuration of torch_step_gemms ran")
         else:
             cal["gemm_in_step"] = {"products": gemm_in_step(p["records"], peak), "source": gemm_in_step_source(
                 p["records"], peak, _where(p["provenance"]) + "torch_steps.py step_gemms")}

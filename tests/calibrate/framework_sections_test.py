@@ -80,6 +80,13 @@ class MergedProfiles(unittest.TestCase):
         self.assertNotIn("gemm_in_step", without["calibration"])
         self.assertTrue(any("bf16 peak" in n for n in without["notes"]))
 
+    def test_a_step_run_whose_configurations_all_failed_writes_no_step_tables(self):
+        run = {"configs": [], "errors": [{"config": ["gpt", 1024, 16, 0, 4096, 50304, 1], "error": "OutOfMemoryError: x"}]}
+        out = one_part("torch_step_gemms", [run], bf16_peak_TFLOPs=989.4)
+        self.assertEqual(out["calibration"], {})
+        self.assertTrue(any("OutOfMemoryError: x" in n for n in out["notes"]), out["notes"])
+        self.assertTrue(any("no configuration of torch_step_gemms ran" in n for n in out["notes"]), out["notes"])
+
     def test_attention_and_layer_kernels_are_h200x4_measureds(self):
         # merge_layer_attention.py --step-runs --micro and merge_fsdp_kernels.py --part kernels.
         runs = [load(RAW, "step-attention", f"gpu{g}", "torch_step_gemms.json") for g in range(2)]
