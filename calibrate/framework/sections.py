@@ -111,10 +111,13 @@ def sections(doc):
                          f"{p['sizes']} sizes")
     if "torch_layer_kernels" in parts:
         p = parts["torch_layer_kernels"]
+        # A family or shape that failed is left out whole and said: these curves are extras the replay
+        # substitutes for where absent (sim/costs/cost_model.cpp), not points of one curve.
         failed = [f"{a['shape']}: {a['error']}" for a in p["records"]["attention"] if "error" in a]
+        failed += [f"{k['family']}: {k['error']}" for k in p["records"]["kernels"] if k.get("name") == "error"]
         if failed:
-            notes.append(f"torch_layer_kernels: attention shapes that failed, left out: {'; '.join(failed)}")
-        curves += kernel_curves(p["records"]["kernels"], only=set(LAYER_KERNELS))
+            notes.append(f"torch_layer_kernels: failed, left out: {'; '.join(failed)}")
+        curves += kernel_curves([k for k in p["records"]["kernels"] if k.get("name") != "error"], only=set(LAYER_KERNELS))
         notes.append(f"calibration.kernels {', '.join('torch_' + k for k in LAYER_KERNELS)}: a PyTorch layer's kernels "
                      f"in the layouts the layer runs them, measured {_where(p['provenance'])}torch_layer.py kernels)")
     if curves:

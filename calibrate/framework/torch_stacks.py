@@ -152,7 +152,6 @@ def pipe_stack(stack, layers_per_stage, micro_batches):
     return r
 
 
-
 # The stacks one GPU measures, in the order a run of fewer sizes keeps them: the single-GPU stack
 # first, whose forward share splits the stacks that cannot time their forward alone.
 ONE_GPU_STACKS = ("single", "ddp", "fsdp2-zero2", "fsdp2-zero3", "fsdp2-offload")
