@@ -88,8 +88,10 @@ std::vector<Headline> write_outputs(const OutputInputs& in) {
     hw::ClusterProfile profile = build_profile(
         {in.options, in.host, in.gpu, in.storage, results, *in.base, *in.options.base, profile_prov});
     if (!in.framework.empty()) {
+      const auto bf16 = profile.gpu.peak_TFLOPs.find(hw::ComputePrecision::BF16);
       profile = with_framework_sections(
-          profile, FrameworkDriver::locate().sections(in.framework, "raw_results.json framework"));
+          profile, FrameworkDriver::locate().sections(in.framework, "raw_results.json framework",
+                                                      bf16 == profile.gpu.peak_TFLOPs.end() ? 0 : bf16->second));
     }
     files.emplace_back("profile.json", profile_text(profile));
   }

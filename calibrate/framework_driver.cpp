@@ -152,14 +152,17 @@ ChildResult FrameworkDriver::run(const std::string& dir, Mode mode,
   return run_child(run);
 }
 
-nlohmann::ordered_json FrameworkDriver::sections(const nlohmann::ordered_json& parts, const std::string& where) const {
+nlohmann::ordered_json FrameworkDriver::sections(const nlohmann::ordered_json& parts, const std::string& where,
+                                                 double bf16_peak_TFLOPs) const {
   if (!holds_driver(package_dir_)) {
     throw CalibrationError("the framework raw results need the framework driver to become profile sections, and it "
                            "was not found (set TRAINSIM_CALIBRATE_FRAMEWORK to the calibrate/ folder)");
   }
   std::string out;
   ChildRun run = command({"sections"});
-  run.stdin_text = nlohmann::ordered_json{{"parts", parts}}.dump();
+  nlohmann::ordered_json request{{"parts", parts}};
+  if (bf16_peak_TFLOPs > 0) request["bf16_peak_TFLOPs"] = bf16_peak_TFLOPs;
+  run.stdin_text = request.dump();
   run.on_line = [&out](const std::string& line) { out += line; };
   run.seconds_left = 120;
   const ChildResult r = run_child(run);

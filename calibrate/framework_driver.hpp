@@ -49,7 +49,10 @@ class FrameworkDriver {
                   const std::function<void(const nlohmann::json&)>& on_event, std::optional<double> seconds_left) const;
   // The profile sections of the framework raw results {part: document}; throws CalibrationError
   // (the driver cannot run) or UsageError on `where` (the documents are not the driver's).
-  nlohmann::ordered_json sections(const nlohmann::ordered_json& parts, const std::string& where) const;
+  // `bf16_peak_TFLOPs`: the profile's bf16 peak, which the in-step GEMM efficiencies are relative to
+  // (0: unknown, and the section that needs it is left out with a note).
+  nlohmann::ordered_json sections(const nlohmann::ordered_json& parts, const std::string& where,
+                                  double bf16_peak_TFLOPs = 0) const;
 
  private:
   std::string python_;

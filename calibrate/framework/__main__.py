@@ -8,7 +8,9 @@
                          an interrupted run leaves each finished part whole and no other file) and
                          prints one JSON line per event: {"event": "progress", "part", "done", "of"},
                          {"event": "part_done", "part", "seconds"}, {"event": "part_failed", "part",
-                         "error"}. Exit 0, or 1 when a part failed (the others are kept).
+                         "error"}. Exit 0, or 1 when a part failed (the others are kept); 3, with
+                         one line saying why, where PyTorch with CUDA is not there (as
+                         trainsim-calibrate's "no GPU").
   sections               reads {"parts": {name: raw document}} on stdin, prints the profile sections
                          (sections.sections); exit 2 naming what is missing when a document is not
                          one this driver writes.
@@ -79,8 +81,8 @@ def run(out_dir, chosen):
     failed = 0
     for part, sizes in chosen:
         t0 = time.time()
-        fn = getattr(importlib.import_module(f"framework.{part.module}"), part.function)
         try:
+            fn = getattr(importlib.import_module(f"framework.{part.module}"), part.function)
             records = fn(dev, sizes, lambda done, total, name=part.name: emit("progress", part=name, done=done, of=total))
         except Exception as e:  # noqa: BLE001 - keep the other parts; the C++ tool reports it
             emit("part_failed", part=part.name, error=f"{type(e).__name__}: {e}")
@@ -118,7 +120,13 @@ def main(argv):
         print(json.dumps(catalog.describe(a.mode)), flush=True)
         return 0
     if a.command == "run":
-        return run(a.out, parse_selection(a.selection))
+        chosen = parse_selection(a.selection)
+        found = probe()
+        if not found["available"]:
+            print(f"framework driver: run: {found['why_not']}; the framework parts need PyTorch with CUDA",
+                  file=sys.stderr)
+            return 3
+        return run(a.out, chosen)
     try:
         doc = json.load(sys.stdin)
         print(json.dumps(sections(doc)), flush=True)

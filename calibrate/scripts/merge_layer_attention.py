@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Replaces profiles' calibration.attention with flash attention timed in the layout a PyTorch
+"""(Maintainers' tool for the committed profiles; trainsim-calibrate's profile writer makes this table
+from its torch_step_gemms and torch_layer_kernels parts with the same code,
+calibrate/framework/sections_steps.py.)
+Replaces profiles' calibration.attention with flash attention timed in the layout a PyTorch
 stack's layer runs it (torch_layer_kernels.py's "attention": Q, K and V views of the fused QKV
 output, the output gradient in the layout flash attention wrote its output), or, with --step-runs,
 with flash attention's kernels inside training steps (torch_step_gemms.py, one run per GPU: per
@@ -18,44 +21,23 @@ rest of the file stays byte for byte; each is parsed again afterwards to check i
 """
 import argparse
 import json
-import statistics
+import os
+import sys
 
 from merge_offload_calibration import close_of  # the bracket closing an array or object, strings skipped
 
-
-def sig4(x):
-    return float(f"{x:.4g}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from framework.sections_steps import attention_from_steps, attention_in_layer_layout, failed_configs  # noqa: E402
 
 
 def table(micro):
-    out = []
-    for a in micro["attention"]:
-        if "error" in a:
-            raise SystemExit(f"attention {a['shape']} failed: {a['error']}")
-        if a["kv_heads"] != a["heads"]:
-            continue
-        out.append({"head_dim": a["head_dim"], "seq": a["seq"], "batch_heads": a["batch"] * a["heads"], "causal": a["causal"],
-                    "forward_TFLOPs": sig4(a["forward_TFLOPs"]), "backward_TFLOPs": sig4(a["backward_TFLOPs"])})
-    return out
+    return attention_in_layer_layout(micro["attention"])
 
 
 def table_from_steps(docs):
-    """Flash attention as training steps ran it (torch_step_gemms.py's per-configuration "attention",
-    one run per GPU): the multi-head configurations' shapes, per shape the median over the GPUs."""
-    by_key = {}
-    for doc in docs:
-        if doc.get("errors"):
-            raise SystemExit(f"the run has failed configurations: {doc['errors']}")
-        for c in doc["configs"]:
-            a = c["attention"]
-            if a["kv_heads"] != c["heads"] or "forward_TFLOPs" not in a:
-                continue
-            key = (a["head_dim"], a["seq"], a["batch_heads"])
-            by_key.setdefault(key, []).append((a["forward_TFLOPs"], a["backward_TFLOPs"]))
-    return [{"head_dim": d, "seq": s, "batch_heads": bh, "causal": True,
-             "forward_TFLOPs": sig4(statistics.median(f for f, _ in v)),
-             "backward_TFLOPs": sig4(statistics.median(b for _, b in v))}
-            for (d, s, bh), v in sorted(by_key.items())]
+    if failed_configs(docs):
+        raise SystemExit(f"the run has failed configurations: {failed_configs(docs)}")
+    return attention_from_steps(docs)
 
 
 def replace(path, section):

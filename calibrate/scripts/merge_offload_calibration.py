@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Adds calibration.torch_offload to a profile from calibrate/scripts/torch_offload_bench.py's files.
+"""Adds calibration.torch_offload to a profile from calibrate/scripts/torch_offload_bench.py's files
+(maintainers' tool: trainsim-calibrate's profile writer makes this section from its torch_offload part
+with the same code, calibrate/framework/sections_offload.py; this script splices the runs of several
+rank counts, one process a GPU, into a committed profile).
 
     python3 calibrate/scripts/merge_offload_calibration.py --profile hwprofiles/h200x4-measured.json \
         --bench reports/calibration/offload/h200x4/torch_offload_bench_r{1,2,4}.json --out hwprofiles/h200x4-measured.json
@@ -21,14 +24,10 @@ import argparse
 import json
 import os
 import re
+import sys
 
-
-# The curves the accumulating micro-batch's rounds measure where a bench file has them.
-STEP_PATTERN = ("d2h_pageable", "cpu_grad_add")
-
-
-def sig4(x):
-    return float(f"{x:.4g}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from framework.sections_offload import torch_offload  # noqa: E402
 
 
 def close_of(text, start):
@@ -91,17 +90,6 @@ def source_of(paths):
             "of the slowest rank: " + "; ".join(parts) + "; merged by calibrate/scripts/merge_offload_calibration.py")
 
 
-def seconds_per_tensor(runs, digits=4):
-    """Per tensor size (ascending): the median seconds of the runs of that size over their tensors,
-    rounded to `digits` significant digits (None: unrounded)."""
-    by_size = {}
-    for r in runs:
-        seconds, tensors = by_size.get(r["elements_per_tensor"], (0.0, 0))
-        by_size[r["elements_per_tensor"]] = (seconds + r["step_s"]["median"], tensors + r["tensors"])
-    return [{"elements": float(e), "seconds": s / n if digits is None else float(f"{s / n:.{digits}g}")}
-            for e, (s, n) in sorted(by_size.items())]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True)
@@ -110,23 +98,7 @@ def main():
     a = ap.parse_args()
     text = open(a.profile).read()
     prof = json.loads(text)
-    curves, adamw = [], []
-    names = [("d2h_pageable", "d2h_pageable_GBps"), ("d2h_pinned", "d2h_pinned_GBps"),
-             ("h2d_pinned", "h2d_pinned_GBps"), ("cpu_grad_add", "cpu_add_GBps")]
-    docs = sorted((json.load(open(p)) for p in a.bench), key=lambda d: d["ranks"])
-    for what, key in names:
-        for d in docs:
-            rows = d["copies"]
-            if what in STEP_PATTERN:
-                rows = d.get("autograd_rounds", d.get("rounds", rows))
-            pts = [{"bytes": float(r["bytes"]), "GBps": sig4(r[key])} for r in sorted(rows, key=lambda r: r["bytes"])]
-            curves.append({"what": what, "gpus": d["ranks"], "points": pts})
-    for d in docs:
-        big = [r for r in d["adam"] if r["tensors"] == 16 and r["elements_per_tensor"] == 1 << 22][0]
-        adamw.append({"processes": d["ranks"], "threads_per_process": d["threads_per_rank"],
-                      "params_per_s_per_process": sig4(big["params_per_s"]),
-                      "seconds_per_tensor": seconds_per_tensor(d["adam"])})
-    section = {"curves": curves, "adamw": adamw, "source": source_of(a.bench)}
+    section = {**torch_offload([json.load(open(p)) for p in a.bench]), "source": source_of(a.bench)}
     out = insert_section(text, section)
     merged = json.loads(out)
     prof["calibration"]["torch_offload"] = section

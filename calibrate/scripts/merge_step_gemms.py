@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Puts the GEMM rates measured inside training steps (torch_step_gemms.py) into profiles as
 calibration.gemm_in_step, the table the replay prefers for unbatched products (sim/costs/cost_model.hpp).
+A maintainers' tool for the committed profiles (one run per GPU of a machine); trainsim-calibrate's
+profile writer makes this section from its torch_step_gemms part with the same code
+(calibrate/framework/sections_steps.py).
 
     python3 calibrate/scripts/merge_step_gemms.py --gemms reports/calibration/step-gemms/torch_step_gemms.json \
         --raw reports/calibration/step-gemms/ hwprofiles/h200x4-measured.json reports/validation/measured/*/host.profile.json
@@ -13,37 +16,21 @@ replaced; the rest of each file stays byte for byte (merge_offload_calibration.i
 """
 import argparse
 import json
+import os
 import re
-import statistics
+import sys
 
 from merge_offload_calibration import close_of, insert_section
 
-
-def sig4(x):
-    return float(f"{x:.4g}")
-
-
-def rates(doc):
-    if doc.get("errors"):
-        raise SystemExit(f"the run has failed configurations: {doc['errors']}")
-    by_shape = {}
-    for c in doc["configs"]:
-        for p in c["products"]:
-            by_shape.setdefault((p["m"], p["n"], p["k"]), []).append(p["TFLOPs"])
-    return {s: statistics.median(v) for s, v in sorted(by_shape.items())}
-
-
-def rates_over_gpus(docs):
-    """Per shape, the median over the runs (one GPU each) of each run's rate; a shape every run has."""
-    per_run = [rates(d) for d in docs]
-    shapes = set(per_run[0]).intersection(*per_run[1:])
-    return {s: statistics.median(r[s] for r in per_run) for s in sorted(shapes)}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from framework.sections_steps import failed_configs, gemm_in_step  # noqa: E402
 
 
 def section(docs, peak_tflops, raw):
     p = docs[0]["provenance"]
-    products = [{"precision": "bf16", "m": float(m), "n": float(n), "k": float(k), "efficiency": sig4(t / peak_tflops)}
-                for (m, n, k), t in rates_over_gpus(docs).items()]
+    if failed_configs(docs):
+        raise SystemExit(f"the run has failed configurations: {failed_configs(docs)}")
+    products = gemm_in_step(docs, peak_tflops)
     archs = sorted({(c["arch"], c["hidden"]) for c in docs[0]["configs"]})
     gpts = ", ".join(str(h) for a, h in archs if a == "gpt")
     llamas = " and ".join(f"hidden {h}" for a, h in archs if a == "llama")

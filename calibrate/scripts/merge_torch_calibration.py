@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Adds the PyTorch-side calibration to a profile written by trainsim-calibrate.
+"""Adds the PyTorch-side calibration to a profile written by trainsim-calibrate (maintainers' tool).
+
+Not a user step: `trainsim-calibrate --full` runs these measurements in its framework driver and its
+profile writer makes these sections (calibrate/framework/sections.py, whose fits this script
+imports). This script splices them into a committed profile from the raw runs of several launches
+and world sizes (reports/calibration/h200x2/host_dispatch/).
 
     python3 calibrate/scripts/merge_torch_calibration.py --profile RUN/calib/profile.json \
         --micro RUN/torch/torch_microbench.json --cpu RUN/torch_cpu/torch_microbench.json \
@@ -26,13 +31,13 @@ the raw files' samples rounded to 4 significant digits, each section citing its 
 """
 import argparse
 import json
-import math
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from framework.sections import attention_table, cpu_optimizer_runs, host_dispatch_figures, kernel_curves, sig4  # noqa: E402
+from framework.sections import attention_table, cpu_optimizer_runs, host_dispatch_figures, kernel_curves  # noqa: E402
+from framework.sections_stacks import (combine_launches, depth_ends, dp_stack, med, pipe_stack,  # noqa: E402
+                                       pipeline_forward_share)
 
 
 def curves(micro):
@@ -42,126 +47,6 @@ def curves(micro):
 
 def attention(micro):
     return attention_table(micro.get("attention", []))
-
-
-def med(d):
-    return d["median"]
-
-
-def depth_ends(runs):
-    """The shallowest and the deepest of a stack's runs {"L<layers>": {...}}: (layers, run) each.
-    The slope between them is the host time per layer, the intercept at the shallowest the rest; so
-    a calibration at the depths of the models it will cost (torch_stack_dispatch.py --depths) fits
-    the slope there."""
-    depths = sorted(int(k[1:]) for k in runs if k.startswith("L"))
-    if len(depths) < 2:
-        sys.exit(f"need runs at two depths at least, got {sorted(runs)}")
-    return (depths[0], runs[f"L{depths[0]}"]), (depths[-1], runs[f"L{depths[-1]}"])
-
-
-def dp_stack(name, runs, fwd_share):
-    """runs: {"L2": {...}, "L8": {...}} (or other depths) in microseconds (medians)."""
-    (d_lo, lo), (d_hi, hi) = depth_ends(runs)
-    dl = float(d_hi - d_lo)
-    fb_layer = (med(hi["forward_backward"]) - med(lo["forward_backward"])) / dl
-    if "forward" in lo:
-        f_layer = (med(hi["forward"]) - med(lo["forward"])) / dl
-        f_mb = med(lo["forward"]) - d_lo * f_layer
-        split = "forward timed alone"
-    else:
-        f_layer = fb_layer * fwd_share
-        f_mb = None
-        split = f"forward share {fwd_share:.3f} of the single-GPU autocast stack (its forward cannot be timed alone)"
-    b_layer = fb_layer - f_layer
-    fb_mb = med(lo["forward_backward"]) - d_lo * fb_layer
-    if f_mb is None:
-        f_mb = fb_mb * fwd_share
-    b_mb = fb_mb - f_mb
-    sync = 0.0
-    if "forward_backward_sync" in lo:
-        sync = ((med(hi["forward_backward_sync"]) - med(lo["forward_backward_sync"])) - (med(hi["forward_backward"]) -
-                                                                                         med(lo["forward_backward"]))) / dl
-    o_layer = (med(hi["optimizer"]) - med(lo["optimizer"])) / dl
-    o_step = med(lo["optimizer"]) - d_lo * o_layer
-    vals = dict(layer_forward_us=f_layer, layer_backward_us=b_layer, micro_batch_forward_us=f_mb,
-                micro_batch_backward_us=b_mb, sync_layer_us=sync, optimizer_step_us=o_step, optimizer_layer_us=o_layer)
-    clamped = [k for k, v in vals.items() if v < 0]
-    entry = {"stack": name, **{k: sig4(max(0.0, v)) for k, v in vals.items()}}
-    return entry, split, clamped
-
-
-def combine_launches(docs):
-    """The stacks of several torch_stack_dispatch files: {stack: {world size: points}}. Files of one
-    world size are launches of the same calibration (fresh processes, device_call_hostcal.sh): each
-    figure (stack, depth, quantity) becomes the median of the launches' medians, with every
-    launch's kept as "launches". A stack measured at several world sizes keeps each."""
-    by_world = {}
-    for d in docs:
-        by_world.setdefault(d["world_size"], []).append(d)
-    stacks = {}
-    for world in sorted(by_world):
-        runs = by_world[world]
-        if len(runs) == 1:
-            for name, points in runs[0]["stacks"].items():
-                stacks.setdefault(name, {})[world] = points
-            continue
-        for name in runs[0]["stacks"]:
-            if not all(name in r["stacks"] for r in runs):
-                sys.exit(f"{name}: measured in some launches at {world} ranks, not in all")
-            def combine(figures_of):
-                # A figure is {"median", "min", "max", "samples"}; a point holds one (pipelines) or
-                # several by quantity (data-parallel stacks).
-                first = figures_of[0]
-                if "median" in first:
-                    meds = [f["median"] for f in figures_of]
-                    return {"median": statistics.median(meds), "launches": meds}
-                return {q: combine([f[q] for f in figures_of]) for q in first}
-            stacks.setdefault(name, {})[world] = {point: combine([r["stacks"][name][point] for r in runs])
-                                                  for point in runs[0]["stacks"][name]}
-    return stacks
-
-
-def pipeline_forward_share(actions, schedule):
-    """The forward share of a pipeline stage's host time per layer, measured by
-    calibrate/scripts/torch_pipeline_actions.py, which times forward_one_chunk and backward_one_chunk
-    apart: over every rank, the growth of the forward calls' time from 1 to 4 layers a stage over the
-    growth of both, at the most micro-batches run at both depths on the tiny model."""
-    runs = {(r["layers_per_stage"], r["micro_batches"]): r for r in actions["runs"]
-            if r["schedule"] == schedule and r["model"] == "tiny"}
-    counts = [m for (layers, m) in runs if layers == 1 and (4, m) in runs]
-    if not counts:
-        raise SystemExit(f"{schedule}: no tiny-model runs at 1 and 4 layers a stage with the same micro-batches")
-    m = max(counts)
-    lo, hi = runs[(1, m)]["per_rank"], runs[(4, m)]["per_rank"]
-    fwd = sum(b["forward_one_chunk"] - a["forward_one_chunk"] for a, b in zip(lo, hi))
-    both = sum(b["forward_one_chunk"] + b["backward_one_chunk"] - a["forward_one_chunk"] - a["backward_one_chunk"]
-               for a, b in zip(lo, hi))
-    return fwd / both, m
-
-
-def pipe_points(runs):
-    """A pipeline's runs {"L<layers>_M<micro-batches>": figure} as {(layers, micro-batches): median
-    step}, with its two stage depths and its two micro-batch counts."""
-    s = {tuple(int(x[1:]) for x in k.split("_")): med(v) for k, v in runs.items()}
-    layers, counts = sorted({p[0] for p in s}), sorted({p[1] for p in s})
-    if len(layers) != 2 or len(counts) != 2 or len(s) != 4:
-        sys.exit(f"a pipeline needs runs at two stage depths by two micro-batch counts, got {sorted(runs)}")
-    return s, layers, counts
-
-
-def pipe_stack(name, runs, fwd_share):
-    """runs at stage depths L in {La, Lb} and micro-batch counts M in {Ma, Mb} ("L1_M2" ... "L4_M4" by
-    default): step(L, M) = O + M (c + L l), l from the growth over the depth at each M, c from the
-    growth over the micro-batches at each depth, O what is left at (La, Ma)."""
-    s, (la, lb), (ma, mb) = pipe_points(runs)
-    l = sum((s[lb, m] - s[la, m]) / ((lb - la) * m) for m in (ma, mb)) / 2
-    c = sum((s[L, mb] - s[L, ma]) / (mb - ma) - L * l for L in (la, lb)) / 2
-    o = s[la, ma] - ma * (c + la * l)
-    vals = dict(layer_forward_us=l * fwd_share, layer_backward_us=l * (1 - fwd_share), micro_batch_forward_us=c / 2,
-                micro_batch_backward_us=c / 2, sync_layer_us=0.0, optimizer_step_us=o, optimizer_layer_us=0.0)
-    clamped = [k for k, v in vals.items() if v < 0]
-    entry = {"stack": name, **{k: sig4(max(0.0, v)) for k, v in vals.items()}}
-    return entry, clamped
 
 
 def main():

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Splits a profile's torch.distributed.pipelining host time per layer by the forward share measured
+"""(Maintainers' tool; trainsim-calibrate's profile writer splits by the measured share itself.)
+Splits a profile's torch.distributed.pipelining host time per layer by the forward share measured
 by calibrate/scripts/torch_pipeline_actions.py, for a profile whose stack step times are not at hand
 to merge again (merge_torch_calibration.py --pipeline-actions does the same while merging):
 
@@ -17,8 +18,9 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from merge_torch_calibration import pipeline_forward_share, sig4  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from framework.rounding import sig4  # noqa: E402
+from framework.sections_stacks import pipeline_forward_share  # noqa: E402
 
 BORROWED = "layer time split as the single-GPU autocast stack's"
 
