@@ -92,6 +92,37 @@ def effective_config(cfg):
     return d
 
 
+def run_captures(jobs, outdir, workers, timeout, env):
+    """Runs each (name, command) in its own process, `workers` at once, each killed after `timeout`
+    seconds; writes outdir/summary.json (per capture: status, seconds, error). Returns the exit
+    status: 0 when every capture succeeded, 1 otherwise."""
+    def run(job):
+        name, cmd = job
+        t0 = time.time()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+            code, err = r.returncode, r.stderr.strip()[-4000:]
+        except subprocess.TimeoutExpired:
+            code, err = -1, f"timed out after {timeout} s"
+        dt = round(time.time() - t0, 1)
+        print(f"{'ok  ' if code == 0 else 'FAIL'} {name} ({dt} s)" + ("" if code == 0 else f": {err.splitlines()[-1] if err else code}"),
+              flush=True)
+        return name, {"status": "ok" if code == 0 else "failed", "exit": code, "seconds": dt,
+                      "error": None if code == 0 else err}
+
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
+        results = dict(ex.map(run, jobs))
+    summary = {"total_seconds": round(time.time() - t0, 1), "captures": results}
+    with open(os.path.join(outdir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+        f.write("\n")
+    failed = [k for k, r in results.items() if r["status"] != "ok"]
+    print(f"{len(results) - len(failed)} of {len(results)} captures written to {outdir} in "
+          f"{summary['total_seconds']} s" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m trainsim_capture.hf_zoo", description=__doc__.split("\n\n")[0])
     p.add_argument("outdir")
@@ -137,32 +168,7 @@ def main(argv=None):
                 + VARIANTS[v]
             jobs.append((f"{n}.{v}", cmd))
 
-    def run(job):
-        name, cmd = job
-        t0 = time.time()
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
-            code, err = r.returncode, r.stderr.strip()[-4000:]
-        except subprocess.TimeoutExpired:
-            code, err = -1, f"timed out after {args.timeout} s"
-        dt = round(time.time() - t0, 1)
-        print(f"{'ok  ' if code == 0 else 'FAIL'} {name} ({dt} s)" + ("" if code == 0 else f": {err.splitlines()[-1] if err else code}"),
-              flush=True)
-        return name, {"status": "ok" if code == 0 else "failed", "exit": code, "seconds": dt,
-                      "error": None if code == 0 else err}
-
-    t0 = time.time()
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        results = dict(ex.map(run, jobs))
-    summary = {"total_seconds": round(time.time() - t0, 1), "captures": results}
-    with open(os.path.join(args.outdir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1, sort_keys=True)
-        f.write("\n")
-    failed = [k for k, r in results.items() if r["status"] != "ok"]
-    print(f"{len(results) - len(failed)} of {len(results)} captures written to {args.outdir} in "
-          f"{summary['total_seconds']} s" + (f"; failed: {', '.join(failed)}" if failed else ""))
-    return 1 if failed else 0
-
+    return run_captures(jobs, args.outdir, args.jobs, args.timeout, env)
 
 if __name__ == "__main__":
     sys.exit(main())
