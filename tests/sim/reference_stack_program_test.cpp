@@ -188,8 +188,9 @@ TEST(ReferenceStackProgram, SendsTheMeasuredCollectiveBytes) {
   wl::Strategy s = infinity_on_storage(wl::StackKind::TRAINSIM_REFERENCE);
   s.offload_params = wl::OffloadTarget::NONE;
   s.offload_optimizer = wl::OffloadTarget::NONE;
+  const ProgramSet zero3 = program(m, s);
   double sent = 0;
-  for (const Instruction& in : program(m, s).stages.at(0).instructions) {
+  for (const Instruction& in : zero3.stages.at(0).instructions) {
     if (in.kind == InstrKind::COLLECTIVE && in.group == GroupKind::DATA) sent += in.bytes * (s.dp - 1) / s.dp;
   }
   EXPECT_DOUBLE_EQ(sent, 90.0 * 12596224 + 53610496 + 2.0 * 2 * 355919872);
