@@ -106,17 +106,21 @@ class DataParallelBuilder {
   const wl::StageMemory& st_;
   wl::StackStates stack_;
   bool fsdp_ = false, keep_gathered_ = false, transient_reduce_ = false;
-  // FSDP2 ZeRO-3's root module (the embedding, final norm and head: the units outside the blocks)
-  // runs the whole model's forward, resharded when it returns; its pre-backward gathers all of it
-  // when the head's backward starts, and its post-backward reshards and reduce-scatters it once,
-  // after the whole backward (training_stacks.md, "FSDP2"): per unit, whether it is the root's.
+  // FSDP2's root module (the embedding, final norm and head: the units outside the blocks) runs
+  // the whole model's forward, resharded when it returns under ZeRO-3; its pre-backward gathers
+  // all of it when the head's backward starts, and its post-backward reshards and reduce-scatters
+  // it once, after the whole backward (training_stacks.md, "FSDP2"): per unit, whether it is the
+  // root's.
   std::vector<char> root_unit_;
   int root_first_unit_ = -1;       // the root's first unit (the embedding), whose backward is the last
-  double root_gather_bytes_ = 0;   // all of the root gathered at once, in param_dtype
+  double root_params_ = 0;         // all of the root, gathered at once
+  // The parameters a gather or fetch for unit `u` moves: the whole root for a root unit.
+  double gathered_params(int u) const {
+    return root_unit_[static_cast<std::size_t>(u)] != 0 ? root_params_ : units_[static_cast<std::size_t>(u)].params;
+  }
   double reduce_input_alive_ = 0;  // FSDP2's reduce-scatter input, freed by the next one
   double gather_bytes_ = 0, grads_per_step_bytes_ = 0;
   std::map<std::pair<int, int>, std::vector<MemEffect>> kept_;  // (unit, micro-batch) -> its gathered unit's free
-  std::map<int, std::vector<MemEffect>> root_forward_kept_;      // micro-batch -> the root's gathered units' free at the head's forward end
   std::set<int> grads_made_;
   std::map<Tier, double> grads_alive_;
   Program program_;

@@ -42,7 +42,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
     int out = -1;
     switch (in.kind) {
       case Instr::FETCH_PARAMS: {
-        const double params = units_[static_cast<std::size_t>(in.unit)].params;
+        const double params = gathered_params(in.unit);
         const double bytes = (s_.l2l ? params : shard(params)) * bytes_.params;
         if (s_.offload_params == OffloadTarget::NVME) {
           Instruction read = copy(Tier::STORAGE, Tier::HOST, bytes, Stream::NODE, Category::OFFLOAD_IO, "nvme_read_params", in);
@@ -61,12 +61,8 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         break;
       }
       case Instr::GATHER_PARAMS: {
-        double bytes = units_[static_cast<std::size_t>(in.unit)].params * gather_bytes_;
-        // FSDP2's root gathers all of its units at once for the backward, when the head's starts;
-        // the other root units' backward gathers then have nothing left to gather.
-        if (root_unit_[static_cast<std::size_t>(in.unit)] != 0 && in.pass == Pass::BACKWARD) {
-          bytes = units_[static_cast<std::size_t>(in.unit)].holds_head ? root_gather_bytes_ : 0.0;
-        }
+        // FSDP2's root gathers all of its units at once (the schedule's gather group).
+        const double bytes = gathered_params(in.unit) * gather_bytes_;
         // The fetched shard (if any) becomes part of the gathered unit.
         double staged = 0;
         for (int a : in.after) {
@@ -76,7 +72,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // bf16 on its collective stream right before the all-gather (ref_param_store.cpp,
         // gather_into; a fetched shard arrives in bf16). A kernel of the GPU beside its compute.
         if (!stack_.keeps_param_shard && staged == 0) {
-          const double elems = shard(units_[static_cast<std::size_t>(in.unit)].params);
+          const double elems = shard(gathered_params(in.unit));
           deps = {collective_stream_kernel("cast_shard", {"ref:cast_fp32_to_bf16", elems * (4 + 2)}, in, deps)};
         }
         Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
@@ -99,26 +95,16 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
           const Instr k = plan[static_cast<std::size_t>(a)].kind;
           const auto ai = static_cast<std::size_t>(a);
           if ((k == Instr::GATHER_PARAMS || k == Instr::FETCH_PARAMS) && held[ai] != 0 && last_user[ai] == i) {
-            const bool root = root_unit_[static_cast<std::size_t>(in.unit)] != 0;
-            const bool head = units_[static_cast<std::size_t>(in.unit)].holds_head;
-            if (root && !head && in.kind == Instr::FORWARD) {
-              // The root's forward spans the model's: its units stay gathered until the head's forward ends.
-              root_forward_kept_[in.micro_batch].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
-            } else if (root && head && in.kind == Instr::BACKWARD) {
-              // Gathered by the root's pre-backward, freed by its post-backward after the whole backward.
-              kept_[{root_first_unit_, in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
-            } else if (keep_gathered_ && in.kind == Instr::FORWARD) {
-              kept_[{in.unit, in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
+            // A gather is freed by its last compute: FSDP2's root's forward gather by the head's
+            // forward (the root's forward is the model's), its backward gather by the embedding's
+            // backward (its post-backward runs after the whole backward). Without resharding
+            // after forward a unit stays gathered to its backward, the root to the backward's end.
+            if (keep_gathered_ && in.kind == Instr::FORWARD) {
+              const int until = root_unit_[static_cast<std::size_t>(in.unit)] != 0 ? root_first_unit_ : in.unit;
+              kept_[{until, in.micro_batch}].push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             } else {
               release.push_back({Tier::GPU, holds[ai].first, -holds[ai].second, true});
             }
-          }
-        }
-        if (in.kind == Instr::FORWARD && units_[static_cast<std::size_t>(in.unit)].holds_head) {
-          const auto it = root_forward_kept_.find(in.micro_batch);
-          if (it != root_forward_kept_.end()) {
-            release.insert(release.end(), it->second.begin(), it->second.end());
-            root_forward_kept_.erase(it);
           }
         }
         if (in.kind == Instr::BACKWARD) {

@@ -37,15 +37,20 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
   units_ = unit_costs(m, s, c, s.zero_stage == 3 && !s.l2l && !whole_units);
   std::vector<double> grad_bytes;
   for (const auto& u : units_) grad_bytes.push_back(owned_params(u) * stack_.wire_grad);
-  // Not under CPUOffloadPolicy: there the measured peaks do not show it (the 2.65 B GPT's and Llama 3
-  // 8B's offload rows would go from +1.3% and -1.4% to +5.3% and +8.1%); why is not known.
-  const bool root_kept = fsdp_ && whole_units && s.zero_stage >= 3 && gather_ && s.offload_params == OffloadTarget::NONE;
+  // FSDP2's root module: its units gather, reshard and reduce-scatter as one (StackStates::
+  // root_gathers_ends_as_one). Not under CPUOffloadPolicy: there the measured peaks, in the loss's
+  // backward, do not show the root gathered (the 2.65 B GPT's and Llama 3 8B's offload rows would go
+  // from +1.3% and -1.4% to +5.3% and +5.0%), which it is once the head's backward runs. Likely
+  // the root's pre-backward gathers only once the loss's backward has made the logits' gradient
+  // (training_stacks.md, "FSDP2"), after that peak; the replay's head unit runs the loss's backward
+  // and the head's as one compute, so it cannot place the gather between them.
+  const bool root_module = stack_.root_gathers_ends_as_one && whole_units && gather_ && s.offload_params == OffloadTarget::NONE;
   for (std::size_t u = 0; u < units_.size(); ++u) {
-    const bool root = root_kept && (units_[u].holds_embedding || units_[u].holds_head);
+    const bool root = root_module && (units_[u].holds_embedding || units_[u].holds_head);
     root_unit_.push_back(root ? 1 : 0);
     if (!root) continue;
     if (root_first_unit_ < 0) root_first_unit_ = static_cast<int>(u);
-    root_gather_bytes_ += units_[u].params * gather_bytes_;
+    root_params_ += units_[u].params;
   }
   // FSDP2 and the reference reduce-scatter each unit's gradients on their own.
   const double bucket = whole_units                    ? 0.0
@@ -112,13 +117,23 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
   }
   // L2L keeps the layer in use and the next one (Pudipeddi et al. 2020); ZeRO-Infinity reads
   // one unit further ahead than it gathers. FSDP2's copy of a unit's shard to the GPU is part of
-  // that unit's all-gather (training_stacks.md, "FSDP2"), so it reads no further ahead.
-  plan.fetch_ahead = s_.l2l ? 1 : fsdp_ ? plan.gather_ahead : plan.gather_ahead + 1;
+  // that unit's all-gather (training_stacks.md, "FSDP2"), and so is the reference's, into the
+  // buffer it gathers into (ref_param_store.cpp, gather_into): they read no further ahead.
+  plan.fetch_ahead = s_.l2l ? 1 : fsdp_ || stack_.gather_slots > 0 ? plan.gather_ahead : plan.gather_ahead + 1;
   plan.gather_params = gather_;
   plan.gather_for_backward = !keep_gathered_;
   plan.recompute_full = s_.recompute == Recompute::FULL;
   plan.selective_unit_of_layer = s_.recompute == Recompute::SELECTIVE ? 0 : -1;
   plan.recompute_shares_gather = stack_.gather_serves_recompute;
+  if (root_first_unit_ >= 0) {
+    for (char root : root_unit_) plan.gather_group.push_back(root != 0 ? 0 : -1);
+  }
+  if (stack_.gathers_ends_once_per_step && (gather_ || plan.fetch_params)) {
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (units_[u].holds_embedding || units_[u].holds_head) plan.step_gathered_units.push_back(static_cast<int>(u));
+    }
+  }
+  plan.gather_slots = gather_ || plan.fetch_params ? stack_.gather_slots : 0;
   plan.offload_grads_once = stack_.accumulates_grad_shard_on_gpu;
   plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
   plan.reduce_every_micro_batch = s_.zero_stage >= 2 && !s_.l2l;

@@ -1,6 +1,8 @@
 #include "data_parallel_schedule.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace trainsim::sim {
 
@@ -81,6 +83,7 @@ class Emitter {
     find_reuses();
     fetch_.assign(items_.size(), NONE);
     gather_.assign(items_.size(), NONE);
+    emit_step_gathers();
     for (std::size_t p = 0; p < items_.size(); ++p) {
       emit_prefetches(static_cast<int>(p));
       emit_compute(static_cast<int>(p));
@@ -147,23 +150,79 @@ class Emitter {
   }
 
   // For each compute, the earlier compute whose gather it uses (NONE: a gather of its own): a
-  // backward right after the recompute of its unit (recompute_shares_gather), or the next use of
-  // a unit within DeepSpeed's reuse window (reuse_window_params).
+  // backward right after the recompute of its unit (recompute_shares_gather), a later compute of a
+  // gather group in the same pass (gather_group), a unit its buffer still holds or one gathered
+  // once a step (gather_slots, step_gathered_units), or the next use of a unit within DeepSpeed's
+  // reuse window (reuse_window_params).
   void find_reuses() {
     reuse_from_.assign(items_.size(), NONE);
-    const int n = static_cast<int>(items_.size());
-    if (plan_.recompute_shares_gather) {
-      for (int p = 1; p < n; ++p) {
-        const Item& it = items_[static_cast<std::size_t>(p)];
-        const Item& before = items_[static_cast<std::size_t>(p - 1)];
-        if (it.kind == Instr::BACKWARD && before.kind == Instr::RECOMPUTE && before.unit == it.unit &&
-            before.micro_batch == it.micro_batch) {
-          reuse_from_[static_cast<std::size_t>(p)] = p - 1;
-        }
+    slot_wait_.assign(items_.size(), NONE);
+    if (plan_.recompute_shares_gather) share_recompute_gathers();
+    if (!plan_.gather_group.empty()) share_group_gathers();
+    if (plan_.gather_slots > 0 || !plan_.step_gathered_units.empty()) share_slot_gathers();
+    if (!plan_.recompute_shares_gather && plan_.reuse_window_params > 0) share_within_reuse_window();
+  }
+
+  // Compute p uses the gather compute q uses (q's own, or the one q reuses), unless p already has one.
+  void reuse(int p, int q) {
+    if (reuse_from_[static_cast<std::size_t>(p)] != NONE) return;
+    const int from = reuse_from_[static_cast<std::size_t>(q)];
+    reuse_from_[static_cast<std::size_t>(p)] = from != NONE ? from : q;
+  }
+
+  void share_recompute_gathers() {
+    for (int p = 1; p < static_cast<int>(items_.size()); ++p) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      const Item& before = items_[static_cast<std::size_t>(p - 1)];
+      if (it.kind == Instr::BACKWARD && before.kind == Instr::RECOMPUTE && before.unit == it.unit &&
+          before.micro_batch == it.micro_batch) {
+        reuse(p, p - 1);
       }
-      return;
     }
-    if (plan_.reuse_window_params <= 0) return;
+  }
+
+  void share_group_gathers() {
+    // (micro-batch, backward side, group) -> the compute that gathers the group.
+    std::map<std::tuple<int, bool, int>, int> first;
+    for (int p = 0; p < static_cast<int>(items_.size()); ++p) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      const int group = plan_.gather_group[static_cast<std::size_t>(it.unit)];
+      if (!it.needs_params || group < 0) continue;
+      const auto [at, fresh] = first.try_emplace({it.micro_batch, it.kind != Instr::FORWARD, group}, p);
+      if (!fresh) reuse(p, at->second);
+    }
+  }
+
+  void share_slot_gathers() {
+    const auto slots = static_cast<std::size_t>(std::max(0, plan_.gather_slots));
+    std::vector<int> holds(slots, NONE), last_user(slots, NONE);
+    std::map<int, int> step_first;  // a step-gathered unit -> its first compute
+    for (int p = 0; p < static_cast<int>(items_.size()); ++p) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      if (!it.needs_params) continue;
+      if (std::find(plan_.step_gathered_units.begin(), plan_.step_gathered_units.end(), it.unit) != plan_.step_gathered_units.end()) {
+        const auto [at, fresh] = step_first.try_emplace(it.unit, p);
+        if (fresh) {
+          step_start_.push_back(p);
+        } else {
+          reuse(p, at->second);
+        }
+        continue;
+      }
+      if (slots == 0) continue;
+      const auto slot = static_cast<std::size_t>(it.unit) % slots;
+      if (holds[slot] == it.unit) {
+        reuse(p, last_user[slot]);
+      } else {
+        holds[slot] = it.unit;
+        slot_wait_[static_cast<std::size_t>(p)] = last_user[slot];
+      }
+      last_user[slot] = p;
+    }
+  }
+
+  void share_within_reuse_window() {
+    const int n = static_cast<int>(items_.size());
     // Parameters the trace passes through: prefix sums over the computes that use parameters.
     std::vector<double> passed(static_cast<std::size_t>(n) + 1, 0.0);
     for (int p = 0; p < n; ++p) {
@@ -185,9 +244,38 @@ class Emitter {
       int& q = last_use[static_cast<std::size_t>(it.unit)];
       // Kept if the computes between the two uses pass fewer parameters than the window.
       if (q != NONE && passed[static_cast<std::size_t>(p)] - passed[static_cast<std::size_t>(q) + 1] < plan_.reuse_window_params) {
-        reuse_from_[static_cast<std::size_t>(p)] = reuse_from_[static_cast<std::size_t>(q)] != NONE ? reuse_from_[static_cast<std::size_t>(q)] : q;
+        reuse(p, q);
       }
       q = p;
+    }
+  }
+
+  // The step-gathered units' fetches and gathers, before the step's first compute and after the
+  // step's barrier only (the reference's zero_grads).
+  void emit_step_gathers() {
+    for (int p : step_start_) {
+      const Item& it = items_[static_cast<std::size_t>(p)];
+      if (plan_.fetch_params) fetch_[p] = emit({Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}});
+      if (!plan_.gather_params) continue;
+      ScheduleItem g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
+      if (fetch_[p] != NONE) g.after.push_back(fetch_[p]);
+      gather_[p] = emit(g);
+    }
+  }
+
+  // A fetch or gather into a buffer waits for the end of the buffer's last compute (none: the
+  // step's barrier); elsewhere it is issued `ahead` gathers early (trigger_gather).
+  void trigger_load(ScheduleItem& in, int target, int ahead) const {
+    if (plan_.gather_slots <= 0) {
+      trigger_gather(in, target, ahead);
+      return;
+    }
+    const int wait = slot_wait_[static_cast<std::size_t>(target)];
+    if (wait == NONE) return;
+    if (wait < static_cast<int>(computes_.size())) {
+      in.after.push_back(computes_[static_cast<std::size_t>(wait)]);
+    } else {
+      trigger_gather(in, target, ahead);  // the buffer's last user is not yet issued: it comes at once after it
     }
   }
 
@@ -218,7 +306,7 @@ class Emitter {
           fetch_[p] = fetch_[reuse_from_[p]];
         } else {
           ScheduleItem f{Instr::FETCH_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
-          trigger_gather(f, p, plan_.fetch_ahead);
+          trigger_load(f, p, plan_.fetch_ahead);
           fetch_[p] = emit(f);
         }
       }
@@ -241,7 +329,7 @@ class Emitter {
         continue;
       }
       ScheduleItem g{Instr::GATHER_PARAMS, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), {}};
-      trigger_gather(g, p, plan_.gather_ahead);
+      trigger_load(g, p, plan_.gather_ahead);
       if (fetch_[p] != NONE) g.after.push_back(fetch_[p]);
       gather_[p] = emit(g);
     }
@@ -292,6 +380,8 @@ class Emitter {
   static constexpr int NONE = -1;
   std::vector<int> fetch_, gather_;                      // compute position -> instruction (NONE: none)
   std::vector<int> reuse_from_;                          // compute position -> the compute whose gather it uses
+  std::vector<int> slot_wait_;                           // compute position -> the compute its buffer's gather waits for
+  std::vector<int> step_start_;                          // compute positions whose gathers the step starts with
   int first_layer_ = 0, layer_count_ = 0;           // the layers the units span
   std::vector<std::pair<int, int>> layer_units_;       // layer -> [first unit, end)
   // (micro-batch, layer) tables (cell): the first backward item's position; the checkpoint's

@@ -70,6 +70,19 @@ struct DataParallelPlan {
   // `unit_params`: the parameters of each unit, which the window counts.
   double reuse_window_params = 0;
   std::vector<double> unit_params;
+  // Units one module gathers as one: a group id per unit (-1: a unit of its own; empty: none). In
+  // each pass of a micro-batch (its forward; its recompute and backward) the group's first compute
+  // gathers the whole group and the group's later computes of that pass use that gather (FSDP2's
+  // root module: the embedding, the final norm and the head, training_stacks.md, "FSDP2").
+  std::vector<int> gather_group;
+  // Units gathered once a step, before its first compute, and kept through it; every other unit is
+  // gathered into buffer unit % gather_slots, where it stays until another unit is gathered into
+  // that buffer (that gather waits for the end of the last compute that used the buffer), and a
+  // compute of a unit its buffer still holds needs no gather of its own (the trainsim reference's
+  // end units and two layer buffers: calibrate/cuda/ref_param_store.cpp, zero_grads, acquire,
+  // slot_of, release). gather_slots 0: no buffers.
+  std::vector<int> step_gathered_units;
+  int gather_slots = 0;
   bool offload_checkpoints = false;
   bool reduce_every_micro_batch = false;  // ZeRO 2-3 partition gradients at every micro-batch
   bool offload_grads = false;

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace trainsim::sim {
 namespace {
@@ -209,6 +211,82 @@ TEST(DataParallelSchedule, ABucketClosesAtItsLowestUnitsBackward) {
     EXPECT_EQ(after.unit, 0);
   }
   EXPECT_EQ(bucket0, 2);
+}
+
+// A gather group (FSDP2's root: the embedding and the head) is gathered once per pass of a
+// micro-batch, for its first compute there: the embedding's forward and the head's backward.
+TEST(DataParallelSchedule, AGatherGroupGathersOncePerPass) {
+  DataParallelPlan p = plan_of(2, 2);  // units: embedding, 2 layers, head
+  p.gather_params = true;
+  p.gather_group = {0, -1, -1, 0};
+  const auto s = data_parallel_schedule(p);
+  expect_dependencies_point_backwards(s);
+  // Per micro-batch and pass: the group once and each layer: 2 x 2 x 3.
+  EXPECT_EQ(count(s, Instr::GATHER_PARAMS), 12);
+  std::map<std::pair<int, bool>, std::set<int>> group_gathers;  // (micro-batch, backward) -> gathers used
+  for (const auto& i : s) {
+    if ((i.kind != Instr::FORWARD && i.kind != Instr::BACKWARD) || (i.unit != 0 && i.unit != 3)) continue;
+    ASSERT_EQ(i.after.size(), 1u);
+    const ScheduleItem& g = s[static_cast<std::size_t>(i.after[0])];
+    EXPECT_EQ(g.kind, Instr::GATHER_PARAMS);
+    EXPECT_EQ(g.unit, i.kind == Instr::FORWARD ? 0 : 3) << "gathered for the group's first compute of the pass";
+    group_gathers[{i.micro_batch, i.kind == Instr::BACKWARD}].insert(i.after[0]);
+  }
+  ASSERT_EQ(group_gathers.size(), 4u);
+  for (const auto& [pass, gathers] : group_gathers) EXPECT_EQ(gathers.size(), 1u);
+  // Without resharding after forward only the forward gathers: the group once per micro-batch.
+  p.gather_for_backward = false;
+  EXPECT_EQ(count(data_parallel_schedule(p), Instr::GATHER_PARAMS), 2 * 3);
+}
+
+// Two buffers and two units gathered once a step (the trainsim reference: calibrate/cuda/
+// ref_param_store.cpp): 4 layers (units 1-4) over 2 micro-batches. The step starts with the end
+// units' gathers; the first forward gathers units 1-4, leaving 3 and 4 in their buffers (3 % 2, 4 %
+// 2) for the backward's first two; the backward gathers 2 and 1, which the next forward uses. So
+// 2 + 4 + 2 + 2 + 2 = 12 gathers, and a buffer's gather waits for the last compute that used it.
+TEST(DataParallelSchedule, BuffersKeepALayerForTheNextPass) {
+  DataParallelPlan p = plan_of(4, 2);  // units: embedding, 4 layers, head
+  p.gather_params = true;
+  p.step_gathered_units = {0, 5};
+  p.gather_slots = 2;
+  const auto s = data_parallel_schedule(p);
+  expect_dependencies_point_backwards(s);
+  EXPECT_EQ(count(s, Instr::GATHER_PARAMS), 12);
+  // The first two instructions gather the end units, waiting for nothing in the step.
+  ASSERT_GE(s.size(), 2u);
+  EXPECT_EQ(s[0].kind, Instr::GATHER_PARAMS);
+  EXPECT_EQ(s[0].unit, 0);
+  EXPECT_TRUE(s[0].after.empty());
+  EXPECT_EQ(s[1].kind, Instr::GATHER_PARAMS);
+  EXPECT_EQ(s[1].unit, 5);
+  EXPECT_TRUE(s[1].after.empty());
+  // Which units each pass gathers, in order.
+  std::vector<std::vector<int>> passes;
+  Pass last = Pass::NONE;
+  int last_mb = -1;
+  for (std::size_t i = 2; i < s.size(); ++i) {
+    if (s[i].kind != Instr::GATHER_PARAMS) continue;
+    if (s[i].pass != last || s[i].micro_batch != last_mb) passes.emplace_back();
+    last = s[i].pass;
+    last_mb = s[i].micro_batch;
+    passes.back().push_back(s[i].unit);
+  }
+  EXPECT_EQ(passes, (std::vector<std::vector<int>>{{1, 2, 3, 4}, {2, 1}, {3, 4}, {2, 1}}));
+  // The backward's gather of unit 2 goes into unit 4's buffer once unit 4's backward has ended.
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i].kind != Instr::GATHER_PARAMS || s[i].pass != Pass::BACKWARD || s[i].unit != 2 || s[i].micro_batch != 0) continue;
+    ASSERT_EQ(s[i].after.size(), 1u);
+    const ScheduleItem& w = s[static_cast<std::size_t>(s[i].after[0])];
+    EXPECT_EQ(w.kind, Instr::BACKWARD);
+    EXPECT_EQ(w.unit, 4);
+  }
+  // Every compute of an end unit uses the step's first gathers.
+  for (const auto& i : s) {
+    if ((i.kind == Instr::FORWARD || i.kind == Instr::BACKWARD) && (i.unit == 0 || i.unit == 5)) {
+      ASSERT_EQ(i.after.size(), 1u);
+      EXPECT_EQ(i.after[0], i.unit == 0 ? 0 : 1);
+    }
+  }
 }
 
 TEST(Buckets, CloseInBackwardOrderOnceFull) {

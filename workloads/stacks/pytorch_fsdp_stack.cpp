@@ -20,6 +20,13 @@ void states(const TrainingStack& s, Numerics, int, std::int64_t, StackStates& st
   st.blocking_pageable_grad_offload = true;  // CPUOffloadPolicy
   st.whole_unit_collectives = true;          // fully_shard per block, one reduce-scatter per block
   st.gather_serves_recompute = true;         // a checkpointed block recomputes inside its backward's unshard
+  // The measured scripts apply fully_shard to each block, then to the model, passing the run's
+  // reshard_after_forward to both (reports/validation/scripts/run_step_stacks.py, build_dp): the
+  // model's own state is the root and holds what no block holds. FSDP2 overrides the root's
+  // setting to False only where the caller left it unset (torch/distributed/fsdp/_fully_shard/
+  // _fsdp_state.py, FSDPState._lazy_init, _auto_reshard_after_forward; PyTorch 2.11), so with
+  // True (ZeRO-3) the root reshards after the forward and its pre-backward gathers it again.
+  st.root_gathers_ends_as_one = true;
   st.row = "FSDP2";
 }
 

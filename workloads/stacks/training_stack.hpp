@@ -99,6 +99,17 @@ struct StackStates {
   // ZeRO-3's head unit gathers the word embedding tied to it (unit_costs.hpp); false where the
   // units are whole layers and the head's has none.
   bool head_gathers_tied_embedding = true;
+  // FSDP2's root module (fully_shard applied to the model last) gathers the parameters no block's
+  // fully_shard holds, the embedding, the final norm and the head, as one unit: one all-gather
+  // before the model's forward and, resharded after it, one when the head's backward starts; one
+  // reduce-scatter after the whole backward (training_stacks.md, "FSDP2");
+  bool root_gathers_ends_as_one = false;
+  // The trainsim reference's ZeRO-3 buffers (training_stacks.md, "trainsim-reference"): the
+  // embedding and the final norm gathered once a step, at its start, and kept; each layer gathered
+  // into buffer unit % gather_slots, a later use while that buffer still holds it needing no
+  // gather. 0: every use gathers (the papers' accounting).
+  bool gathers_ends_once_per_step = false;
+  int gather_slots = 0;
   // DeepSpeed's ZeRO-3 parameter coordinator: prefetch by stage3_prefetch_bucket_size within
   // stage3_max_live_parameters, and keep a submodule gathered for a reuse within
   // stage3_max_reuse_distance (training_stacks.md, "DeepSpeed"); elsewhere one unit is prefetched

@@ -37,6 +37,12 @@ void states(const TrainingStack&, Numerics, int zero_stage, std::int64_t, StackS
   st.accumulates_grad_shard_on_gpu = true;
   st.grads_stay_on_host = true;
   st.head_gathers_tied_embedding = false;
+  // Its buffers (ref_param_store.cpp): zero_grads gathers the embedding and the final norm at the
+  // start of every step into buffers of their own, kept for the step; acquire gathers a layer into
+  // layer_full_[slot_of(unit)], slot_of = unit % 2, only where slot_unit_ does not already hold it,
+  // so a pass's first two layers are the previous pass's last two and need no gather.
+  st.gathers_ends_once_per_step = true;
+  st.gather_slots = 2;
   st.row = "trainsim-reference";
 }
 
