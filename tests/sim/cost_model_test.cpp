@@ -13,6 +13,7 @@
 #include "reference_kernel_table.hpp"
 #include "reference_stack.hpp"
 #include "stack_layer.hpp"
+#include "torch_kernels.hpp"
 #include "test_support.hpp"
 
 namespace trainsim::sim {
@@ -26,6 +27,13 @@ hw::ClusterProfile calibrated() {
   p.calibration.collectives = {{"all_reduce", 4, {{1e6, 10}, {1e9, 100}}}};
   p.calibration.kernels = {{"copy", 1, {{1e6, 1000}, {1e9, 3000}}}};
   return p;
+}
+
+// One launch of a reference kernel class moving `bytes`.
+wl::MemoryKernel reference(wl::ReferenceKernel k, double bytes) {
+  wl::MemoryKernel out = wl::reference_kernel(k, 1, 1);
+  out.bytes = bytes;
+  return out;
 }
 
 TEST(CostModel, GemmEfficiencyComesFromTheNearestCalibratedShapeOfItsPrecision) {
@@ -117,6 +125,28 @@ TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
   EXPECT_DOUBLE_EQ(c.collective_cap(CollectiveKind::ALL_GATHER, 4, 1e9), 0.0);  // not calibrated: link rate
 }
 
+// The cost model knows no kernel by name: it walks the curves the kernel carries, in their order and
+// in their tables, then its generic class's curve, then the copy's.
+TEST(CostModel, KernelsAreCostedAtTheFirstOfTheirCurvesTheProfileHas) {
+  hw::ClusterProfile p = calibrated();  // copy: 1000 GB/s at 1 MB, 3000 GB/s at 1 GB
+  p.calibration.kernels.push_back({"gelu", 1, {{1e6, 2000}, {1e9, 2000}}});
+  p.calibration.kernels.push_back({"second", 1, {{1e6, 1500}, {1e9, 1500}}});
+  p.calibration.reference_kernels.push_back({"third", 1, {{1e6, 500}, {1e9, 500}}});
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
+  wl::MemoryKernel k{"second", 1e9, true, wl::KernelClass::GELU};
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 2000e9, 1e-15);  // no curves: its class, whatever its name
+  k.curves = {{{wl::CurveTable::KERNELS, "missing"},
+               {wl::CurveTable::REFERENCE_KERNELS, "second"},  // in the other table: not this one
+               {wl::CurveTable::REFERENCE_KERNELS, "third"}}};
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 500e9, 1e-15);
+  k.curves[1].table = wl::CurveTable::KERNELS;
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 1500e9, 1e-15);
+  k.curves = {};
+  k.generic = wl::KernelClass::SOFTMAX;  // not calibrated here: the copy's
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 3000e9, 1e-15);
+  EXPECT_THROW(wl::torch_kernel("torch:not_a_kernel", 1), std::invalid_argument);
+}
+
 // The trainsim reference's own kernels ("ref:<class>") are priced from calibration.reference_kernels
 // when the profile has the class, else as the closest generic kernel; other stacks never see it.
 TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
@@ -125,12 +155,12 @@ TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
   const CostModel generic(p, wl::Numerics::BF16_MIXED, {});
   p.calibration.reference_kernels = {{"causal_softmax_fwd", 1, {{1e6, 500}, {1e9, 1000}}}};
   const CostModel own(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 1000e9, 1e-15);
-  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 750e9, 1e-15);
-  EXPECT_NEAR(generic.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 4000e9, 1e-15);  // no class: softmax
-  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_bwd", 1e9}), 1e9 / 4000e9, 1e-15);      // class not measured
-  EXPECT_NEAR(own.kernel_seconds({"softmax", 1e9}), 1e9 / 4000e9, 1e-15);                     // PyTorch stacks' softmax
-  EXPECT_NEAR(own.kernel_seconds({"ref:split_qkv", 1e9}), 1e9 / 3000e9, 1e-15);                // a transpose: copy
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_FWD, 1e9)), 1e9 / 1000e9, 1e-15);
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_FWD, std::sqrt(1e6 * 1e9))), std::sqrt(1e15) / 750e9, 1e-15);
+  EXPECT_NEAR(generic.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_FWD, 1e9)), 1e9 / 4000e9, 1e-15);  // no class: softmax
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_BWD, 1e9)), 1e9 / 4000e9, 1e-15);  // class not measured
+  EXPECT_NEAR(own.kernel_seconds({"softmax", 1e9, true, wl::KernelClass::SOFTMAX}), 1e9 / 4000e9, 1e-15);  // PyTorch stacks' softmax
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::SPLIT_QKV, 1e9)), 1e9 / 3000e9, 1e-15);  // a transpose: copy
   // The table is named among the assumptions of the reference stack only.
   const wl::TrainingStack reference{wl::StackKind::TRAINSIM_REFERENCE};
   const CostModel own_reference(p, wl::Numerics::BF16_MIXED, reference);
@@ -149,27 +179,27 @@ TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
   p.calibration.kernels.push_back({"torch_copy_fp32", 1, {{1e6, 3800}, {1e9, 3800}}});
   p.calibration.kernels.push_back({"torch_rotary_fwd_bf16", 1, {{1e6, 1200}, {1e9, 1200}}});
   const CostModel plain(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(plain.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 3500e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:bias_grad_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:split_cat_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:mul_scalar_fp32", 1e9}), 1e9 / 3800e9, 1e-15);  // DDP's scaling into buckets
-  EXPECT_NEAR(plain.kernel_seconds({"torch:rotary_split_fwd_bf16", 1e9}), 1e9 / 1200e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // no plain curve: copy
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:add_fp32_bf16", 1e9)), 1e9 / 3500e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:bias_grad_bf16", 1e9)), 1e9 / 3800e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:split_cat_bf16", 1e9)), 1e9 / 3800e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:mul_scalar_fp32", 1e9)), 1e9 / 3800e9, 1e-15);  // DDP's scaling into buckets
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:rotary_split_fwd_bf16", 1e9)), 1e9 / 1200e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:swiglu_split_fwd_bf16", 1e9)), 1e9 / 3000e9, 1e-15);  // no plain curve: copy
   // SwiGLU's backward: the contiguous forward-and-backward curve where the split forward's is not
   // measured; where it is, its rate per byte.
-  EXPECT_NEAR(plain.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // neither: copy
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:swiglu_split_bwd_bf16", 1e9)), 1e9 / 3000e9, 1e-15);  // neither: copy
   p.calibration.kernels.push_back({"torch_swiglu_fwd_bwd_bf16", 1, {{1e6, 1600}, {1e9, 1600}}});
   p.calibration.kernels.push_back({"torch_swiglu_fwd_bf16", 1, {{1e6, 2400}, {1e9, 2400}}});
   const CostModel contiguous(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(contiguous.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1600e9, 1e-15);
-  EXPECT_NEAR(contiguous.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 2400e9, 1e-15);
+  EXPECT_NEAR(contiguous.kernel_seconds(wl::torch_kernel("torch:swiglu_split_bwd_bf16", 1e9)), 1e9 / 1600e9, 1e-15);
+  EXPECT_NEAR(contiguous.kernel_seconds(wl::torch_kernel("torch:swiglu_split_fwd_bf16", 1e9)), 1e9 / 2400e9, 1e-15);
   p.calibration.kernels.push_back({"torch_swiglu_split_fwd_bf16", 1, {{1e6, 1100}, {1e9, 1100}}});
   p.calibration.kernels.push_back({"torch_add_fp32_bf16", 1, {{1e6, 2500}, {1e9, 2500}}});
   p.calibration.kernels.push_back({"torch_bias_grad_bf16", 1, {{1e6, 200}, {1e9, 4000}}});
   const CostModel split(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(split.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 2500e9, 1e-15);
-  EXPECT_NEAR(split.kernel_seconds({"torch:bias_grad_bf16", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 2100e9, 1e-15);
-  EXPECT_NEAR(split.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1100e9, 1e-15);
+  EXPECT_NEAR(split.kernel_seconds(wl::torch_kernel("torch:add_fp32_bf16", 1e9)), 1e9 / 2500e9, 1e-15);
+  EXPECT_NEAR(split.kernel_seconds(wl::torch_kernel("torch:bias_grad_bf16", std::sqrt(1e6 * 1e9))), std::sqrt(1e15) / 2100e9, 1e-15);
+  EXPECT_NEAR(split.kernel_seconds(wl::torch_kernel("torch:swiglu_split_bwd_bf16", 1e9)), 1e9 / 1100e9, 1e-15);
 }
 
 // The GPU's gap between queued kernels: one gpu_kernel_us a launch the pass counts beyond the
@@ -184,7 +214,7 @@ TEST(CostModel, KernelsQueuedBackToBackWaitTheCalibratedGapEach) {
   const CostModel c(p, wl::Numerics::BF16_MIXED, {});
   wl::PassCost pass;
   pass.gemms.push_back({"qkv", 2048, 3072, 1024});
-  for (int i = 0; i < 5; ++i) pass.kernels.push_back({"torch:add_fp32", 1e8});
+  for (int i = 0; i < 5; ++i) pass.kernels.push_back(wl::torch_kernel("torch:add_fp32", 1e8));
   const double without = c.pass_seconds(pass);
   EXPECT_EQ(c.launch_gap_seconds(pass), 0);
   pass.launches = 30;
