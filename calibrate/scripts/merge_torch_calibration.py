@@ -92,7 +92,7 @@ def dp_stack(name, runs, fwd_share):
 
 def combine_launches(docs):
     """The stacks of several torch_stack_dispatch files: {stack: {world size: points}}. Files of one
-    world size are launches of the same calibration (fresh processes, device_call_hostcal.sh): each
+    world size are launches of the same calibration (fresh processes, run_rows_with_host_calibration.sh): each
     figure (stack, depth, quantity) becomes the median of the launches' medians, with every
     launch's kept as "launches". A stack measured at several world sizes keeps each."""
     by_world = {}
