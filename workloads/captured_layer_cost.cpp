@@ -75,9 +75,11 @@ PassCost captured_pass_cost(const CaptureDocument& doc, const CapturedPhase& pha
     // Elementwise work on tensors that carry heads or the MLP width runs 1/tp per rank; the norms and
     // residual adds on [b, s, h] are replicated (SCHEMA.md, "Tensor parallelism"; no sequence parallelism).
     const double share = o.carries_tp_symbol ? 1.0 / static_cast<double>(tp) : 1.0;
+    // Costed at the generic calibrated kernel of its class: a softmax at the softmax's, every other
+    // class at the copy's.
     pass.kernels.push_back({op_class_name(o.cls),
                             static_cast<double>(o.bytes_read.value + o.bytes_written.value) * share,
-                            o.compute_stream});
+                            o.compute_stream, o.cls == OpClass::SOFTMAX ? KernelClass::SOFTMAX : KernelClass::COPY});
   }
   return pass;
 }

@@ -34,13 +34,19 @@ void add_backward_gemms(const Gemm& g, std::vector<Gemm>& out) {
   out.push_back({g.name, g.k, g.n, g.m, g.batch});
 }
 
+MemoryKernel modern_kernel(const char* name, double bytes, KernelClass generic, const char* torch_curve) {
+  MemoryKernel k{name, bytes, true, generic};
+  k.curves[0] = {CurveTable::KERNELS, torch_curve};
+  return k;
+}
+
 PassCost backward_of(const PassCost& fwd) {
   PassCost bwd;
   for (const auto& g : fwd.gemms) add_backward_gemms(g, bwd.gemms);
   // Elementwise backward kernels read the saved input and the incoming gradient and write one
   // gradient: twice the forward traffic is the usual estimate (Korthikanti et al. 2022 keep the
   // same tensors for exactly this use).
-  for (const auto& k : fwd.kernels) bwd.kernels.push_back({k.name, 2.0 * k.bytes});
+  for (const auto& k : fwd.kernels) bwd.kernels.push_back({k.name, 2.0 * k.bytes, true, k.generic, k.curves});
   bwd.fused_attention = fwd.fused_attention;
   bwd.flash = fwd.flash;
   bwd.flash.backward = true;
@@ -107,17 +113,28 @@ LayerCost transformer_layer_cost(const ModelSpec& m, const Strategy& s) {
   // Memory-bound kernels: read + write of each elementwise pass.
   const double norm = 2.0 * e * outside_tokens * h;
   // The modern layer's kernels carry their own names (RMSNorm, SwiGLU, rotary embeddings), each
-  // timed from its own calibrated kernel where the profile has one (sim/costs/cost_model.cpp).
-  fwd.kernels.push_back({m.norm == NormKind::RMSNORM ? "rmsnorm" : "norm", 2 * norm});  // two norms per layer
+  // timed at PyTorch's bf16 kernel for it where the profile calibrated one
+  // (calibrate/scripts/torch_microbench.py), else at the generic kernel closest to it.
+  if (m.norm == NormKind::RMSNORM) {
+    fwd.kernels.push_back(modern_kernel("rmsnorm", 2 * norm, KernelClass::LAYERNORM, "torch_rmsnorm_fwd_bf16"));
+  } else {
+    fwd.kernels.push_back({"norm", 2 * norm, true, KernelClass::LAYERNORM});  // two norms per layer
+  }
   fwd.kernels.push_back({"residual_add", 2 * 3.0 * e * outside_tokens * h});
   if (m.dropout) fwd.kernels.push_back({"dropout", 2 * (e + e + 1) * outside_tokens * h});
-  fwd.kernels.push_back({m.mlp == MlpKind::SWIGLU ? "swiglu" : "activation", (m.mlp == MlpKind::SWIGLU ? 3.0 : 2.0) * e * tokens * f / t});
+  if (m.mlp == MlpKind::SWIGLU) {
+    fwd.kernels.push_back(modern_kernel("swiglu", 3.0 * e * tokens * f / t, KernelClass::GELU, "torch_swiglu_fwd_bf16"));
+  } else {
+    fwd.kernels.push_back({"activation", 2.0 * e * tokens * f / t, true, KernelClass::GELU});
+  }
   // Rotary embeddings rotate Q and K: read each with its cos and sin, write it (Su et al. 2021).
-  if (m.position == PositionKind::ROTARY) fwd.kernels.push_back({"rotary", 4.0 * e * tokens * (h + kv) / t});
+  if (m.position == PositionKind::ROTARY) {
+    fwd.kernels.push_back(modern_kernel("rotary", 4.0 * e * tokens * (h + kv) / t, KernelClass::COPY, "torch_rotary_fwd_bf16"));
+  }
   if (m.attention == AttentionImpl::MATERIALIZED) {
     const double scores = a * sq * sq * b / t;
-    fwd.kernels.push_back({"softmax", 2.0 * e * scores});
-    if (m.dropout) fwd.kernels.push_back({"attention_dropout", (e + e + 1) * scores});
+    fwd.kernels.push_back({"softmax", 2.0 * e * scores, true, KernelClass::SOFTMAX});
+    if (m.dropout) fwd.kernels.push_back({"attention_dropout", (e + e + 1) * scores, true, KernelClass::SOFTMAX});
   }
   return {fwd, backward_of(fwd)};
 }
@@ -129,8 +146,8 @@ LayerCost output_layer_cost(const ModelSpec& m, const Strategy& s) {
   const double e = activation_element_bytes(m.numerics);
   PassCost fwd = head_products(m, s);
   // Final norm, then the fp32 softmax cross-entropy over the vocabulary shard.
-  fwd.kernels.push_back({"final_norm", 2.0 * e * tokens * h / (s.sp ? s.tp : 1)});
-  fwd.kernels.push_back({"cross_entropy", (e + 4.0 + 4.0) * tokens * v / s.tp});
+  fwd.kernels.push_back({"final_norm", 2.0 * e * tokens * h / (s.sp ? s.tp : 1), true, KernelClass::LAYERNORM});
+  fwd.kernels.push_back({"cross_entropy", (e + 4.0 + 4.0) * tokens * v / s.tp, true, KernelClass::SOFTMAX});
   return {fwd, backward_of(fwd)};
 }
 

@@ -9,6 +9,7 @@
 // recompute is 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) FLOPs and with full recompute
 // 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,21 @@ struct Gemm {
   double flops() const { return 2.0 * m * n * k * batch; }
 };
 
+// The generic memory-bound kernels trainsim-calibrate times on every GPU (calibration.kernels
+// "copy", "layernorm", "gelu", "softmax"): a kernel without a calibrated curve of its own is costed
+// at the one closest to it in access pattern, elementwise passes at the copy's.
+enum class KernelClass { COPY, LAYERNORM, GELU, SOFTMAX };
+// The calibration table a kernel's own curve lives in: calibration.kernels (PyTorch's kernels,
+// calibrate/scripts/torch_microbench.py, and the generic ones) or calibration.reference_kernels (the
+// trainsim reference's, workloads/stacks/reference_kernels.hpp).
+enum class CurveTable { KERNELS, REFERENCE_KERNELS };
+struct CalibratedCurve {
+  CurveTable table = CurveTable::KERNELS;
+  const char* name = nullptr;  // the curve's `what`; nullptr: no curve
+};
+// Enough for the longest chain a stack sets (workloads/stacks/torch_kernels.cpp).
+inline constexpr int MAX_KERNEL_CURVES = 3;
+
 struct MemoryKernel {
   const char* name;
   double bytes = 0;  // read + written
@@ -36,6 +52,11 @@ struct MemoryKernel {
   // kernel the stack runs on a stream of its own, or for work the traces show no kernel for
   // (PassCost::launches_in_entries).
   bool compute_stream_launch = true;
+  // How it is costed, set by whoever makes the kernel (it knows which framework launches it): at the
+  // first of `curves` the profile calibrated, else at its generic class's curve, else at the copy's
+  // (sim/costs/cost_model.cpp, CostModel::kernel_seconds).
+  KernelClass generic = KernelClass::COPY;
+  std::array<CalibratedCurve, MAX_KERNEL_CURVES> curves{};  // in order of preference
 };
 
 // Flash attention's work in one pass: a profile with calibrated flash kernels times it per shape

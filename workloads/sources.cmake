@@ -27,6 +27,7 @@ set(TRAINSIM_WORKLOADS_SOURCES
   stacks/trainsim_reference_stack.cpp
   stacks/stack_capabilities.cpp
   stacks/stack_layer.cpp
+  stacks/torch_kernels.cpp
   stacks/reference_stack.cpp
   capture_expr.cpp capture_document.cpp capture_scale.cpp capture_memory.cpp captured_layer_cost.cpp captured_model.cpp
   committed_captures.cpp)

@@ -7,25 +7,24 @@
 #include "enum_names.hpp"
 #include "input_file.hpp"
 #include "measured_json.hpp"
+#include "stack_model.hpp"
 
 namespace trainsim::planner {
 namespace {
 
 namespace fs = std::filesystem;
 
-// PyTorch's stacks as run_step.py names them, and trainsim's stack for each
-// (workloads/stacks/training_stacks.md).
+// The stack a measured run ran, spelled as wl::names::STACK spells it (run_step.py writes those
+// names): any a real run runs (wl::StackModel::measurable).
 wl::StackKind stack_kind(const StrictObject& o, const std::string& name) {
-  if (name == "pytorch") return wl::StackKind::PYTORCH;
-  if (name == "pytorch-ddp") return wl::StackKind::PYTORCH_DDP;
-  if (name == "pytorch-fsdp") return wl::StackKind::PYTORCH_FSDP;
-  if (name == "pytorch-pipelining") return wl::StackKind::PYTORCH_PIPELINING;
-  if (name == "megatron") return wl::StackKind::MEGATRON;
-  if (name == "deepspeed") return wl::StackKind::DEEPSPEED;
-  if (name == "trainsim-reference") return wl::StackKind::TRAINSIM_REFERENCE;  // trainsim-calibrate reference
-  throw ConfigError(o.source(), o.path_of("name"),
-                    "one of pytorch, pytorch-ddp, pytorch-fsdp, pytorch-pipelining, megatron, deepspeed, trainsim-reference",
-                    "\"" + name + "\"");
+  if (const wl::StackKind* k = wl::names::parse(name, wl::names::STACK); k != nullptr && wl::stack_model(*k).measurable) {
+    return *k;
+  }
+  std::string expected;
+  for (const auto& [kind, spelling] : wl::names::STACK) {
+    if (wl::stack_model(kind).measurable) expected += (expected.empty() ? "one of " : ", ") + std::string(spelling);
+  }
+  throw ConfigError(o.source(), o.path_of("name"), expected, "\"" + name + "\"");
 }
 
 std::string beside(const std::string& directory, const std::string& file, const StrictObject& o, const char* key) {

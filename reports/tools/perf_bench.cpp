@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     // (reports/validation/measured/; run from the repository root).
     const std::string measured = "reports/validation/measured/";
     ref("PyTorch pipelining 1F1B, 4 H200, 16 micro-batches, host dispatch (a measured row)",
-        "--model " + measured + "gpt-small-pipeline-h200x4-second-host/h200x4_pipe-1f1b_L24-h1024_mb2x16_call32.model.json --hw " + measured +
+        "--model " + measured + "gpt-small-pipeline-h200x4-second-host/h200x4_pipe-1f1b_L24-h1024_mb2x16_host2.model.json --hw " + measured +
             "gpt-small-pipeline-h200x4-second-host/host.profile.json --stack pytorch-pipelining --gpus 4 --pp 4 --schedule 1f1b "
             "--micro-batch 2 --global-batch 32 --seq 2048 --precision bf16-mixed",
         {2, 2048});

@@ -9,6 +9,8 @@
 
 #include "activation_memory.hpp"
 #include "reference_kernels.hpp"
+#include "reference_stack.hpp"
+#include "torch_kernels.hpp"
 #include "torch_offload_calibration.hpp"
 
 namespace trainsim::sim {
@@ -128,70 +130,31 @@ double CostModel::gemm_seconds(const wl::Gemm& g) const {
 }
 
 namespace {
-// The calibrated kernel (trainsim-calibrate measures copy, layernorm, gelu and softmax) closest in
-// access pattern to each kernel of the lowering; elementwise passes behave as a copy.
-std::string_view calibrated_kernel(std::string_view name) {
-  // The reference's own kernels without a calibrated class of their own (a profile calibrated without calibration.reference_kernels).
-  if (name.rfind("ref:layernorm", 0) == 0) return "layernorm";
-  if (name.rfind("ref:causal_softmax", 0) == 0) return "softmax";
-  if (name == "norm" || name == "final_norm" || name == "rmsnorm") return "layernorm";
-  if (name == "activation" || name == "swiglu") return "gelu";
-  if (name == "softmax" || name == "attention_dropout" || name == "cross_entropy") return "softmax";
+// trainsim-calibrate's name for each generic kernel it measures (calibrate/profile_writer.cpp).
+std::string_view generic_curve(wl::KernelClass c) {
+  switch (c) {
+    case wl::KernelClass::COPY: return "copy";
+    case wl::KernelClass::LAYERNORM: return "layernorm";
+    case wl::KernelClass::GELU: return "gelu";
+    case wl::KernelClass::SOFTMAX: return "softmax";
+  }
   return "copy";
 }
 }  // namespace
 
-namespace {
-// A PyTorch kernel without a curve of its own in the profile (DDP's gradient scaling into its buckets,
-// an elementwise fp32 pass costed as a copy; FSDP2's own kernels, which merge_fsdp_kernels.py adds; the
-// layer's kernels in its layouts, which torch_layer_kernels.py measures; a profile calibrated without
-// them): the curves it is costed at instead, in order of preference. SwiGLU's backward reads the
-// split forward's rate per byte where measured (its forward-and-backward bench is host-bound at the
-// smaller sizes, reports/calibration/layer-kernels/), else the contiguous forward-and-backward.
-std::vector<std::string_view> substitute_torch_curves(std::string_view name) {
-  if (name == "torch:foreach_cast_fp32_to_bf16") return {"torch_cast_fp32_to_bf16"};
-  if (name == "torch:split_copy_bf16" || name == "torch:bias_grad_bf16" || name == "torch:split_cat_bf16" ||
-      name == "torch:mul_scalar_fp32") {
-    return {"torch_copy_fp32"};
-  }
-  if (name == "torch:chunk_cat_bf16_to_fp32") return {"torch_cast_bf16_to_fp32"};
-  if (name == "torch:add_fp32_bf16") return {"torch_add_fp32"};
-  if (name == "torch:swiglu_split_fwd_bf16") return {"torch_swiglu_fwd_bf16"};
-  if (name == "torch:swiglu_split_bwd_bf16") return {"torch_swiglu_split_fwd_bf16", "torch_swiglu_fwd_bwd_bf16"};
-  if (name == "torch:rotary_split_fwd_bf16") return {"torch_rotary_fwd_bf16"};
-  return {};
-}
-}  // namespace
-
 double CostModel::kernel_seconds(const wl::MemoryKernel& k) const {
+  // The first of the kernel's own calibrated curves the profile has (the stack that launches it
+  // orders them), else its generic class's, else the copy's, else a share of HBM bandwidth.
+  for (const wl::CalibratedCurve& c : k.curves) {
+    if (c.name == nullptr) break;
+    const auto& table = c.table == wl::CurveTable::REFERENCE_KERNELS ? profile_.calibration.reference_kernels
+                                                                     : profile_.calibration.kernels;
+    if (const hw::BandwidthCurve* own = find_curve(table, c.name, 1)) {
+      return k.bytes / (interpolate_curve(own->points, k.bytes) * 1e9);
+    }
+  }
   double GBps = profile_.gpu.hbm_GBps * DEFAULT_KERNEL_EFFICIENCY;
-  const std::string_view name = k.name;
-  // A training stack's own kernels ("torch:cast_fp32_to_bf16") at the rate that kernel reached in
-  // calibration (calibration.kernels "torch_cast_fp32_to_bf16"), else as the closest of ours.
-  // The modern layer's kernels at the rate of PyTorch's own kernel for them where calibrated.
-  const std::string_view modern = name == "rmsnorm" ? "torch:rmsnorm_fwd_bf16"
-                                  : name == "swiglu" ? "torch:swiglu_fwd_bf16"
-                                  : name == "rotary" ? "torch:rotary_fwd_bf16"
-                                                     : name;
-  if (modern.rfind("torch:", 0) == 0) {
-    const std::string calibrated = "torch_" + std::string(modern.substr(6));
-    if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, calibrated, 1)) {
-      return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
-    }
-    for (const std::string_view substitute : substitute_torch_curves(modern)) {
-      if (const hw::BandwidthCurve* torch = find_curve(profile_.calibration.kernels, substitute, 1)) {
-        return k.bytes / (interpolate_curve(torch->points, k.bytes) * 1e9);
-      }
-    }
-  }
-  // The trainsim reference's kernels ("ref:causal_softmax_fwd", workloads/stacks/reference_stack.hpp) at
-  // the rate the very same kernel reached in calibration.reference_kernels, by size.
-  if (name.rfind("ref:", 0) == 0) {
-    if (const hw::BandwidthCurve* ref = find_curve(profile_.calibration.reference_kernels, name.substr(4), 1)) {
-      return k.bytes / (interpolate_curve(ref->points, k.bytes) * 1e9);
-    }
-  }
-  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.kernels, calibrated_kernel(k.name), 1);
+  const hw::BandwidthCurve* curve = find_curve(profile_.calibration.kernels, generic_curve(k.generic), 1);
   if (curve == nullptr) curve = find_curve(profile_.calibration.kernels, "copy", 1);
   if (curve != nullptr) GBps = interpolate_curve(curve->points, k.bytes);
   return k.bytes / (GBps * 1e9);
@@ -259,12 +222,14 @@ double CostModel::gpu_adam_seconds(double params, wl::Numerics numerics) const {
 
 double CostModel::reference_adam_seconds(double params, bool writes_bf16_copy) const {
   const double per_param = wl::reference_kernel_bytes(wl::ReferenceKernel::ADAM, 1, 1) - (writes_bf16_copy ? 0 : 2);
-  return kernel_seconds({"ref:adam", params * per_param});
+  wl::MemoryKernel adam = wl::reference_kernel(wl::ReferenceKernel::ADAM, params, 1);
+  adam.bytes = params * per_param;
+  return kernel_seconds(adam);
 }
 
 double CostModel::gpu_optimizer_seconds(double params, wl::Numerics numerics, const wl::StackStates& states) const {
   switch (stack_->gpu_optimizer) {
-    case wl::GpuOptimizer::TORCH_FUSED_ADAMW: return kernel_seconds({"torch:adamw_fused_fp32", params * 28.0});
+    case wl::GpuOptimizer::TORCH_FUSED_ADAMW: return kernel_seconds(wl::torch_kernel("torch:adamw_fused_fp32", params * 28.0));
     case wl::GpuOptimizer::REFERENCE_ADAM: return reference_adam_seconds(params, states.keeps_param_shard);
     case wl::GpuOptimizer::PROFILE_ADAM: break;
   }

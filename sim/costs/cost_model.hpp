@@ -52,6 +52,9 @@ class CostModel {
   double gemm_seconds(const wl::Gemm& g) const;
   bool costs_in_step(const wl::Gemm& g) const;
   bool fp32_in_lower_precision(const wl::Gemm& g) const;
+  // A memory-bound kernel at the first of its own curves the profile calibrated (wl::MemoryKernel::curves,
+  // as the stack that launches it orders them), else at its generic class's curve, else the copy's,
+  // else at DEFAULT_KERNEL_EFFICIENCY of HBM bandwidth.
   double kernel_seconds(const wl::MemoryKernel& k) const;
   double pass_seconds(const wl::PassCost& pass) const;
   // pass_seconds split by kernel class, as a profiler trace names kernels (validate compares them,

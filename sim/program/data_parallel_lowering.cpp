@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "data_parallel_builder.hpp"
+#include "reference_stack.hpp"
+#include "torch_kernels.hpp"
 
 namespace trainsim::sim::detail {
 
@@ -73,7 +75,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // gather_into; a fetched shard arrives in bf16). A kernel of the GPU beside its compute.
         if (!stack_.keeps_param_shard && staged == 0) {
           const double elems = shard(gathered_params(in.unit));
-          deps = {collective_stream_kernel("cast_shard", {"ref:cast_fp32_to_bf16", elems * (4 + 2)}, in, deps)};
+          deps = {collective_stream_kernel("cast_shard", wl::reference_kernel(wl::ReferenceKernel::CAST_FP32_TO_BF16, elems, 1), in, deps)};
         }
         Instruction g = collective(CollectiveKind::ALL_GATHER, bytes, "gather_params", in);
         g.memory.push_back({Tier::GPU, MemClass::GATHERED, bytes, false});
@@ -180,7 +182,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
           // Inside the backward call (the reducer's hook runs in autograd's backward), whose host
           // time already holds the hooks' (host_dispatch.cpp: the micro-batch's backward is paid).
           k.pass = ComputePass::BACKWARD;
-          k.seconds = c_.kernel_seconds({"torch:mul_scalar_fp32", 2 * bytes});
+          k.seconds = c_.kernel_seconds(wl::torch_kernel("torch:mul_scalar_fp32", 2 * bytes));
           k.after = std::move(deps);
           deps = {writer_.add(std::move(k))};
         }
@@ -207,7 +209,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // stream (ref_param_store.cpp, grads_done): read both, write one.
         if (stack_.accumulates_grad_shard_on_gpu && scatter) {
           const double elems = shard(bytes / stack_.wire_grad);
-          out = collective_stream_kernel("accumulate_grad_shard", {"ref:add_inplace_fp32", elems * 3 * 4}, in, {out});
+          out = collective_stream_kernel("accumulate_grad_shard", wl::reference_kernel(wl::ReferenceKernel::ADD_INPLACE_FP32, elems, 1), in, {out});
         }
         break;
       }

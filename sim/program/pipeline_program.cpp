@@ -31,7 +31,7 @@ class StageBuilder {
     // their 1/t slice and the receiver all-gathers it over NVLink (Narayanan et al. SC'21,
     // Sec. 4.1, scatter/gather), already split under sequence parallelism.
     // A PyTorch stage under autocast sends its fp32 residual stream (workloads/stacks/training_stacks.md).
-    const double element = wl::stack_model(s).fp32_residual_stream && m.fp32_residual ? 4.0 : wl::activation_element_bytes(m.numerics);
+    const double element = wl::stack_model(s).autocast && m.fp32_residual ? 4.0 : wl::activation_element_bytes(m.numerics);
     const double full = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) * static_cast<double>(m.hidden) * element;
     boundary_bytes_ = full;
     send_bytes_ = s.tp > 1 ? full / s.tp : full;

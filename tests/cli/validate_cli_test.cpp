@@ -296,6 +296,13 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
          return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["peak_reserved_bytes"].push_back(1e9); }));
        },
        {"run.json", "measured.peak_reserved_bytes", "one peak per rank"}},
+      // A measured run names a stack a real run runs: the idealized one is the papers' accounting.
+      {"unknown stack",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["stack"]["name"] = "jax"; })); },
+       {"run.json", "stack.name", "one of megatron, deepspeed, pytorch, pytorch-ddp", "trainsim-reference", "\"jax\""}},
+      {"idealized stack",
+       [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["stack"]["name"] = "idealized"; })); },
+       {"run.json", "stack.name", "\"idealized\""}},
       {"unknown busy key",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["measured"]["busy"] = {{"gpu_s", 1}}; })); },
        {"run.json", "measured.busy.gpu_s"}},

@@ -68,6 +68,21 @@ TEST(MemoryConsistency, ReplayPeakEqualsTheMemoryModelWhereBothDescribeTheSameTh
   }
 }
 
+// The DDP case of the test above, worked by hand (GPT-2 XL, b = 1, s = 1024, h = 1600, a = 25, 48
+// layers; sbh = 1,638,400): the model states, 16 bytes for each of its 1,557,611,200 parameters
+// (ZeRO Sec. 3.1; Hugging Face gpt2-xl's count); every layer's activations at the end of the
+// forward, sbh (34 + 5as/h) = 114 sbh each, and 5 sbh outside the layers (Korthikanti et al. 2022,
+// Table 2 and Sec. 4.3); the fp32 logits, 4 b s V = 4 x 1024 x 50257; DDP's 25 MiB gradient bucket
+// (torch DistributedDataParallel's bucket_cap_mb default).
+TEST(MemoryConsistency, DdpReplayPeakIsWorkedByHand) {
+  const Case c = run("gpt2-1.5b", [](wl::StrategyInput& in) { in.zero.set(0, "t"); });
+  ASSERT_EQ(c.strategy.micro_batch, 1);
+  ASSERT_EQ(c.strategy.seq, 1024);
+  const double sbh = 1024.0 * 1600;
+  const double expected = 16 * 1557611200.0 + (48 * 114 + 5) * sbh + 4 * 1024.0 * 50257 + 25 * 1024.0 * 1024;
+  EXPECT_NEAR(c.result.peak_memory_bytes, expected, 1.0);  // 34,127,363,072 bytes
+}
+
 // With ZeRO-3, parameter offload or L2L the model charges, at the activation peak, the two
 // largest consecutive gathered units and two prefetched shards (or layers); the replay holds
 // whichever units are gathered or in flight at that instant. So the replay never exceeds the
@@ -135,6 +150,26 @@ TEST(MemoryConsistency, PipelineStagesHoldWhatTheirScheduleLeavesAlive) {
       const double model = est.stages[st].gpu_bytes();
       EXPECT_NEAR(res.per_gpu[st].peak_memory_bytes, model, 1e-9 * model) << name << " stage " << st;
     }
+  }
+  // Stage 2 of the 1F1B case worked by hand (16 micro-batches of 1, s = 1024, h = 1600, a = 25; sbh =
+  // 1,638,400): the partition gives it 13 layers of 12h^2 + 13h = 30,740,800 parameters at 16 bytes;
+  // 1F1B keeps p - i = 2 micro-batches of them, 34 sbh a layer under selective recompute, and the
+  // first recompute adds one layer's attention core, 5as/h sbh = 80 sbh (Korthikanti et al. 2022,
+  // Table 2 and Sec. 4.3); the 25 MiB gradient bucket.
+  {
+    wl::StrategyInput in;
+    in.gpus.set(4, "t");
+    in.pp.set(4, "t");
+    in.schedule.set(wl::Schedule::ONE_F_ONE_B, "t");
+    in.global_batch.set(16, "t");
+    in.recompute.set(wl::Recompute::SELECTIVE, "t");
+    const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {8, 560, "dgx-a100"});
+    const wl::MemoryEstimate est = wl::estimate_memory(r.model, r.strategy, 8);
+    ASSERT_EQ(est.stages[2].params_on_rank, 13 * 30740800.0);
+    const SimResult res = simulate(r.model, r.strategy, a100, est);
+    const double sbh = 1024.0 * 1600;
+    const double expected = 16 * 13 * 30740800.0 + 25 * 1024.0 * 1024 + (2 * 13 * 34 + 80) * sbh;
+    EXPECT_NEAR(res.per_gpu[2].peak_memory_bytes, expected, 1.0);  // 7,999,718,400 bytes
   }
   // The interleaved schedule: the model counts the average chunk of the stage (Korthikanti et al.
   // Sec. 4.3); the replay holds the actual chunks of a partition balanced by cost, whose first and

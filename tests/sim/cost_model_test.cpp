@@ -13,6 +13,7 @@
 #include "reference_kernel_table.hpp"
 #include "reference_stack.hpp"
 #include "stack_layer.hpp"
+#include "torch_kernels.hpp"
 #include "test_support.hpp"
 
 namespace trainsim::sim {
@@ -26,6 +27,13 @@ hw::ClusterProfile calibrated() {
   p.calibration.collectives = {{"all_reduce", 4, {{1e6, 10}, {1e9, 100}}}};
   p.calibration.kernels = {{"copy", 1, {{1e6, 1000}, {1e9, 3000}}}};
   return p;
+}
+
+// One launch of a reference kernel class moving `bytes`.
+wl::MemoryKernel reference(wl::ReferenceKernel k, double bytes) {
+  wl::MemoryKernel out = wl::reference_kernel(k, 1, 1);
+  out.bytes = bytes;
+  return out;
 }
 
 TEST(CostModel, GemmEfficiencyComesFromTheNearestCalibratedShapeOfItsPrecision) {
@@ -117,6 +125,28 @@ TEST(CostModel, CurvesInterpolateInLogBytesAndClampAtTheirEnds) {
   EXPECT_DOUBLE_EQ(c.collective_cap(CollectiveKind::ALL_GATHER, 4, 1e9), 0.0);  // not calibrated: link rate
 }
 
+// The cost model knows no kernel by name: it walks the curves the kernel carries, in their order and
+// in their tables, then its generic class's curve, then the copy's.
+TEST(CostModel, KernelsAreCostedAtTheFirstOfTheirCurvesTheProfileHas) {
+  hw::ClusterProfile p = calibrated();  // copy: 1000 GB/s at 1 MB, 3000 GB/s at 1 GB
+  p.calibration.kernels.push_back({"gelu", 1, {{1e6, 2000}, {1e9, 2000}}});
+  p.calibration.kernels.push_back({"second", 1, {{1e6, 1500}, {1e9, 1500}}});
+  p.calibration.reference_kernels.push_back({"third", 1, {{1e6, 500}, {1e9, 500}}});
+  const CostModel c(p, wl::Numerics::BF16_MIXED, {});
+  wl::MemoryKernel k{"second", 1e9, true, wl::KernelClass::GELU};
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 2000e9, 1e-15);  // no curves: its class, whatever its name
+  k.curves = {{{wl::CurveTable::KERNELS, "missing"},
+               {wl::CurveTable::REFERENCE_KERNELS, "second"},  // in the other table: not this one
+               {wl::CurveTable::REFERENCE_KERNELS, "third"}}};
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 500e9, 1e-15);
+  k.curves[1].table = wl::CurveTable::KERNELS;
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 1500e9, 1e-15);
+  k.curves = {};
+  k.generic = wl::KernelClass::SOFTMAX;  // not calibrated here: the copy's
+  EXPECT_NEAR(c.kernel_seconds(k), 1e9 / 3000e9, 1e-15);
+  EXPECT_THROW(wl::torch_kernel("torch:not_a_kernel", 1), std::invalid_argument);
+}
+
 // The trainsim reference's own kernels ("ref:<class>") are priced from calibration.reference_kernels
 // when the profile has the class, else as the closest generic kernel; other stacks never see it.
 TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
@@ -125,12 +155,12 @@ TEST(CostModel, ReferenceKernelsUseTheirOwnCalibratedClass) {
   const CostModel generic(p, wl::Numerics::BF16_MIXED, {});
   p.calibration.reference_kernels = {{"causal_softmax_fwd", 1, {{1e6, 500}, {1e9, 1000}}}};
   const CostModel own(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 1000e9, 1e-15);
-  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_fwd", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 750e9, 1e-15);
-  EXPECT_NEAR(generic.kernel_seconds({"ref:causal_softmax_fwd", 1e9}), 1e9 / 4000e9, 1e-15);  // no class: softmax
-  EXPECT_NEAR(own.kernel_seconds({"ref:causal_softmax_bwd", 1e9}), 1e9 / 4000e9, 1e-15);      // class not measured
-  EXPECT_NEAR(own.kernel_seconds({"softmax", 1e9}), 1e9 / 4000e9, 1e-15);                     // PyTorch stacks' softmax
-  EXPECT_NEAR(own.kernel_seconds({"ref:split_qkv", 1e9}), 1e9 / 3000e9, 1e-15);                // a transpose: copy
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_FWD, 1e9)), 1e9 / 1000e9, 1e-15);
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_FWD, std::sqrt(1e6 * 1e9))), std::sqrt(1e15) / 750e9, 1e-15);
+  EXPECT_NEAR(generic.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_FWD, 1e9)), 1e9 / 4000e9, 1e-15);  // no class: softmax
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::CAUSAL_SOFTMAX_BWD, 1e9)), 1e9 / 4000e9, 1e-15);  // class not measured
+  EXPECT_NEAR(own.kernel_seconds({"softmax", 1e9, true, wl::KernelClass::SOFTMAX}), 1e9 / 4000e9, 1e-15);  // PyTorch stacks' softmax
+  EXPECT_NEAR(own.kernel_seconds(reference(wl::ReferenceKernel::SPLIT_QKV, 1e9)), 1e9 / 3000e9, 1e-15);  // a transpose: copy
   // The table is named among the assumptions of the reference stack only.
   const wl::TrainingStack reference{wl::StackKind::TRAINSIM_REFERENCE};
   const CostModel own_reference(p, wl::Numerics::BF16_MIXED, reference);
@@ -149,27 +179,27 @@ TEST(CostModel, LayerKernelsFallBackToThePlainPyTorchKernelOfTheirTraffic) {
   p.calibration.kernels.push_back({"torch_copy_fp32", 1, {{1e6, 3800}, {1e9, 3800}}});
   p.calibration.kernels.push_back({"torch_rotary_fwd_bf16", 1, {{1e6, 1200}, {1e9, 1200}}});
   const CostModel plain(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(plain.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 3500e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:bias_grad_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:split_cat_bf16", 1e9}), 1e9 / 3800e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:mul_scalar_fp32", 1e9}), 1e9 / 3800e9, 1e-15);  // DDP's scaling into buckets
-  EXPECT_NEAR(plain.kernel_seconds({"torch:rotary_split_fwd_bf16", 1e9}), 1e9 / 1200e9, 1e-15);
-  EXPECT_NEAR(plain.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // no plain curve: copy
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:add_fp32_bf16", 1e9)), 1e9 / 3500e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:bias_grad_bf16", 1e9)), 1e9 / 3800e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:split_cat_bf16", 1e9)), 1e9 / 3800e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:mul_scalar_fp32", 1e9)), 1e9 / 3800e9, 1e-15);  // DDP's scaling into buckets
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:rotary_split_fwd_bf16", 1e9)), 1e9 / 1200e9, 1e-15);
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:swiglu_split_fwd_bf16", 1e9)), 1e9 / 3000e9, 1e-15);  // no plain curve: copy
   // SwiGLU's backward: the contiguous forward-and-backward curve where the split forward's is not
   // measured; where it is, its rate per byte.
-  EXPECT_NEAR(plain.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 3000e9, 1e-15);  // neither: copy
+  EXPECT_NEAR(plain.kernel_seconds(wl::torch_kernel("torch:swiglu_split_bwd_bf16", 1e9)), 1e9 / 3000e9, 1e-15);  // neither: copy
   p.calibration.kernels.push_back({"torch_swiglu_fwd_bwd_bf16", 1, {{1e6, 1600}, {1e9, 1600}}});
   p.calibration.kernels.push_back({"torch_swiglu_fwd_bf16", 1, {{1e6, 2400}, {1e9, 2400}}});
   const CostModel contiguous(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(contiguous.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1600e9, 1e-15);
-  EXPECT_NEAR(contiguous.kernel_seconds({"torch:swiglu_split_fwd_bf16", 1e9}), 1e9 / 2400e9, 1e-15);
+  EXPECT_NEAR(contiguous.kernel_seconds(wl::torch_kernel("torch:swiglu_split_bwd_bf16", 1e9)), 1e9 / 1600e9, 1e-15);
+  EXPECT_NEAR(contiguous.kernel_seconds(wl::torch_kernel("torch:swiglu_split_fwd_bf16", 1e9)), 1e9 / 2400e9, 1e-15);
   p.calibration.kernels.push_back({"torch_swiglu_split_fwd_bf16", 1, {{1e6, 1100}, {1e9, 1100}}});
   p.calibration.kernels.push_back({"torch_add_fp32_bf16", 1, {{1e6, 2500}, {1e9, 2500}}});
   p.calibration.kernels.push_back({"torch_bias_grad_bf16", 1, {{1e6, 200}, {1e9, 4000}}});
   const CostModel split(p, wl::Numerics::BF16_MIXED, {});
-  EXPECT_NEAR(split.kernel_seconds({"torch:add_fp32_bf16", 1e9}), 1e9 / 2500e9, 1e-15);
-  EXPECT_NEAR(split.kernel_seconds({"torch:bias_grad_bf16", std::sqrt(1e6 * 1e9)}), std::sqrt(1e15) / 2100e9, 1e-15);
-  EXPECT_NEAR(split.kernel_seconds({"torch:swiglu_split_bwd_bf16", 1e9}), 1e9 / 1100e9, 1e-15);
+  EXPECT_NEAR(split.kernel_seconds(wl::torch_kernel("torch:add_fp32_bf16", 1e9)), 1e9 / 2500e9, 1e-15);
+  EXPECT_NEAR(split.kernel_seconds(wl::torch_kernel("torch:bias_grad_bf16", std::sqrt(1e6 * 1e9))), std::sqrt(1e15) / 2100e9, 1e-15);
+  EXPECT_NEAR(split.kernel_seconds(wl::torch_kernel("torch:swiglu_split_bwd_bf16", 1e9)), 1e9 / 1100e9, 1e-15);
 }
 
 // The GPU's gap between queued kernels: one gpu_kernel_us a launch the pass counts beyond the
@@ -184,7 +214,7 @@ TEST(CostModel, KernelsQueuedBackToBackWaitTheCalibratedGapEach) {
   const CostModel c(p, wl::Numerics::BF16_MIXED, {});
   wl::PassCost pass;
   pass.gemms.push_back({"qkv", 2048, 3072, 1024});
-  for (int i = 0; i < 5; ++i) pass.kernels.push_back({"torch:add_fp32", 1e8});
+  for (int i = 0; i < 5; ++i) pass.kernels.push_back(wl::torch_kernel("torch:add_fp32", 1e8));
   const double without = c.pass_seconds(pass);
   EXPECT_EQ(c.launch_gap_seconds(pass), 0);
   pass.launches = 30;
@@ -259,6 +289,15 @@ TEST(CostModel, ReferenceAdamIsItsOwnKernelAtItsOwnBytes) {
 
 // The stack names every launch of the classes: a reference layer on the single-GPU row costs the
 // table's rates for them, all of them (a table ignored, or a launch left on a generic name, fails).
+// The classes' bytes worked by hand from ref_model.cpp's launches and reference_kernels.hpp's bytes
+// per launch, T = 4 x 2048 tokens, h = 1024, FFN 4h, b a s^2 = 4 x 16 x 2048^2 scores:
+//   forward: two LayerNorms 2 x 6Th, the QKV split 18Th, the head merge 6Th (36Th); the causal
+//     softmax (4/2 + 2) b a s^2 = 4 b a s^2;
+//   backward: two fp32 column sums 2 x 4Th, bf16 ones over [T, 4h] and [T, 3h] 2 x 4Th + 2 x 3Th, two
+//     LayerNorms' parameter and input passes 2 x (8 + 16)Th, the head split 6Th, the QKV gradient's
+//     merge 18Th (94Th); the softmax's backward (2/2 + 4/2 + 2) b a s^2 = 5 b a s^2.
+// Every other kernel and every GEMM costs the same in both profiles; the generic one prices the
+// classes at its copy curve, flat at 3000 GB/s, the other at the table's 100 GB/s.
 TEST(CostModel, ReferenceLayerIsPricedFromTheTableClassByClass) {
   const wl::ModelSpec m = wl::load_model_file(std::string(TRAINSIM_SOURCE_DIR) +
                                               "/reports/validation/reference/h200x2/h200x1_ref-single_L24-h1024_mb4x2.model.json");
@@ -269,23 +308,17 @@ TEST(CostModel, ReferenceLayerIsPricedFromTheTableClassByClass) {
   s.stack.kind = wl::StackKind::TRAINSIM_REFERENCE;
   const wl::LayerCost c = wl::reference_layer_cost(m, s);
   hw::ClusterProfile p = calibrated();
+  p.calibration.kernels = {{"copy", 1, {{1e3, 3000}, {1e12, 3000}}}};
   const CostModel generic(p, wl::Numerics::BF16_MIXED, {});
   for (std::string_view what : hw::REFERENCE_KERNEL_CLASSES) {
     p.calibration.reference_kernels.push_back({std::string(what), 1, {{1e3, 100}, {1e12, 100}}});
   }
   const CostModel own(p, wl::Numerics::BF16_MIXED, {});
-  for (const wl::PassCost* pass : {&c.forward, &c.backward}) {
-    double ref_bytes = 0, ref_generic_s = 0;
-    int classes = 0;
-    for (const auto& k : pass->kernels) {
-      if (std::string_view(k.name).rfind("ref:", 0) != 0) continue;
-      ref_bytes += k.bytes;
-      ref_generic_s += generic.kernel_seconds(k);
-      ++classes;
-    }
-    EXPECT_GE(classes, 5);
-    EXPECT_NEAR(own.pass_seconds(*pass) - generic.pass_seconds(*pass), ref_bytes / 100e9 - ref_generic_s, 1e-12);
-  }
+  const double Th = 4 * 2048.0 * 1024, scores = 4 * 16 * 2048.0 * 2048;
+  const double forward_bytes = 36 * Th + 4 * scores, backward_bytes = 94 * Th + 5 * scores;
+  const double per_byte = 1 / 100e9 - 1 / 3000e9;
+  EXPECT_NEAR(own.pass_seconds(c.forward) - generic.pass_seconds(c.forward), forward_bytes * per_byte, 1e-12);
+  EXPECT_NEAR(own.pass_seconds(c.backward) - generic.pass_seconds(c.backward), backward_bytes * per_byte, 1e-12);
 }
 
 TEST(CostModel, MissingPrecisionIsRefused) {

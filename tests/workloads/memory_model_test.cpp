@@ -127,9 +127,17 @@ TEST(PerNode, StagesOnDifferentNodesAreSummedSeparately) {
   s.micro_batch = 1;
   s.global_batch = 16;
   const MemoryEstimate est = estimate_memory(m, s, 8);
-  // Node 0 holds stage 0's eight ranks, node 1 stage 1's; the larger one is reported.
-  const double node0 = 8 * est.stages[0].cpu_bytes(), node1 = 8 * est.stages[1].cpu_bytes();
-  EXPECT_DOUBLE_EQ(est.peak_node.cpu_bytes, std::max(node0, node1));
+  // Node 0 holds stage 0's eight ranks, node 1 stage 1's; the larger one is reported. Worked by
+  // hand: a layer is 12h^2 + 13h = 1,812,099,072 parameters at h = 12288 (QKV, projection and the
+  // two MLP products with their biases, two LayerNorms); stage 0 holds 48 layers, the word embedding
+  // (50257 x 12288 = 617,558,016) and the positions (2048 x 12288 = 25,165,824): 87,623,479,296,
+  // more than stage 1's 48 layers, final norm and tied head. Each of its ranks keeps on the host its
+  // eighth of the fp32 optimizer states (12 bytes a parameter, ZeRO Sec. 3.1) and of the fp16
+  // gradients (2 bytes, ZeRO-Offload Sec. 4.1): 14 x 87,623,479,296 / 8 bytes, eight ranks a node.
+  const double stage0_params = 87623479296.0;
+  EXPECT_DOUBLE_EQ(est.peak_node.cpu_bytes, 8 * 14 * stage0_params / 8);
+  EXPECT_EQ(est.peak_node_index, 0);
+  EXPECT_DOUBLE_EQ(est.stages[0].params_on_rank, stage0_params);
 }
 
 }  // namespace

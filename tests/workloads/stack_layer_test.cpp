@@ -16,6 +16,17 @@
 namespace trainsim::wl {
 namespace {
 
+// The Linear layers' weights and biases of one layer (what autocast casts), worked by hand:
+// GPT-2 XL (h = 1600, FFN 4h, biases): QKV 3h^2 + 3h, projection h^2 + h, FC1 4h^2 + 4h, FC2 4h^2 + h,
+// 12h^2 + 9h = 30,720,000 + 14,400 (with two LayerNorms per layer, the embeddings and the final norm
+// this gives Hugging Face gpt2-xl's 1,557,611,200 parameters).
+constexpr double GPT2_XL_LINEAR_PARAMS = 30734400;
+// The Llama row's layer (h = 4096, 8 of 32 heads for K and V: kv = 1024, SwiGLU FFN 14336, no biases):
+// QKV 4096 x 6144 = 25,165,824, projection 4096^2 = 16,777,216, gate, up and down 3 x 4096 x 14336 =
+// 176,160,768 (with its norms, embeddings and head this gives the 4,540,469,248 parameters its model
+// file counts from model_llama.py).
+constexpr double LLAMA_ROW_LINEAR_PARAMS = 218103808;
+
 Strategy torch_strategy(StackKind kind, const ModelSpec& m, ModelSpec& resolved, int zero = -1) {
   StrategyInput in;
   in.gpus.set(2, "t");
@@ -51,7 +62,7 @@ TEST(TorchLayerSaved, AutocastLayerKeeps36ThTheWeightCopiesAndTheLogSumExp) {
   // fp32 x and x + attn (8Th), bf16 casts of the norm outputs, QKV, attention output (12Th), FC1
   // and GELU outputs (16Th); the bf16 copies of the Linear weights and biases.
   EXPECT_DOUBLE_EQ(torch_layer_saved_bytes(m, s),
-                   36 * T * h + 2 * linear_params_per_layer(m) + 4 * static_cast<double>(m.heads) * T);
+                   36 * T * h + 2 * GPT2_XL_LINEAR_PARAMS + 4 * static_cast<double>(m.heads) * T);
 }
 
 double kernel_bytes(const PassCost& pass, const std::string& name) {
@@ -77,7 +88,7 @@ TEST(TorchLayerCost, Fsdp2CopiesEachGatheredUnitOutOncePerGather) {
   const Strategy zero3 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 3);
   const Strategy zero2 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 2);
   const Strategy ddp = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
-  const double per_gather = 2 * 2 * linear_params_per_layer(m);
+  const double per_gather = 2 * 2 * GPT2_XL_LINEAR_PARAMS;
   const LayerCost c3 = torch_layer_cost(m, zero3), c2 = torch_layer_cost(m, zero2), cd = torch_layer_cost(m, ddp);
   EXPECT_DOUBLE_EQ(copy_bytes(c3.forward) - copy_bytes(cd.forward), per_gather);
   EXPECT_DOUBLE_EQ(copy_bytes(c2.forward) - copy_bytes(cd.forward), per_gather);
@@ -93,7 +104,7 @@ TEST(TorchLayerCost, Fsdp2CopiesTheShardInBeforeEachGather) {
   const Strategy zero3 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 3);
   const Strategy zero2 = torch_strategy(StackKind::PYTORCH_FSDP, builtin_model("gpt2-1.5b"), m, 2);
   const Strategy ddp = torch_strategy(StackKind::PYTORCH_DDP, builtin_model("gpt2-1.5b"), m);
-  const double shard = linear_params_per_layer(m) / 2;  // two data-parallel ranks
+  const double shard = GPT2_XL_LINEAR_PARAMS / 2;  // two data-parallel ranks
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(m, zero3).forward, "torch:foreach_copy_bf16"), 2 * 4 * shard);
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(m, zero2).forward, "torch:foreach_copy_bf16"), 4 * shard);
   EXPECT_DOUBLE_EQ(kernel_bytes(torch_layer_cost(m, ddp).forward, "torch:foreach_copy_bf16"), 0);
@@ -234,7 +245,7 @@ TEST(TorchCheckpointing, RecomputeIsTheForwardWithoutTheGatherWork) {
     const LayerCost layer = torch_layer_cost(m, s);
     const PassCost recompute = torch_recompute_cost(m, s);
     EXPECT_DOUBLE_EQ(recompute.flops(), layer.forward.flops());
-    const double lp = linear_params_per_layer(m);
+    const double lp = LLAMA_ROW_LINEAR_PARAMS;
     if (kind == StackKind::PYTORCH_FSDP) {
       // The forward casts the shard, copies it in and copies the gathered unit out; the recompute
       // does none of that.

@@ -17,6 +17,7 @@ void states(const TrainingStack&, Numerics n, int, std::int64_t, StackStates& st
 StackModel make() {
   StackModel m;
   m.kind = StackKind::IDEALIZED;
+  m.measurable = false;
   m.states = states;
   return m;
 }

@@ -90,7 +90,6 @@ StackModel pytorch_eager_model(StackKind kind) {
   m.pytorch_eager = true;
   m.autocast = true;
   m.caching_allocator = true;
-  m.fp32_residual_stream = true;
   m.torch_cpu_adam = true;
   m.bf16_mixed_only = true;
   m.gpu_optimizer = GpuOptimizer::TORCH_FUSED_ADAMW;

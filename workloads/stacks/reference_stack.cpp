@@ -44,7 +44,19 @@ MemoryKernel reference_kernel(ReferenceKernel k, double rows, double cols) {
     case ReferenceKernel::CAST_FP32_TO_BF16: name = "ref:cast_fp32_to_bf16"; break;
     case ReferenceKernel::ADD_INPLACE_FP32: name = "ref:add_inplace_fp32"; break;
   }
-  return {name, reference_kernel_bytes(k, rows, cols)};
+  // Its own class's curve where calibrated; else the generic kernel of its access pattern (the
+  // LayerNorms at bf16 LayerNorm's, the causal softmax at the dense softmax's, the rest at the copy's).
+  MemoryKernel out{name, reference_kernel_bytes(k, rows, cols)};
+  out.curves[0] = {CurveTable::REFERENCE_KERNELS, reference_kernel_class(k)};
+  switch (k) {
+    case ReferenceKernel::LAYERNORM_FWD:
+    case ReferenceKernel::LAYERNORM_BWD_INPUT:
+    case ReferenceKernel::LAYERNORM_BWD_PARAMS: out.generic = KernelClass::LAYERNORM; break;
+    case ReferenceKernel::CAUSAL_SOFTMAX_FWD:
+    case ReferenceKernel::CAUSAL_SOFTMAX_BWD: out.generic = KernelClass::SOFTMAX; break;
+    default: break;
+  }
+  return out;
 }
 
 // Every cuBLASLt product writes fp32 (ref_gemm.cpp): the layer's Linear outputs are small beside
@@ -67,7 +79,7 @@ LayerCost reference_layer_cost(const ModelSpec& m, const Strategy& s) {
   fk.push_back(reference_kernel(K::MERGE_HEADS, d.T, d.h));
   fk.push_back({"bias_residual", 12 * Th});                  // fp32 residual add (x, branch -> out)
   fk.push_back(reference_kernel(K::LAYERNORM_FWD, d.T, d.h));
-  fk.push_back({"activation", (4 + 2 + 2) * Tf});            // fp32 FC1 + bias -> bf16 pre and GELU
+  fk.push_back({"activation", (4 + 2 + 2) * Tf, true, KernelClass::GELU});  // fp32 FC1 + bias -> bf16 pre and GELU
   fk.push_back({"bias_residual", 12 * Th});
   // Backward (layer_backward): casts of the fp32 residual gradient for each branch, bias column
   // sums (fp32 [T, h] twice, bf16 [T, 4h] and [T, 3h]), GELU backward (fp32 dact, bf16 pre ->
@@ -76,7 +88,7 @@ LayerCost reference_layer_cost(const ModelSpec& m, const Strategy& s) {
   // half of P and dP in, bf16 dS out), dq, dk, dv merged into bf16 dqkv.
   bk.push_back({"to_bf16", 2 * (4 + 2) * Th});
   bk.push_back(reference_kernel(K::COLUMN_SUM_FP32, d.T, d.h));
-  bk.push_back({"activation", (4 + 2 + 2) * Tf});
+  bk.push_back({"activation", (4 + 2 + 2) * Tf, true, KernelClass::GELU});
   bk.push_back(reference_kernel(K::COLUMN_SUM_BF16, d.T, d.f));
   for (int ln = 0; ln < 2; ++ln) {
     bk.push_back(reference_kernel(K::LAYERNORM_BWD_PARAMS, d.T, d.h));
@@ -98,7 +110,7 @@ LayerCost reference_output_cost(const ModelSpec& m, const Strategy& s) {
   // kernel reads them (three passes of a row, the row stays in cache) and writes the bf16 logits
   // gradient in the forward; the backward is the LayerNorm's.
   c.forward.kernels.push_back(reference_kernel(ReferenceKernel::LAYERNORM_FWD, d.T, d.h));
-  c.forward.kernels.push_back({"cross_entropy", (4 + 2 + 2) * d.T * d.V});
+  c.forward.kernels.push_back({"cross_entropy", (4 + 2 + 2) * d.T * d.V, true, KernelClass::SOFTMAX});
   c.backward.kernels.push_back(reference_kernel(ReferenceKernel::LAYERNORM_BWD_PARAMS, d.T, d.h));
   c.backward.kernels.push_back(reference_kernel(ReferenceKernel::LAYERNORM_BWD_INPUT, d.T, d.h));
   return c;

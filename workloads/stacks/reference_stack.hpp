@@ -5,8 +5,8 @@
 // arena (every buffer placed once at start: its peak is the sum of its buffers). Row by row from
 // workloads/stacks/training_stacks.md ("trainsim-reference"); its LayerNorms, causal softmax, head
 // transposes and column sums are "ref:<class>" kernels priced from calibration.reference_kernels
-// (reference_kernels.hpp); the rest map to the generic calibrated kernels of sim/costs/cost_model.cpp (activation ->
-// gelu, cross_entropy -> softmax, others copy).
+// (reference_kernels.hpp); the rest at the generic calibrated kernels (wl::KernelClass: activation at
+// GELU's, cross_entropy at softmax's, others at the copy's).
 
 #include "layer_costs.hpp"
 #include "reference_kernels.hpp"
@@ -15,8 +15,8 @@
 
 namespace trainsim::wl {
 
-// The lowering's kernel name of one launch: "ref:" + its class (sim/costs/cost_model.cpp looks the class
-// up in calibration.reference_kernels, else falls back to the closest generic kernel).
+// One launch, named "ref:" + its class: costed at its class's curve in calibration.reference_kernels,
+// else at the closest generic kernel (its KernelClass).
 MemoryKernel reference_kernel(ReferenceKernel k, double rows, double cols);
 
 LayerCost reference_layer_cost(const ModelSpec& m, const Strategy& s);

@@ -4,6 +4,7 @@
 
 #include "captured_model.hpp"
 #include "stack_model.hpp"
+#include "torch_kernels.hpp"
 
 namespace trainsim::wl {
 namespace {
@@ -48,42 +49,42 @@ void add_layer_kernels(const ModelSpec& m, const Strategy& s, const Dims& d, Pas
   // Forward: two norms (read + write the residual dtype), autocast's casts of their outputs to
   // bf16, the reshape copy of the attention output (bf16 read + write), two residual adds
   // (residual + bf16 branch -> residual dtype), the MLP activation.
-  fwd.kernels.push_back({norm_f, 2 * 2 * re * Th});
-  if (!bf16) fwd.kernels.push_back({"torch:cast_fp32_to_bf16", 2 * 6 * Th});
+  fwd.kernels.push_back(torch_kernel(norm_f, 2 * 2 * re * Th));
+  if (!bf16) fwd.kernels.push_back(torch_kernel("torch:cast_fp32_to_bf16", 2 * 6 * Th));
   // The reshape copy stays costed though the traces hold no kernel for it (flash attention's output
   // is read through a view): no launch.
-  fwd.kernels.push_back({"torch:copy_fp32", 4 * Th, false});
+  fwd.kernels.push_back(torch_kernel("torch:copy_fp32", 4 * Th, false));
   // Under autocast the residual joins add a bf16 branch output to the fp32 residual: PyTorch's
   // mixed-dtype add, slower than an fp32 add of the same bytes (the layer-kernel calibration,
   // reports/calibration/layer-kernels/).
-  fwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32_bf16", 2 * (re + 2 + re) * Th});
+  fwd.kernels.push_back(torch_kernel(bf16 ? "torch:add_bf16" : "torch:add_fp32_bf16", 2 * (re + 2 + re) * Th));
   // SwiGLU and rotary embeddings run on views of the fused gate-up and QKV outputs (rows strided by
   // the fused width), PyTorch's strided elementwise path: costed at the rate measured so
   // (calibrate/scripts/torch_layer_kernels.py), their backward at the forward's rate per byte.
-  if (m.mlp == MlpKind::SWIGLU) fwd.kernels.push_back({"torch:swiglu_split_fwd_bf16", 6 * d.T * d.f});
-  else fwd.kernels.push_back({"torch:gelu_fwd_bf16", 4 * d.T * d.f});
-  if (m.position == PositionKind::ROTARY) fwd.kernels.push_back({"torch:rotary_split_fwd_bf16", 10 * d.T * (d.h + d.kv)});
+  if (m.mlp == MlpKind::SWIGLU) fwd.kernels.push_back(torch_kernel("torch:swiglu_split_fwd_bf16", 6 * d.T * d.f));
+  else fwd.kernels.push_back(torch_kernel("torch:gelu_fwd_bf16", 4 * d.T * d.f));
+  if (m.position == PositionKind::ROTARY) fwd.kernels.push_back(torch_kernel("torch:rotary_split_fwd_bf16", 10 * d.T * (d.h + d.kv)));
   // Backward: the residual gradient cast to bf16 for each branch (autocast), the two gradient
   // sums at the residual joins, norm backward (read input and gradient, write gradient), the cast
   // back of the norm-output gradient, the reshape copy, the activation's backward, the cats that
   // join the gradients of a fused output's parts (QKV; SwiGLU's gate and up), bias-gradient
   // reductions (read each bf16 output gradient once, one column reduction a Linear).
-  if (!bf16) bwd.kernels.push_back({"torch:cast_fp32_to_bf16", 2 * 6 * Th});
-  bwd.kernels.push_back({bf16 ? "torch:add_bf16" : "torch:add_fp32", 2 * 3 * re * Th});
-  bwd.kernels.push_back({norm_b, 2 * 3 * re * Th});
-  if (!bf16) bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 2 * 6 * Th});
-  bwd.kernels.push_back({"torch:copy_fp32", 4 * Th});
-  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:swiglu_split_bwd_bf16", 10 * d.T * d.f});
-  else bwd.kernels.push_back({"torch:gelu_bwd_bf16", 6 * d.T * d.f});
-  if (m.position == PositionKind::ROTARY) bwd.kernels.push_back({"torch:rotary_split_fwd_bf16", 10 * d.T * (d.h + d.kv)});
-  bwd.kernels.push_back({"torch:split_cat_bf16", 4 * d.T * (d.h + 2 * d.kv)});
-  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back({"torch:split_cat_bf16", 4 * d.T * d.up});
+  if (!bf16) bwd.kernels.push_back(torch_kernel("torch:cast_fp32_to_bf16", 2 * 6 * Th));
+  bwd.kernels.push_back(torch_kernel(bf16 ? "torch:add_bf16" : "torch:add_fp32", 2 * 3 * re * Th));
+  bwd.kernels.push_back(torch_kernel(norm_b, 2 * 3 * re * Th));
+  if (!bf16) bwd.kernels.push_back(torch_kernel("torch:cast_bf16_to_fp32", 2 * 6 * Th));
+  bwd.kernels.push_back(torch_kernel("torch:copy_fp32", 4 * Th));
+  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back(torch_kernel("torch:swiglu_split_bwd_bf16", 10 * d.T * d.f));
+  else bwd.kernels.push_back(torch_kernel("torch:gelu_bwd_bf16", 6 * d.T * d.f));
+  if (m.position == PositionKind::ROTARY) bwd.kernels.push_back(torch_kernel("torch:rotary_split_fwd_bf16", 10 * d.T * (d.h + d.kv)));
+  bwd.kernels.push_back(torch_kernel("torch:split_cat_bf16", 4 * d.T * (d.h + 2 * d.kv)));
+  if (m.mlp == MlpKind::SWIGLU) bwd.kernels.push_back(torch_kernel("torch:split_cat_bf16", 4 * d.T * d.up));
   if (m.biases) {
-    for (const double out : {d.h + 2 * d.kv, d.h, d.up, d.h}) bwd.kernels.push_back({"torch:bias_grad_bf16", 2 * d.T * out});
+    for (const double out : {d.h + 2 * d.kv, d.h, d.up, d.h}) bwd.kernels.push_back(torch_kernel("torch:bias_grad_bf16", 2 * d.T * out));
   }
   // Grouped-query attention: flash attention's backward writes dK and dV for every query head and
   // sums each group into its key/value head (FlashAttention-2's mha_bwd): read 2 x 2Th, write 2 x 2T kv.
-  if (d.kv < d.h) bwd.kernels.push_back({"torch:add_bf16", 4 * d.T * (d.h + d.kv)});
+  if (d.kv < d.h) bwd.kernels.push_back(torch_kernel("torch:add_bf16", 4 * d.T * (d.h + d.kv)));
 }
 
 // Per-parameter work of `params` parameters in one micro-batch: autocast casts the fp32 weights
@@ -99,27 +100,27 @@ void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost
     // profile has them (CostModel::kernel_seconds falls back to the plain kernel of the same traffic).
     // The copy-in runs on FSDP2's all-gather copy-in stream, its shard accumulation on its
     // reduce-scatter stream: costed here, launched beside the compute stream.
-    fwd.kernels.push_back({"torch:foreach_cast_fp32_to_bf16", gathers * 6 * params / d.N, false});
+    fwd.kernels.push_back(torch_kernel("torch:foreach_cast_fp32_to_bf16", gathers * 6 * params / d.N, false));
     // Each all-gather's copy-in (foreach_all_gather's all_gather_copy_in, a foreach copy): the
     // cast bf16 shard read and written into the flat all-gather input, 4 bytes per parameter of
     // the shard per gather. The profiled ZeRO-3 Llama step holds as many of these launches as of
     // the casts (872 each in h200x2_fsdp2-zero3_llama_L32-h4096_mb1x2's trace, 31 and 42 ms: 4 and
     // 6 bytes per shard parameter at one rate; reports/validation/measured/llama-h200x2).
-    fwd.kernels.push_back({"torch:foreach_copy_bf16", gathers * 4 * params / d.N, false});
+    fwd.kernels.push_back(torch_kernel("torch:foreach_copy_bf16", gathers * 4 * params / d.N, false));
     // Each all-gather's copy-out on the compute stream (foreach_all_gather_copy_out's
     // split_with_sizes_copy): the gathered buffer read and the unit's unsharded parameters written,
     // in param_dtype, once per gather: the forward's, and under ZeRO-3 the backward's again.
     const double copy_out = 2 * dtype_bytes(s.stack.param_dtype) * params;
-    fwd.kernels.push_back({"torch:split_copy_bf16", copy_out});
-    if (s.zero_stage >= 3) bwd.kernels.push_back({"torch:split_copy_bf16", copy_out});
+    fwd.kernels.push_back(torch_kernel("torch:split_copy_bf16", copy_out));
+    if (s.zero_stage >= 3) bwd.kernels.push_back(torch_kernel("torch:split_copy_bf16", copy_out));
     // The unsharded bf16 gradients into the fp32 reduce-scatter input (foreach_reduce's chunk_cat).
-    if (s.stack.reduce_dtype == TensorDtype::FP32) bwd.kernels.push_back({"torch:chunk_cat_bf16_to_fp32", 6 * params});
-    bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params / d.N, false});
+    if (s.stack.reduce_dtype == TensorDtype::FP32) bwd.kernels.push_back(torch_kernel("torch:chunk_cat_bf16_to_fp32", 6 * params));
+    bwd.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * params / d.N, false));
     return;
   }
-  fwd.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * params});
-  bwd.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * params});
-  bwd.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params});
+  fwd.kernels.push_back(torch_kernel("torch:cast_fp32_to_bf16", 6 * params));
+  bwd.kernels.push_back(torch_kernel("torch:cast_bf16_to_fp32", 6 * params));
+  bwd.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * params));
 }
 
 }  // namespace
@@ -181,7 +182,7 @@ LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
     // add of each parameter's gradient from the second micro-batch on.
     LayerCost c = cap->costs.layers.at(cap->layer_kind).cost;
     const Dims d = dims(m, s);
-    c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * d.lp});
+    c.backward.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * d.lp));
     c.backward.launches += d.accumulate * static_cast<double>(cap->layer_param_tensors);
     return c;
   }
@@ -213,7 +214,7 @@ PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
   const Dims d = dims(m, s);
   PassCost unused;
   add_layer_kernels(m, s, d, c.forward, unused);
-  if (!fsdp(s)) c.forward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * d.lp});
+  if (!fsdp(s)) c.forward.kernels.push_back(torch_kernel("torch:cast_fp32_to_bf16", 6 * d.lp));
   c.forward.launches = torch_layer_launches(m, s).recompute;
   return c.forward;
 }
@@ -223,7 +224,7 @@ LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
     LayerCost c = cap->costs.head;
     if (!m.tied_embeddings) {
       const Dims d = dims(m, s);
-      c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h});
+      c.backward.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h));
       c.backward.launches += d.accumulate;
     }
     return c;
@@ -242,14 +243,14 @@ LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
                             : (rms ? "torch:rmsnorm_fwd_fp32" : "torch:layernorm_fwd_fp32");
   const char* norm_b = bf16 ? (rms ? "torch:rmsnorm_fwd_bwd_bf16" : "torch:layernorm_fwd_bwd_bf16")
                             : (rms ? "torch:rmsnorm_fwd_bwd_fp32" : "torch:layernorm_fwd_bwd_fp32");
-  c.forward.kernels.push_back({norm_f, 2 * re * Th});
-  if (!bf16) c.forward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * Th});
-  c.forward.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * TV});
-  c.forward.kernels.push_back({"torch:cross_entropy_fwd_bwd_fp32", 8 * TV});
-  c.backward.kernels.push_back({"torch:cross_entropy_fwd_bwd_fp32", 12 * TV});
-  c.backward.kernels.push_back({"torch:cast_fp32_to_bf16", 6 * TV});
-  c.backward.kernels.push_back({norm_b, 3 * re * Th});
-  if (!bf16) c.backward.kernels.push_back({"torch:cast_bf16_to_fp32", 6 * Th});
+  c.forward.kernels.push_back(torch_kernel(norm_f, 2 * re * Th));
+  if (!bf16) c.forward.kernels.push_back(torch_kernel("torch:cast_fp32_to_bf16", 6 * Th));
+  c.forward.kernels.push_back(torch_kernel("torch:cast_bf16_to_fp32", 6 * TV));
+  c.forward.kernels.push_back(torch_kernel("torch:cross_entropy_fwd_bwd_fp32", 8 * TV));
+  c.backward.kernels.push_back(torch_kernel("torch:cross_entropy_fwd_bwd_fp32", 12 * TV));
+  c.backward.kernels.push_back(torch_kernel("torch:cast_fp32_to_bf16", 6 * TV));
+  c.backward.kernels.push_back(torch_kernel(norm_b, 3 * re * Th));
+  if (!bf16) c.backward.kernels.push_back(torch_kernel("torch:cast_bf16_to_fp32", 6 * Th));
   add_param_kernels(s, d, d.V * d.h, c.forward, c.backward);
   return c;
 }
@@ -258,7 +259,7 @@ LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
   const Dims d = dims(m, s);
   if (const ModelCapture* cap = captured_for(m, s)) {
     LayerCost c = cap->costs.embedding;
-    c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h});
+    c.backward.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h));
     c.backward.launches += d.accumulate;
     return c;
   }
@@ -268,17 +269,17 @@ LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
   // The token lookup (read + write the residual dtype; the position lookup, s x h rows shared by
   // the micro-batch, is left out), and with learned positions their sum; a model with rotary (or
   // no) positions adds nothing.
-  c.forward.kernels.push_back({"torch:copy_fp32", 2 * re * Th});
-  if (learned) c.forward.kernels.push_back({fsdp(s) ? "torch:add_bf16" : "torch:add_fp32", 3 * re * Th});
+  c.forward.kernels.push_back(torch_kernel("torch:copy_fp32", 2 * re * Th));
+  if (learned) c.forward.kernels.push_back(torch_kernel(fsdp(s) ? "torch:add_bf16" : "torch:add_fp32", 3 * re * Th));
   // The embedding's backward scatters T rows into a zeroed V x h gradient.
-  c.backward.kernels.push_back({"torch:copy_fp32", 2 * re * Th + re * d.V * d.h});
+  c.backward.kernels.push_back(torch_kernel("torch:copy_fp32", 2 * re * Th + re * d.V * d.h));
   // Untied, the token embedding is a weight of its own beside the head's (torch_output_cost): under
   // FSDP2 it is gathered, cast and reduced like any; under autocast it is not cast (embedding runs
   // in fp32), and only AccumulateGrad adds into its .grad from the second micro-batch on.
   if (!m.tied_embeddings) {
     const double params = d.V * d.h;
     if (fsdp(s)) add_param_kernels(s, d, params, c.forward, c.backward);
-    else c.backward.kernels.push_back({"torch:add_inplace_fp32", d.accumulate * 12 * params});
+    else c.backward.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * params));
   }
   return c;
 }

@@ -47,14 +47,15 @@ struct StackModel {
 
   // Facts.
   bool pytorch_eager = false;        // PyTorch eager code: captures apply, every kernel pays its launch
-  bool autocast = false;             // torch.autocast: fp32 parameters cast to 16 bits in every forward
+  bool autocast = false;             // torch.autocast: fp32 parameters cast to 16 bits in every forward, the
+                                     // residual stream left in fp32 (a pipeline stage sends it so)
   bool caching_allocator = false;    // allocates through PyTorch's CUDA caching allocator
   bool fully_shard = false;          // FSDP2's fully_shard: whole-layer units gathered in param_dtype
-  bool fp32_residual_stream = false; // a stage under autocast sends its fp32 residual stream
   bool torch_cpu_adam = false;       // an offloaded optimizer runs torch's CPU AdamW, not DeepSpeed's CPU-Adam
   bool gemm_in_step_table = true;    // its GEMMs are costed from the products timed inside training steps
   bool reference_kernels = false;    // its memory-bound kernels are trainsim's reference kernels
   bool plannable = true;             // `plan` may search it (the reference is our own step: simulate only)
+  bool measurable = true;            // a real run runs it (the idealized stack is the papers' accounting, no code)
   bool runs_megatron_model = false;  // may run Megatron-LM's model and its mpu (Megatron-DeepSpeed)
   bool bucket_view_option = false;   // takes DDP's gradient_as_bucket_view
   bool mixed_precision_policy = false;  // takes FSDP2's param_dtype and reduce_dtype

@@ -1,31 +1,13 @@
 #include "training_stack.hpp"
 
+#include "enum_names.hpp"
 #include "stack_model.hpp"
 
 namespace trainsim::wl {
 
-std::string_view to_string(StackKind k) {
-  switch (k) {
-    case StackKind::IDEALIZED: return "idealized";
-    case StackKind::MEGATRON: return "megatron";
-    case StackKind::DEEPSPEED: return "deepspeed";
-    case StackKind::PYTORCH: return "pytorch";
-    case StackKind::PYTORCH_DDP: return "pytorch-ddp";
-    case StackKind::PYTORCH_FSDP: return "pytorch-fsdp";
-    case StackKind::PYTORCH_PIPELINING: return "pytorch-pipelining";
-    case StackKind::TRAINSIM_REFERENCE: return "trainsim-reference";
-  }
-  return "?";
-}
+std::string_view to_string(StackKind k) { return names::name_of(k, names::STACK); }
 
-std::string_view to_string(TensorDtype d) {
-  switch (d) {
-    case TensorDtype::BF16: return "bf16";
-    case TensorDtype::FP16: return "fp16";
-    case TensorDtype::FP32: return "fp32";
-  }
-  return "?";
-}
+std::string_view to_string(TensorDtype d) { return names::name_of(d, names::TENSOR_DTYPE); }
 
 double dtype_bytes(TensorDtype d) { return d == TensorDtype::FP32 ? 4.0 : 2.0; }
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Copy the runs of unpacked device results into reports/validation/measured/ and print the table.
 
-    python3 collect.py --call call1 /tmp/r1 --call call2 /tmp/r2 --call call3 /tmp/r3
+    python3 collect.py --call first /tmp/r1 --call second /tmp/r2 --call third /tmp/r3
     python3 collect.py --table            (only the markdown table of what measured/ holds)
-    python3 collect.py --launches call6-h200x4 /tmp/r6   (device_call_samehost.sh's results)
-    python3 collect.py --launches call7-h200x2 /tmp/r7 --into reports/validation/measured/call7-h200x2 \
-        --profile /tmp/h200x2-call7.profile.json          (device_call_hostcal.sh's, with its host's profile)
+    python3 collect.py --launches samehost-h200x4 /tmp/r6  (run_rows_same_host.sh's results)
+    python3 collect.py --launches hostcal-h200x2 /tmp/r7 --into reports/validation/measured/hostcal-h200x2 \
+        --profile /tmp/h200x2-hostcal.profile.json         (run_rows_with_host_calibration.sh's, with its host's profile)
 
-Each results folder is an unpacked results.tgz of device_call.sh: env.txt, log-*.txt and one folder
+Each results folder is an unpacked results.tgz of run_rows.sh: env.txt, log-*.txt and one folder
 per phase (g1, g2, g4, g2e, g4e; smoke is left out: a tiny model that only exercises the code paths).
 Runs go to measured/<gpu>x<n>/ (NAME.json, NAME.model.json, NAME.trace.json.gz), failure records to
 measured/failed/, logs and plans to measured/logs/<call>/.
@@ -50,7 +50,7 @@ def median_launch(runs):
 
 
 def copy_launches(call, root, into=None, profile=None, suffix=""):
-    """device_call_samehost.sh, device_call_hostcal.sh: every configuration ran in several launches
+    """run_rows_same_host.sh, run_rows_with_host_calibration.sh: every configuration ran in several launches
     (folders g<n>_<k>, each launch a fresh process group). The row committed is the launch with the
     median step time, whole (its peaks, bubble and trace belong to that step), with measured.launches
     listing every launch's step time; every launch's JSON goes to repeats/<call>/launch<k>/ (no
@@ -99,7 +99,7 @@ def copy_launches(call, root, into=None, profile=None, suffix=""):
                  "step_time_spread": r["measured"]["step_time_spread"], "date": r["provenance"]["date"]}
             if "bubble_fraction" in r["measured"].get("busy", {}):
                 e["bubble_fraction"] = r["measured"]["busy"]["bubble_fraction"]
-            if "cpu_steal_fraction" in r["provenance"]:  # run_step.py records it from validation call 13 on
+            if "cpu_steal_fraction" in r["provenance"]:  # rows run_step.py measured before it recorded it hold none
                 e["cpu_steal_fraction"] = r["provenance"]["cpu_steal_fraction"]
             m["launches"].append(e)
         dst = into or os.path.join(MEASURED, name.split("_")[0])

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""The pace of each virtual CPU, alone and beside one other (issue 10, validation call 38;
-reports/validation/README.md, row "38", has the question and the rule).
+"""The pace of each virtual CPU, alone and beside one other (issue 10).
 
 The lent machines show 64 vCPUs, one thread a core and one NUMA node, so from inside the guest two
 vCPUs that share a physical core (hyperthreads), or a vCPU that shares its core with the

@@ -1,5 +1,5 @@
-# What the validation device scripts share (sourced by device_call_samehost.sh, device_call_hostcal.sh,
-# device_call_offload.sh and device_call_pipes.sh, which set R, the work folder, and OUT, the device
+# What the validation device scripts share (sourced by run_rows_same_host.sh, run_rows_with_host_calibration.sh,
+# run_offload_rows.sh and run_pipeline_rows.sh, which set R, the work folder, and OUT, the device
 # tool's folder, first): NCCL's settings for the lent machines, the machine's description, phase
 # stamps with the CPU's steal, and packing the results so that the tool takes them back (JSON and
 # logs in small.tgz; the profiler traces apart, in 12 MB parts: one 54 MB file was refused).
@@ -27,7 +27,7 @@ stamp() {
   echo "$now" >>"$R/phases.txt"
   last_cpu=$now
 }
-# One launch of a small pipeline row for the probes (calls 15-18), 24 timed steps, no trace, into
+# One launch of a small pipeline row for the probes (probe_gc.sh, probe_clocks.sh), 24 timed steps, no trace, into
 # DIR/log.txt: p4, 1F1B on 4 stages with 16 micro-batches of 2 (4 GPUs); p2, GPipe on 2 stages with
 # 8 (GPUs 0-1). Usage: probe_pipeline p4|p2 DIR NAME (NAME: the run's name in its JSON).
 probe_pipeline() {

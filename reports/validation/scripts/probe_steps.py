@@ -5,7 +5,7 @@ import json
 import os
 import statistics
 
-EDGE = 6  # steps compared at each end (the rules of calls 16-18, reports/validation/README.md)
+EDGE = 6  # steps compared at each end (probe_clocks.sh's rule)
 
 
 def probe_runs(folder):

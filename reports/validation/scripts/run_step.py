@@ -48,7 +48,7 @@ from run_step_probes import (GcPauses, cpu_times, profiled_steps, sched_delta, s
 RANK = int(os.environ.get("RANK", "0"))
 WORLD = int(os.environ.get("WORLD_SIZE", "1"))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
-# PIN_CPUS_PER_RANK=N (validation call 36): this process, and every thread it starts later, runs only
+# PIN_CPUS_PER_RANK=N: this process, and every thread it starts later, runs only
 # on CPUs N*LOCAL_RANK .. N*LOCAL_RANK+N-1, so that ranks never share a CPU; recorded in provenance.
 if os.environ.get("PIN_CPUS_PER_RANK"):
     _n = int(os.environ["PIN_CPUS_PER_RANK"])
@@ -285,7 +285,7 @@ def run_config(cfg):
     # NAME.rankR.trace.json.gz; every rank runs the step).
     trace_name = profiled_steps(cfg, timed_step, RANK)
     dist.barrier(device_ids=[LOCAL_RANK])
-    # --optimizer-alone K (validation call 21): after everything above, one more forward and backward
+    # --optimizer-alone K: after everything above, one more forward and backward
     # leave gradients, then opt.step() runs K times on its own, each after a barrier and half a
     # second of idle host (no backward just before it), its wall time taken on every rank: the same
     # optimizer over the same tensors as in the timed steps, outside the step.

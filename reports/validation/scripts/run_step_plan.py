@@ -36,11 +36,11 @@ def parser(description):
     p.add_argument("--no-trace", action="store_true")
     p.add_argument("--trace-cuda-only", action="store_true",
                    help="profile only the CUDA side (kernels, and the CUDA runtime and driver calls of every host "
-                        "thread), not PyTorch's operators: the host runs at nearly its unprofiled pace (call 34)")
+                        "thread), not PyTorch's operators: the host runs at nearly its unprofiled pace")
     p.add_argument("--trace-steps", type=int, default=1, help="consecutive steps in the profiled trace")
-    p.add_argument("--trace-all-ranks", action="store_true", help="every rank records its trace (call 35)")
+    p.add_argument("--trace-all-ranks", action="store_true", help="every rank records its trace")
     p.add_argument("--optimizer-alone", type=int, default=0,
-                   help="after the run, time opt.step() this many times on its own (validation call 21)")
+                   help="after the run, time opt.step() this many times on its own")
     p.add_argument("--allocator-trace", action="store_true",
                    help="record the caching allocator's requests and frees from the build to the end of the timed "
                         "steps into NAME.allocator.rankR.json.gz (run_step_allocator.py)")

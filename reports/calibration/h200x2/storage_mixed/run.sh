@@ -3,7 +3,7 @@
 # held this script and build-ref/trainsim-calibrate of branch ref-storage-mixed (the storage bench
 # with the mixed read+write part, run_mixed_storage_bench); the run tool's command was
 #   OUT=$OUT bash devrun-mixed/run.sh
-# with kind nvidia-h200-x2 and needs_h200. What came back under $OUT is this folder's call1/.
+# with kind nvidia-h200-x2 and needs_h200. What came back under $OUT is this folder's raw/.
 # One `--quick --only storage` run measures both: the plain sweep (reads alone, writes alone) and
 # then reads and writes at once (1 and 2 streams, the reference's 48 MiB chunk in 8 MiB requests,
 # one chunk read and one written in flight per stream); a second run if time is left, for spread.

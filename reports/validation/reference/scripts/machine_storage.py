@@ -45,15 +45,15 @@ WHERE_PROBE = ('; mixed_read_GBps, mixed_write_GBps: the row\'s own storage prob
                'all ranks at once, right before each timed step): per step the bytes of all ranks over the slowest '
                'rank\'s seconds, median over the {steps} timed steps ({per_step} GB/s each way); the benches\' '
                'storage_mixed records feed nothing')
-# row -> (its JSON, the folder of its device call's output, the call's name). The two first storage rows
-# ran in ref-probe's call 1 with the probe; the near-limit one (micro-batch 20) in infinity-limit's call 1,
+# row -> (its JSON, the folder of its machine's output, that machine's name). The two first storage rows
+# ran on one machine with the probe; the near-limit one (micro-batch 20) on another,
 # with the same benches (16 GiB, before and after the rows) and the same probe: one method for all.
-PROBE_CALL = ('logs/ref-probe-h200x2/call1/', 'ref-probe call 1')
-LIMIT_CALL = ('logs/infinity-limit-h200x2/call1/', 'infinity-limit call 1')
+PROBE_MACHINE = ('logs/storage-probe-rows-h200x2/', "the probe rows' machine")
+LIMIT_MACHINE = ('logs/storage-near-limit-row-h200x2/', "the near-limit row's machine")
 ROWS = {
-    'h200x2_ref-infinity-storage_L32-h2560_mb1x2': (R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json',) + PROBE_CALL,
-    'h200x2_ref-infinity-storage_L24-h1024_mb4x2': (R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb4x2.json',) + PROBE_CALL,
-    'h200x2_ref-infinity-storage_L24-h1024_mb20x2': (R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb20x2.json',) + LIMIT_CALL,
+    'h200x2_ref-infinity-storage_L32-h2560_mb1x2': (R + 'h200x2/h200x2_ref-infinity-storage_L32-h2560_mb1x2.json',) + PROBE_MACHINE,
+    'h200x2_ref-infinity-storage_L24-h1024_mb4x2': (R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb4x2.json',) + PROBE_MACHINE,
+    'h200x2_ref-infinity-storage_L24-h1024_mb20x2': (R + 'h200x2/h200x2_ref-infinity-storage_L24-h1024_mb20x2.json',) + LIMIT_MACHINE,
 }
 
 

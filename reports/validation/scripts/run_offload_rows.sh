@@ -1,11 +1,11 @@
 #!/bin/bash
-# Validation call 10 (reports/validation/README.md, "Call 10"): the FSDP2 offload rows and the
+# The FSDP2 offload rows and the
 # 4-GPU data-parallel rows again, each beside the host calibration that costs it, in three launches
 # on one 4-GPU host, with the offload bench that now also measures the accumulating micro-batch's
 # copy and add as the step makes them (torch_offload_bench.py's `rounds`); then two probes of the
 # 2-stage pipelines' host (the launch queue's depth; the GPU's lag at every compute call).
-#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh ob cal:1 rows:1 cal:2 rows:2   (command 1)
-#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh cal:3 rows:3 probe              (command 2)
+#   OUT=DIR bash reports/validation/scripts/run_offload_rows.sh ob cal:1 rows:1 cal:2 rows:2   (command 1)
+#   OUT=DIR bash reports/validation/scripts/run_offload_rows.sh cal:3 rows:3 probe              (command 2)
 #   ob      torch_offload_bench.py, every part (copies, adam, rounds, autograd_rounds), at 2 ranks
 #           (GPUs 0-1) and 4                                                                  -> ob/
 #   cal:K   torch_stack_dispatch.py --samples 41 --warmup 5 --depths 8 24: fsdp2-offload at 2 ranks
@@ -14,44 +14,44 @@
 #           fsdp2-zero3, fsdp2-offload at 4 GPUs                                        -> g{2,4}_K/
 #   probe   cuda_launch_queue.py (GPU 0); torch_pipeline_actions.py --row --row-only --lag at 2
 #           ranks (GPUs 0-1), 8 micro-batches                                              -> probe/
-# Validation call 19 ("Call 19"): the offload bench directly before each launch of each offload row,
+# The offload bench directly before each launch of each offload row,
 # so that every launch has a bench of its own host minutes before it:
-#   OUT=DIR STACKS4=fsdp2-offload REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#   OUT=DIR STACKS4=fsdp2-offload REQUIRE_GPU=H200 bash reports/validation/scripts/run_offload_rows.sh \
 #     cal:1 ob2:1 rows2:1 ob4:1 rows4:1 cal:2 ob2:2 rows2:2        (command 1)
 #   ... ob4:2 rows4:2 cal:3 ob2:3 rows2:3 ob4:3 rows4:3                  (command 2)
 #   obN:K   torch_offload_bench.py --parts copies adam autograd_rounds at N ranks (2: GPUs 0-1)  -> ob_K/
 #   rowsN:K drive.py --small-only --stacks fsdp2-offload at N GPUs (2: GPUs 0-1)           -> gN_K/
-# Validation call 20 ("Call 20"), a probe: the fused CPU AdamW over the GPT shard's own tensors
+# A probe: the fused CPU AdamW over the GPT shard's own tensors
 # beside the bench's sets of equal tensors, at 2 ranks (GPUs 0-1) and 4, 7 samples each:
-#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh adamcheck              -> adamcheck/
-# Validation call 21 ("Call 21"), a probe: the 2-GPU offload row's configuration (GPUs 0-1), its
+#   OUT=DIR bash reports/validation/scripts/run_offload_rows.sh adamcheck              -> adamcheck/
+# A probe: the 2-GPU offload row's configuration (GPUs 0-1), its
 # opt.step() timed inside each timed step and then 5 times alone (run_step.py --optimizer-alone):
-#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh optcheck:1 optcheck:2  -> optcheck_K/
-# Validation call 23 ("Call 23"), a probe: the 2-GPU offload row's configuration timed phase by phase
+#   OUT=DIR bash reports/validation/scripts/run_offload_rows.sh optcheck:1 optcheck:2  -> optcheck_K/
+# A probe: the 2-GPU offload row's configuration timed phase by phase
 # on the host's clock (calibrate/scripts/offload_phase_probe.py; plain, then each torch call inside
 # foreach_reduce split out), then the offload bench and the host calibration at 2 ranks that cost it:
-#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/run_offload_rows.sh \
 #     phase:1 phasesplit:1 ob2:1 cal2:1                                -> phase_K/, phasesplit_K/, ob_K/, hd_K/
-# Validation call 24 ("Call 24"), a probe: the same with page-fault counts, at 2 ranks as it is and with
+# A probe: the same with page-fault counts, at 2 ranks as it is and with
 # glibc's trimming and dynamic mmap threshold fixed (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_), and
 # at 4 ranks (GPUs 0-3), then the offload bench at 4 ranks:
-#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/run_offload_rows.sh \
 #     phasesplit:2 phasesplitglibc:2 phasesplit4:2 ob4:2                  -> phasesplit*_K/, ob_K/
-# Validation call 25 ("Call 25"), a probe: why the accumulating copies fault (2 GPUs): the split probe
+# A probe: why the accumulating copies fault (2 GPUs): the split probe
 # with each copy's faults and address, again with glibc's arenas limited to one (MALLOC_ARENA_MAX=1, trimming
 # and mmap threshold fixed), again under the profiler (rank 0), and the 2.65 B GPT (32 layers, hidden 2560,
 # micro-batch 1) split:
-#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/device_call_offload.sh \
+#   OUT=DIR REQUIRE_GPU=H200 bash reports/validation/scripts/run_offload_rows.sh \
 #     phasesplit:3 phasesplitarena:3 phasesplitprof:3 phasesplitbig:3         -> phasesplit*_K/
-# Validation call 26 ("Call 26"), a probe: the same at 4 ranks, the 0.36 B and the 2.65 B GPT:
-#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh phasesplit4:4 phasesplitbig4:4
-# Validation call 28 ("Call 28"), a probe: each blocking copy's glibc chunk (mmapped for itself, or in a
+# A probe: the same at 4 ranks, the 0.36 B and the 2.65 B GPT:
+#   OUT=DIR bash reports/validation/scripts/run_offload_rows.sh phasesplit4:4 phasesplitbig4:4
+# A probe: each blocking copy's glibc chunk (mmapped for itself, or in a
 # per-thread arena's heap), the 0.36 B and the 2.65 B GPT at 2 ranks (GPUs 0-1):
-#   OUT=DIR bash reports/validation/scripts/device_call_offload.sh phasesplit:5 phasesplitbig:5
+#   OUT=DIR bash reports/validation/scripts/run_offload_rows.sh phasesplit:5 phasesplitbig:5
 # QUIET_MAX=P stops the command (exit 4) at the first stamp after a bench or rows phase that lost more
-# than P% of its CPU time to the hypervisor (call 19's second machine: no launch after it could count).
+# than P% of its CPU time to the hypervisor (the offload rows' second machine: no launch after it could count).
 # REQUIRE_GPU=NAME stops the command (exit 3) before any phase unless GPU 0's name contains NAME.
-# STACKS4="fsdp2-offload" (call 11) restricts the 4-rank calibration and the 4-GPU rows to those stacks
+# STACKS4="fsdp2-offload" restricts the 4-rank calibration and the 4-GPU rows to those stacks
 # (default: ddp fsdp2-zero2 fsdp2-zero3 fsdp2-offload). Each phase's start and the command's end also
 # record /proc/stat's cpu line in phases.txt (steal time: the hypervisor's, on these virtual machines).
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' rank-0 traces).
@@ -59,7 +59,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 CAL=$HERE/../../../calibrate/scripts
 OUT=${OUT:-/tmp/offload_out}
-R=/tmp/call10
+R=/tmp/offload_rows
 . "$HERE/device_lib.sh"
 begin
 require_gpu

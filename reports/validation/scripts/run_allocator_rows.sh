@@ -1,5 +1,5 @@
 #!/bin/bash
-# Validation call 49: the caching allocator's own record of the rows' configurations
+# The caching allocator's own record of the rows' configurations
 # (run_step.py --allocator-trace, run_step_allocator.py), for trainsim's allocator model
 # (sim/costs/caching_allocator.hpp) to be checked against: is max_memory_reserved what the recorded
 # requests, replayed through the model from the segments held at the start, give?
@@ -8,7 +8,7 @@
 #          (micro-batches of 4, two per step) and GPipe and 1F1B on 2 stages (8 micro-batches of 2)
 #   llama  Llama rows' configurations: single GPU (16 layers of Llama 3 8B's shape), then DDP (16 layers)
 #          and FSDP2 ZeRO-3 and 1F1B at 2 GPUs (32 layers)
-#   OUT=$OUT bash reports/validation/scripts/device_call_allocator.sh gpt llama        (call 49, 2 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/run_allocator_rows.sh gpt llama  (2 GPUs)
 # Every configuration: 2 warm-up and 2 timed steps, no profiler trace. Results: $OUT/small.tgz.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -6,7 +6,7 @@
 #   alone:K   the four small 2-stage pipelines in a fresh process group (order_probe_pipes.json)
 #   after:K   FSDP2 offload, then the same four in its process group (order_probe_after_offload.json)
 #   plan:K    the whole small 2-GPU plan as the rows ran it (drive.py --small-only)
-#   OUT=DIR bash reports/validation/scripts/device_call_order.sh alone:1 after:1 plan:1 alone:2 after:2
+#   OUT=DIR bash reports/validation/scripts/probe_order.sh alone:1 after:1 plan:1 alone:2 after:2
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/order_out}

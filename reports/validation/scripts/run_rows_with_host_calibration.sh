@@ -1,14 +1,14 @@
 #!/bin/bash
 # The host-bound class of the validation rows and the host calibration that predicts them, on one
 # host, each in three launches (fresh processes), interleaved so that both see the host's drift:
-#   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2     (command 1)
-#   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh rows:2 cal:3 rows:3     (command 2)
+#   OUT=DIR bash reports/validation/scripts/run_rows_with_host_calibration.sh cal:1 rows:1 cal:2     (command 1)
+#   OUT=DIR bash reports/validation/scripts/run_rows_with_host_calibration.sh rows:2 cal:3 rows:3     (command 2)
 # (two commands on one held machine: together they pass the device tool's 10 minutes a command).
 # DEPTHS="8 24" passes --depths to torch_stack_dispatch.py (the layers the data-parallel stacks are
 # calibrated at; default 2 and 8), PIPE_LAYERS="4 12" and PIPE_MICRO_BATCHES="4 8" its --pipe-layers and
 # --pipe-micro-batches (the pipelines' stage depths and micro-batch counts; default 1 4 and 2 4).
 # On a machine of fewer than four GPUs the 4-rank calibration and the 4-GPU rows are left out:
-#   OUT=DIR bash reports/validation/scripts/device_call_hostcal.sh cal:1 rows:1 cal:2 rows:2 cal:3 rows:3
+#   OUT=DIR bash reports/validation/scripts/run_rows_with_host_calibration.sh cal:1 rows:1 cal:2 rows:2 cal:3 rows:3
 #   cal:K   calibrate/scripts/torch_stack_dispatch.py --samples 41 --warmup 5 at 2 ranks (GPUs 0-1,
 #           every stack), at 4 ranks (the data-parallel stacks: torch's 1F1B refuses 2 micro-batches
 #           on 4 stages) and at 1 (single, GPU 0)                                 -> hd_K/

@@ -1,11 +1,10 @@
 #!/bin/bash
-# Validation calls 16, 17 and 18 (reports/validation/README.md, rows "16" to "18"), probes read by
-# nothing: do the GPUs' clocks (16), the ranks' threads waiting for a CPU (17, run_step.py's
-# stack.details.thread_schedule), or the host's time inside or outside the compute calls (18,
-# stack.details.host_call_timing) move with the small pipelines' slow steps? nvidia-smi samples every GPU's SM clock, power and
+# Probes read by nothing: do the GPUs' clocks, the ranks' threads waiting for a CPU (run_step.py's
+# stack.details.thread_schedule), or the host's time inside or outside the compute calls
+# (stack.details.host_call_timing) move with the small pipelines' slow steps? nvidia-smi samples every GPU's SM clock, power and
 # throttle reasons every 20 ms while run_step.py runs the rows, which record each timed step's wall
 # clock start (stack.details.step_wall_clock_starts); nothing is set on the GPUs, only read.
-#   OUT=DIR bash reports/validation/scripts/device_call_clocks.sh p2:1 p2:2 p4:1
+#   OUT=DIR bash reports/validation/scripts/probe_clocks.sh p2:1 p2:2 p4:1
 #   p2:K  run_step.py, GPipe, 2 stages, 8 micro-batches of 2, 24 timed steps (GPUs 0-1) -> p2_K/
 #   p4:K  run_step.py, 1F1B, 4 stages, 16 micro-batches of 2, 24 timed steps (4 GPUs)  -> p4_K/
 # Results: $OUT/small.tgz (JSON, logs, clocks.csv with the machine's time zone in tz.txt).

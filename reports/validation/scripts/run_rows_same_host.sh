@@ -3,7 +3,7 @@
 # (the ~350M size of every configuration) three times in fresh process groups, and between the
 # first and the second launch calibrates that same host's PyTorch-side host figures, so that these
 # rows are replayed with the host they ran on:
-#   OUT=DIR bash reports/validation/scripts/device_call_samehost.sh
+#   OUT=DIR bash reports/validation/scripts/run_rows_same_host.sh
 # Phases (each writes under /tmp/samehost, packed after each into $OUT/small.tgz, JSON and logs, and
 # $OUT/traces.tar.partNN, the profiler traces in 12 MB parts):
 #   launch 1  drive.py --small-only at 1 GPU (GPU 0), 2 GPUs (GPUs 0-1) and 4 GPUs -> g{1,2,4}_1/

@@ -1,42 +1,42 @@
 #!/bin/bash
 # The small pipelines again, 24 timed steps a launch, in three launches on one host, each after a
 # launch of the pipelines' host calibration at the rows' shape.
-# Validation call 12 (reports/validation/README.md, "Call 12"), the four 2-stage pipelines:
-#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
-# Validation call 13 ("Call 13"), the four 4-stage pipelines:
-#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp4:1 pipes4:1 calp4:2 pipes4:2 calp4:3 pipes4:3
+# The four 2-stage pipelines:
+#   OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
+# The four 4-stage pipelines:
+#   OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh calp4:1 pipes4:1 calp4:2 pipes4:2 calp4:3 pipes4:3
 #   calp:K   torch_stack_dispatch.py --samples 41 --warmup 5 --stacks pipe-gpipe pipe-1f1b
 #            --pipe-layers 4 12 --pipe-micro-batches 4 8 at 2 ranks (GPUs 0-1)        -> hd_K/
 #   pipes:K  drive.py --gpus 2 --small-only --stacks pipe-gpipe pipe-1f1b --steps 24 (GPUs 0-1) -> g2_K/
 #   calp4:K  the same calibration at 4 ranks (4 stages), --pipe-layers 2 6 --pipe-micro-batches 8 16
 #            (the 4-stage rows: 6 layers a stage, 8 and 16 micro-batches)               -> hd4_K/
 #   pipes4:K drive.py --gpus 4 --small-only --stacks pipe-gpipe pipe-1f1b --steps 24   -> g4_K/
-# Validation call 27 ("Call 27"), a probe: page faults and system time inside the 2-stage pipelines'
+# A probe: page faults and system time inside the 2-stage pipelines'
 # calls (run_step.py's stack.details.host_call_timing), the real GPT of the rows and the tiny GPT of
 # the host calibration, GPipe and 1F1B, 8 micro-batches, 24 layers, 24 timed steps, no trace:
-#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh faults:1        -> faults_1/{real,tiny}_{gpipe,1f1b}/
-# Validation call 30 ("Call 30"), a probe: the same for the 4-stage 1F1B with 16 micro-batches (4 GPUs):
-#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh faults4:1       -> faults4_1/{real,tiny}_1f1b/
-# Validation calls 32 and 33 ("Call 32", "Call 33"): calls 13's and 12's commands again, on one
+#   OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh faults:1        -> faults_1/{real,tiny}_{gpipe,1f1b}/
+# A probe: the same for the 4-stage 1F1B with 16 micro-batches (4 GPUs):
+#   OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh faults4:1       -> faults4_1/{real,tiny}_1f1b/
+# The 4-stage and the 2-stage pipelines' commands above again, on one
 # fresh 4 x H200 machine, a second host for the 4-stage and the 2-stage rows; with REQUIRE_GPU=H200
 # the command stops before any phase unless GPU 0 is an H200 (device_lib.sh):
-#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp4:1 pipes4:1 calp4:2 pipes4:2 calp4:3 pipes4:3
-#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
-# Validation call 34 ("Call 34"), a probe: rank 0's CUDA calls and the GPU's lag behind them in
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh calp4:1 pipes4:1 calp4:2 pipes4:2 calp4:3 pipes4:3
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh calp:1 pipes:1 calp:2 pipes:2 calp:3 pipes:3
+# A probe: rank 0's CUDA calls and the GPU's lag behind them in
 # the 4-stage pipelines (1F1B and GPipe, 16 micro-batches), real and tiny GPT, CUDA-only traces of 3
 # steps (run_step.py --trace-cuda-only --trace-steps 3) after 24 timed steps:
-#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh trace4:1  -> trace4_1/{real,tiny}_{1f1b,gpipe}/
-# Validation call 35 ("Call 35"), a probe: the same as trace4, every rank tracing (--trace-all-ranks),
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh trace4:1  -> trace4_1/{real,tiny}_{1f1b,gpipe}/
+# A probe: the same as trace4, every rank tracing (--trace-all-ranks),
 # 1F1B only:
-#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh traceall4:1  -> traceall4_1/{real,tiny}_1f1b/
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh traceall4:1  -> traceall4_1/{real,tiny}_1f1b/
 # or, on 2 GPUs (2 stages, 8 micro-batches): traceall2:1 -> traceall2_1/{real,tiny}_1f1b/
-# Validation call 36 ("Call 36"), a probe: the 4-stage 1F1B with 16 micro-batches on the real GPT,
+# A probe: the 4-stage 1F1B with 16 micro-batches on the real GPT,
 # 24 timed steps, no trace, in launches alternating free and pinned (run_step.py's PIN_CPUS_PER_RANK=8:
 # rank r's process and threads on CPUs 8r..8r+7):
-#   OUT=DIR bash reports/validation/scripts/device_call_pipes.sh pin4:1 pin4:2 pin4:3  -> pin4_K/{free,pinned}/
-# Validation call 38 ("Call 38"), a probe: does stage 0's slower host follow the rank or GPU 0, does a
+#   OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh pin4:1 pin4:2 pin4:3  -> pin4_K/{free,pinned}/
+# A probe: does stage 0's slower host follow the rank or GPU 0, does a
 # launch cost more on one GPU, and do the vCPUs run at one pace (hidden hyperthread siblings)?
-#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/device_call_pipes.sh cpumap:1 launch4:1 swap4:1 swap4:2 launch4:2
+#   REQUIRE_GPU=H200 OUT=DIR bash reports/validation/scripts/run_pipeline_rows.sh cpumap:1 launch4:1 swap4:1 swap4:2 launch4:2
 #   cpumap:K  cpu_pace.py --repeat 2 (each vCPU's pace alone and in pairs)                 -> cpumap_K/cpu_pace.json
 #   launch4:K launch_cost_probe.py on GPUs 0-3 at once, one process each                   -> launch4_K/gpuG.json
 #   swap4:K   the 4-stage 1F1B with 16 micro-batches, real GPT, 24 timed steps, no trace, twice: GPUs in

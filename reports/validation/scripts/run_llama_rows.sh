@@ -1,22 +1,22 @@
 #!/bin/bash
-# Validation calls 41 to 45: the modern layer's rows (reports/validation/README.md, rows 41 and 42).
+# The modern layer's rows (reports/validation/measured/llama-*).
 # Phases, in the order given:
 #   smoke   every stack of run_step.py on a tiny Llama-style decoder (model_llama.py): 1 rank, then 2
 #           (the code paths start, step and write; not rows)
 #   saved   calibrate/scripts/saved_bytes_probe.py on GPU 0: one layer's saved bytes, GPT and Llama
 #   rows    the Llama rows of 1 and 2 GPUs: single GPU (GPU 0), then DDP, FSDP2 ZeRO-3 and 1F1B at 2
 #   rows4   the Llama 3 8B rows of 4 GPUs: FSDP2 ZeRO-2, FSDP2 CPU offload, GPipe on 4 stages
-#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh smoke saved rows      (call 41, 2 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/run_llama_rows.sh smoke saved rows  (2 GPUs)
 #   rowsac  the Llama rows under activation checkpointing (--recompute full), micro-batches of 2: single
 #           GPU (16 layers), then FSDP2 ZeRO-3 and 1F1B at 2 (Llama 3 8B)
 #   rows4ac under activation checkpointing at 4 GPUs: DDP (16 layers of Llama 3 8B's shape, micro-batches
 #           of 2), FSDP2 ZeRO-3 and 1F1B on 4 stages of 16 layers of Llama 3 70B's shape (hidden 8192, 64
 #           query and 8 key/value heads, FFN 28672)
-#   off4x3  the Llama 3 8B CPU-offload row of call 42 again, three launches (fresh process groups), no trace
-#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rows4           (call 42, 4 GPUs)
-#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh off4x3                (call 45, 4 GPUs)
-#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh rows4ac               (call 44, 4 GPUs)
-#   OUT=$OUT bash reports/validation/scripts/device_call_llama.sh saved rowsac          (call 43, 2 GPUs)
+#   off4x3  the Llama 3 8B CPU-offload row of the 4-GPU rows again, three launches (fresh process groups), no trace
+#   OUT=$OUT bash reports/validation/scripts/run_llama_rows.sh saved rows4  (4 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/run_llama_rows.sh off4x3  (4 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/run_llama_rows.sh rows4ac  (4 GPUs)
+#   OUT=$OUT bash reports/validation/scripts/run_llama_rows.sh saved rowsac  (2 GPUs)
 # Results: $OUT/small.tgz (JSON, logs) and $OUT/traces.tar.partNN (the rows' profiler traces).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)

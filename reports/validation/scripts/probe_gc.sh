@@ -1,8 +1,8 @@
 #!/bin/bash
-# Validation call 15 (reports/validation/README.md, row "15"), a probe read by nothing: Python's
+# A probe read by nothing: Python's
 # garbage-collection pauses inside the timed steps of two host-bound small pipelines, recorded by
 # run_step.py's GcPauses (stack.details.python_gc), in two launches each on one host:
-#   OUT=DIR bash reports/validation/scripts/device_call_gc.sh p4:1 p2:1 p4:2 p2:2
+#   OUT=DIR bash reports/validation/scripts/probe_gc.sh p4:1 p2:1 p4:2 p2:2
 #   p4:K  run_step.py, 1F1B, 4 stages, 16 micro-batches of 2, 24 timed steps (4 GPUs)   -> p4_K/
 #   p2:K  run_step.py, GPipe, 2 stages, 8 micro-batches of 2, 24 timed steps (GPUs 0-1) -> p2_K/
 # (the rows h200x4_pipe-1f1b_L24-h1024_mb2x16 and h200x2_pipe-gpipe_L24-h1024_mb2x8, no trace).

@@ -1,16 +1,16 @@
 #!/bin/bash
 # What one device call runs: the phases given, in order, then everything packed into $OUT.
-#   bash reports/validation/scripts/device_call.sh smoke:120 1:200      (a one-GPU machine)
-#   bash reports/validation/scripts/device_call.sh 2:210 4:300          (a four-GPU machine: the
+#   bash reports/validation/scripts/run_rows.sh smoke:120 1:200      (a one-GPU machine)
+#   bash reports/validation/scripts/run_rows.sh 2:210 4:300          (a four-GPU machine: the
 #        two-GPU phase runs on GPUs 0 and 1, the four-GPU phase on all four)
-#   bash reports/validation/scripts/device_call.sh 2e:120 4e:180        (rerun.json's configurations)
-#   bash reports/validation/scripts/device_call.sh 2b:300               (bubble_rerun.json: the 2-GPU
+#   bash reports/validation/scripts/run_rows.sh 2e:120 4e:180        (rerun.json's configurations)
+#   bash reports/validation/scripts/run_rows.sh 2b:300               (bubble_rerun.json: the 2-GPU
 #        pipeline rows again, with the bubble from CUDA events over the timed steps)
-#   bash reports/validation/scripts/device_call.sh 4b:150 hd4:100 pa4:120 4r:90   (a four-GPU machine:
-#        4b bubble_rerun4.json, the small 4-GPU pipeline rows with the bubble from CUDA events; hd4
+#   bash reports/validation/scripts/run_rows.sh 4b:150 hd4:100 pa4:120 4r:90   (a four-GPU machine:
+#        4b bubble_cuda_events4.json, the small 4-GPU pipeline rows with the bubble from CUDA events; hd4
 #        calibrate/scripts/torch_stack_dispatch.py --stacks pipe-gpipe pipe-1f1b at 4 ranks (the
 #        pipelining host dispatch at 4 stages); pa4 calibrate/scripts/torch_pipeline_actions.py at 4
-#        ranks with --row --row-micro-batches 8 16; 4r bubble_rerun4.json again in a new process
+#        ranks with --row --row-micro-batches 8 16; 4r bubble_cuda_events4.json again in a new process
 #        group, into g4r/, a repeat kept as a log only)
 # PHASE is smoke|1|2|4|2e|4e|2b|4b|4r|hd4|pa4, BUDGET the seconds after which drive.py starts no
 # further configuration (hd4, pa4: the seconds after which the script is killed).
@@ -44,8 +44,8 @@ for ph in "$@"; do
     2e) CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --extra "$HERE/rerun.json" --out "$R/g2e" --budget-s "$budget" ;;
     4e) python3 "$HERE/drive.py" --gpus 4 --extra "$HERE/rerun.json" --out "$R/g4e" --budget-s "$budget" ;;
     2b) CUDA_VISIBLE_DEVICES=0,1 python3 "$HERE/drive.py" --gpus 2 --extra "$HERE/bubble_rerun.json" --out "$R/g2b" --budget-s "$budget" ;;
-    4b) python3 "$HERE/drive.py" --gpus 4 --extra "$HERE/bubble_rerun4.json" --out "$R/g4b" --budget-s "$budget" ;;
-    4r) python3 "$HERE/drive.py" --gpus 4 --extra "$HERE/bubble_rerun4.json" --out "$R/g4r" --budget-s "$budget" ;;
+    4b) python3 "$HERE/drive.py" --gpus 4 --extra "$HERE/bubble_cuda_events4.json" --out "$R/g4b" --budget-s "$budget" ;;
+    4r) python3 "$HERE/drive.py" --gpus 4 --extra "$HERE/bubble_cuda_events4.json" --out "$R/g4r" --budget-s "$budget" ;;
     hd4) timeout "$budget" python3 -m torch.distributed.run --standalone --nproc-per-node 4 "$CAL/torch_stack_dispatch.py" \
            --stacks pipe-gpipe pipe-1f1b --out "$R/hd4" ;;
     pa4) timeout "$budget" python3 -m torch.distributed.run --standalone --nproc-per-node 4 "$CAL/torch_pipeline_actions.py" \
