@@ -6,6 +6,10 @@
 // beside the links' own. Shared by the interpreter and the planner's walk (critical_path.cpp),
 // so that the walk never sees a collective faster than the replay.
 //
+// The bytes move over the ring's links whatever NCCL picks: a tree all-reduce loads each node's
+// NICs with S up and S down, as a ring's 2(n - 1)/n S nearly does, so its pair's latency and
+// bandwidth apply to the same flows.
+//
 // Only profiles that name their NCCL (`nccl` in hwprofiles/README.md) are costed this way; the
 // others keep one profile latency per ring step (ring_latency_s in platform.hpp).
 
