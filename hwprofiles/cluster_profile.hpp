@@ -18,11 +18,15 @@ enum class ComputePrecision { FP64, FP32, TF32, FP16, BF16, FP8 };
 enum class IntraNodeFabric { NVSWITCH, NVLINK_MESH, PCIE_ONLY };
 enum class InterNodeTopology { SINGLE_NODE, FAT_TREE, RAIL_OPTIMIZED };
 enum class StorageKind { NVME, SATA_SSD, VIRTIO, HDD, NONE };
+enum class NcclCpuVendor { INTEL, AMD, OTHER };
 
 std::string_view to_string(ComputePrecision p);
 std::string_view to_string(IntraNodeFabric f);
 std::string_view to_string(InterNodeTopology t);
 std::string_view to_string(StorageKind k);
+std::string_view to_string(NcclCpuVendor v);
+std::string_view gpu_arch_name(int sm);  // 80 -> "sm80"
+
 
 struct GpuSpec {
   std::string model;
@@ -87,6 +91,16 @@ struct InterNodeSpec {
   InterNodeTopology topology = InterNodeTopology::SINGLE_NODE;
   double oversubscription = 1.0;  // spine oversubscription ratio (1 = full bisection)
   double latency_us = 0;          // switch traversal, added to the NIC latency
+  std::string source;
+};
+
+// The NCCL the cluster's runs used and what NCCL detects of the machine: the replay costs every
+// collective with that release's own tuning model (sim/engine/nccl_tuning.hpp). Optional: a
+// profile without it keeps the per-hop latencies of intra_node, nic and inter_node.
+struct NcclSpec {
+  std::string version;  // "2.12.10": a release whose tuning tables trainsim carries (2.12.x)
+  int gpu_sm = 80;      // the GPUs' compute capability x 10 ("sm80" in the file)
+  NcclCpuVendor cpu_vendor = NcclCpuVendor::INTEL;
   std::string source;
 };
 
@@ -263,6 +277,7 @@ struct ClusterProfile {
   NicSpec nic;
   InterNodeSpec inter_node;
   CostSpec cost;
+  std::optional<NcclSpec> nccl;
   Calibration calibration;
   nlohmann::json provenance;  // kept as written: who measured or compiled it, when, how
 

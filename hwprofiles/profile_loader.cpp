@@ -41,6 +41,17 @@ constexpr std::array<std::pair<StorageKind, std::string_view>, 5> STORAGE_NAMES{
     {StorageKind::NONE, "none"},
 }};
 
+constexpr std::array<std::pair<int, std::string_view>, 3> GPU_ARCH_NAMES{{
+    {70, "sm70"},
+    {80, "sm80"},
+    {90, "sm90"},
+}};
+constexpr std::array<std::pair<NcclCpuVendor, std::string_view>, 3> CPU_VENDOR_NAMES{{
+    {NcclCpuVendor::INTEL, "intel"},
+    {NcclCpuVendor::AMD, "amd"},
+    {NcclCpuVendor::OTHER, "other"},
+}};
+
 template <class Enum, std::size_t N>
 std::string_view name_of(Enum value, const std::array<std::pair<Enum, std::string_view>, N>& names) {
   for (const auto& [v, n] : names) {
@@ -166,6 +177,32 @@ InterNodeSpec read_inter_node(StrictObject o) {
   return s;
 }
 
+// "2.12" or "2.12.<patch>": the releases whose tuning tables sim/engine/nccl_tuning.cpp carries
+// (NVIDIA/nccl v2.12.x src/graph/tuning.cc; 2.11 and earlier price a network step of the ring's
+// Simple protocol at 9.6 us instead of 28, so they are refused rather than costed as 2.12).
+bool supported_nccl_version(const std::string& v) {
+  if (v == "2.12") return true;
+  if (v.rfind("2.12.", 0) != 0 || v.size() == 5) return false;
+  for (std::size_t i = 5; i < v.size(); ++i) {
+    if (v[i] < '0' || v[i] > '9') return false;
+  }
+  return true;
+}
+
+NcclSpec read_nccl(StrictObject o) {
+  NcclSpec n;
+  n.version = o.string("version");
+  if (!supported_nccl_version(n.version)) {
+    throw ConfigError(o.source(), o.path_of("version"), "an NCCL release whose tuning model trainsim carries: \"2.12\" or \"2.12.<patch>\"",
+                      "\"" + n.version + "\"");
+  }
+  n.gpu_sm = o.choice<int>("gpu_arch", GPU_ARCH_NAMES);
+  n.cpu_vendor = o.choice<NcclCpuVendor>("cpu_vendor", CPU_VENDOR_NAMES);
+  n.source = o.string("source");
+  o.finish();
+  return n;
+}
+
 CostSpec read_cost(StrictObject o) {
   CostSpec c;
   c.price_per_gpu_hour_usd = ranged_number(o, "price_per_gpu_hour_usd");
@@ -243,6 +280,8 @@ std::string_view to_string(ComputePrecision p) { return name_of(p, PRECISION_NAM
 std::string_view to_string(IntraNodeFabric f) { return name_of(f, FABRIC_NAMES); }
 std::string_view to_string(InterNodeTopology t) { return name_of(t, TOPOLOGY_NAMES); }
 std::string_view to_string(StorageKind k) { return name_of(k, STORAGE_NAMES); }
+std::string_view to_string(NcclCpuVendor v) { return name_of(v, CPU_VENDOR_NAMES); }
+std::string_view gpu_arch_name(int sm) { return name_of(sm, GPU_ARCH_NAMES); }
 
 double ClusterProfile::gpu_memory_bytes() const { return gpu.memory_GiB * 1073741824.0; }
 double ClusterProfile::gpu_usable_bytes() const { return (gpu.memory_GiB - gpu.reserved_GiB) * 1073741824.0; }
@@ -274,6 +313,7 @@ ClusterProfile load_profile(const JsonDocument& doc) {
   }
   p.nic = read_nic(root.object("nic"), single);
   p.cost = read_cost(root.object("cost"));
+  if (auto n = root.optional_object("nccl")) p.nccl = read_nccl(*n);
   if (auto cal = root.optional_object("calibration")) p.calibration = read_calibration(*cal);
   p.provenance = root.raw("provenance");
   if (!p.provenance.is_object()) {

@@ -72,6 +72,12 @@ nlohmann::ordered_json profile_to_json(const ClusterProfile& p) {
               {"link_Gbps", p.nic.link_Gbps},
               {"latency_us", p.nic.latency_us},
               {"source", p.nic.source}};
+  if (p.nccl) {
+    j["nccl"] = {{"version", p.nccl->version},
+                 {"gpu_arch", std::string(gpu_arch_name(p.nccl->gpu_sm))},
+                 {"cpu_vendor", std::string(to_string(p.nccl->cpu_vendor))},
+                 {"source", p.nccl->source}};
+  }
   j["cost"] = {{"price_per_gpu_hour_usd", p.cost.price_per_gpu_hour_usd},
                {"power_per_node_kW", p.cost.power_per_node_kW},
                {"source", p.cost.source}};

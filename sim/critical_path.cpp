@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
 #include "cost_model.hpp"
 #include "engine.hpp"
 #include "micro_batch_fold.hpp"
+#include "nccl_collective.hpp"
 #include "pcie_topology.hpp"
 #include "stage_partition.hpp"
 #include "placement.hpp"
@@ -27,6 +29,7 @@ struct RingLimit {
   int size = 1;
   int nodes = 1;
   double rate = 0;  // bytes/s; 0: not a ring (one member)
+  std::optional<NcclComm> nccl;  // NCCL's view of the group, where the profile names its NCCL
 };
 
 struct Rates {
@@ -38,7 +41,8 @@ struct Rates {
         cpu(cpu_adam_params_per_s(p)) {}
 };
 
-RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int copies, const Rates& r, const PcieTopology& topology) {
+RingLimit ring_limit(const hw::ClusterProfile& p, const Placement& placement, int rank, GroupKind kind, int copies, const Rates& r,
+                     const PcieTopology& topology) {
   RingLimit out;
   const std::vector<int> members = placement.group(rank, kind);
   out.size = static_cast<int>(members.size());
@@ -60,6 +64,7 @@ RingLimit ring_limit(const Placement& placement, int rank, GroupKind kind, int c
     // No faster than its channels, as the platform builds them (pcie_topology.hpp).
     if (r.pcie > 0 && r.nic > 0) out.rate = std::min(out.rate, crossing_ring_rate(topology, placement, members, r.pcie, r.nic));
   }
+  out.nccl = nccl_comm(p, topology, placement, members);
   return out;
 }
 
@@ -71,7 +76,7 @@ class Durations {
       : p_(p), costs_(costs), r_(p), copies_(rank.copies), node_(rank.location.node) {
     const PcieTopology topology(p);
     for (GroupKind k : {GroupKind::TENSOR, GroupKind::DATA, GroupKind::PIPELINE, GroupKind::EMBEDDING}) {
-      rings_[static_cast<std::size_t>(k)] = ring_limit(placement, rank.rank, k, copies_, r_, topology);
+      rings_[static_cast<std::size_t>(k)] = ring_limit(p, placement, rank.rank, k, copies_, r_, topology);
     }
     for (const ExplicitRank& e : fold.ranks) stage_node_.push_back(e.location.node);
   }
@@ -106,8 +111,11 @@ class Durations {
   double collective_seconds(const Instruction& in) const {
     const RingLimit& ring = rings_[static_cast<std::size_t>(in.group)];
     if (ring.size < 2 || ring.rate <= 0) return 0;
-    const double latency = ring_latency_s(p_, ring_steps(in.collective, ring.size), ring.size, ring.nodes);
-    return latency + ring_hop_bytes(in.collective, in.bytes, ring.size) / ring.rate;
+    // The replay's latency and NCCL's cap (nccl_collective.hpp); its flows are no faster than
+    // the ring's rate.
+    const CollectiveTiming t = collective_timing(p_, in.collective, in.bytes, ring.size, ring.nodes, ring.nccl);
+    const double rate = t.hop_cap_Bps > 0 ? std::min(ring.rate, t.hop_cap_Bps) : ring.rate;
+    return t.latency_s + ring_hop_bytes(in.collective, in.bytes, ring.size) / rate;
   }
 
   // To the next stage's simulated rank: over the fabric within a node, else through the NICs

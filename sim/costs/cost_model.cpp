@@ -341,6 +341,11 @@ std::vector<std::string> CostModel::assumptions() const {
   out.push_back(!cal.collectives.empty()
                     ? fmt::format("collectives capped at {}'s calibrated bus bandwidth by size and group", profile_.name)
                     : fmt::format("no calibrated collectives in {}: rings run at link bandwidth", profile_.name));
+  if (profile_.nccl) {
+    out.push_back(fmt::format("collectives as NCCL {} runs them (its tuning model, sim/engine/nccl_tuning.hpp): ring or tree, "
+                              "LL, LL128 or Simple by size, with its latencies and its bandwidth per protocol",
+                              profile_.nccl->version));
+  }
   out.push_back(!cal.copies.empty()
                     ? fmt::format("host<->device copies capped at {}'s calibrated pinned bandwidth by size", profile_.name)
                     : fmt::format("no calibrated copy curves in {}: host<->device copies at the PCIe figures", profile_.name));

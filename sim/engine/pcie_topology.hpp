@@ -33,15 +33,24 @@ class PcieTopology {
   }
 
   // Where a ring's channel through NIC `nic` enters and leaves one node whose members are `gpus`
-  // (in ring order): at the first member beside the NIC, leaving from the second there (NCCL's
-  // GPU nearest the NIC), or at the first member when none is beside it.
+  // (in ring order): at a member beside the NIC, leaving from the next one there (NCCL's GPU
+  // nearest the NIC), or at the first member when none is beside it. The k-th NIC of a switch
+  // enters at its k-th member there: NCCL's search charges each channel's bandwidth to every
+  // PCIe link it crosses (NVIDIA/nccl v2.12.10-1 src/graph/search.cc, followPath) and so spreads
+  // the channels of a switch's NICs over its GPUs, one entering and one leaving by each GPU's
+  // link where the GPUs are as many as the NICs. (NCCL's maintainers measure 192 GB/s all-reduce
+  // bus bandwidth across DGX A100 nodes of 8 x 200 Gb/s NICs, two NICs a switch: NVIDIA/nccl
+  // issue 812, 2023-03-31; two channels through one 24 GB/s PCIe link would cap it at 96.)
   std::pair<int, int> channel_ends(const std::vector<int>& gpus, int nic) const {
     std::vector<int> near;
     for (int g : gpus) {
       if (switch_of_gpu(g) == switch_of_nic(nic)) near.push_back(g);
     }
-    const int entry = near.empty() ? gpus.front() : near.front();
-    const int exit = near.size() > 1 ? near[1] : entry;
+    if (near.empty()) return {gpus.front(), gpus.front()};
+    std::size_t k = 0;  // the NIC's place among its switch's NICs
+    for (int c = 0; c < nic; ++c) k += switch_of_nic(c) == switch_of_nic(nic) ? 1 : 0;
+    const int entry = near[k % near.size()];
+    const int exit = near.size() > 1 ? near[(k + 1) % near.size()] : entry;
     return {entry, exit};
   }
 

@@ -139,8 +139,10 @@ class Platform {
 // figure in the seeds (1 billion parameters in 0.22 s on a DGX-2's 48 cores).
 double cpu_adam_params_per_s(const hw::ClusterProfile& profile, bool* assumed = nullptr);
 
-// NCCL's latency of a ring collective (nccl src/graph/tuning.cc, ring algorithm): one intra-node
-// hop latency per step inside nodes and one network latency per step that crosses nodes.
+// The latency of a ring collective on a profile that names no NCCL (nccl_collective.hpp costs
+// those that do with NCCL's own tables): NCCL's ring shape (src/graph/tuning.cc) with the
+// profile's latencies, one intra-node hop latency per step inside nodes and one network latency
+// per step that crosses nodes.
 // `ranks` in the group, spread over `nodes` nodes.
 double ring_latency_s(const hw::ClusterProfile& profile, int steps, int ranks, int nodes);
 

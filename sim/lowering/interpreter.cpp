@@ -7,6 +7,9 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "nccl_collective.hpp"
+#include "pcie_topology.hpp"
+
 namespace trainsim::sim {
 namespace {
 
@@ -263,6 +266,7 @@ class Interpreter {
     int size = 0;
     int nodes = 0;     // nodes the whole group spans
     int ring = -1;     // its platform ring
+    std::optional<NcclComm> nccl;  // NCCL's view of it, where the profile names its NCCL
   };
 
   const GroupInfo& group_info(int rank, GroupKind kind) {
@@ -278,6 +282,7 @@ class Interpreter {
     std::sort(nodes.begin(), nodes.end());
     info.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
     info.ring = ring_id(ring_of(rank, kind));
+    info.nccl = nccl_comm(profile_, PcieTopology(profile_), placement_, members);
     return groups_.emplace(key, info).first->second;
   }
 
@@ -307,9 +312,15 @@ class Interpreter {
     op.collective = in.collective;
     op.bytes = in.bytes;
     op.group_size = group.size;
-    op.latency_s = ring_latency_s(profile_, ring_steps(in.collective, op.group_size), op.group_size, group.nodes);
+    const CollectiveTiming timing = collective_timing(profile_, in.collective, in.bytes, op.group_size, group.nodes, group.nccl);
+    op.latency_s = timing.latency_s;
     op.ring = group.ring;
     const OpId id = add(std::move(op), deps);
+    if (timing.hop_cap_Bps > 0) {
+      // NCCL's bandwidth for the protocol it runs, beside a calibrated curve's: the slower holds.
+      caps_.resize(std::max(caps_.size(), static_cast<std::size_t>(id) + 1), 0.0);
+      caps_[id] = caps_[id] > 0 ? std::min(caps_[id], timing.hop_cap_Bps) : timing.hop_cap_Bps;
+    }
     collectives_[key] = id;
     return id;
   }

@@ -129,7 +129,50 @@ INSTANTIATE_TEST_SUITE_P(
                          j["calibration"]["gemm_in_step"] = {
                              {"products", {{{"precision", "bf16"}, {"m", 2048}, {"n", 4096}, {"k", 4096}, {"efficiency", 0.8}}}}};
                        },
-                       "calibration.gemm_in_step.source", "expected a string"}));
+                       "calibration.gemm_in_step.source", "expected a string"},
+        // The NCCL a profile names must be one whose tuning tables the replay carries.
+        BadProfileCase{"NCCL release without its tables",
+                       [](nlohmann::json& j) {
+                         j["nccl"] = {{"version", "2.11.4"}, {"gpu_arch", "sm70"}, {"cpu_vendor", "intel"}, {"source", "test"}};
+                       },
+                       "nccl.version", "\"2.12\" or \"2.12.<patch>\""},
+        BadProfileCase{"NCCL version with text after the patch",
+                       [](nlohmann::json& j) {
+                         j["nccl"] = {{"version", "2.12.10-1"}, {"gpu_arch", "sm70"}, {"cpu_vendor", "intel"}, {"source", "test"}};
+                       },
+                       "nccl.version", "got \"2.12.10-1\""},
+        BadProfileCase{"unknown GPU architecture for NCCL",
+                       [](nlohmann::json& j) {
+                         j["nccl"] = {{"version", "2.12"}, {"gpu_arch", "volta"}, {"cpu_vendor", "intel"}, {"source", "test"}};
+                       },
+                       "nccl.gpu_arch", "one of \"sm70\", \"sm80\", \"sm90\""},
+        BadProfileCase{"unknown CPU vendor for NCCL",
+                       [](nlohmann::json& j) {
+                         j["nccl"] = {{"version", "2.12"}, {"gpu_arch", "sm70"}, {"cpu_vendor", "ibm"}, {"source", "test"}};
+                       },
+                       "nccl.cpu_vendor", "one of \"intel\", \"amd\", \"other\""},
+        BadProfileCase{"unknown key in the NCCL section",
+                       [](nlohmann::json& j) {
+                         j["nccl"] = {{"version", "2.12"}, {"gpu_arch", "sm70"}, {"cpu_vendor", "intel"}, {"source", "test"},
+                                      {"channels", 8}};
+                       },
+                       "nccl.channels", "unknown key"}));
+
+// The NCCL section (hwprofiles/README.md): read, kept through the JSON form; absent from the
+// profiles that do not name their NCCL.
+TEST(ProfileLoader, NcclSectionIsReadAndRoundTrips) {
+  const ClusterProfile p = builtin_profile("ndm-a100-v4");
+  ASSERT_TRUE(p.nccl.has_value());
+  EXPECT_EQ(p.nccl->version, "2.12.10");
+  EXPECT_EQ(p.nccl->gpu_sm, 80);
+  EXPECT_EQ(p.nccl->cpu_vendor, NcclCpuVendor::AMD);
+  const ClusterProfile q = load_profile(JsonDocument{nlohmann::json::parse(profile_to_json(p).dump()), "roundtrip.json"});
+  ASSERT_TRUE(q.nccl.has_value());
+  EXPECT_EQ(q.nccl->version, "2.12.10");
+  EXPECT_EQ(q.nccl->gpu_sm, 80);
+  EXPECT_EQ(q.nccl->cpu_vendor, NcclCpuVendor::AMD);
+  EXPECT_FALSE(builtin_profile("dgx2").nccl.has_value());
+}
 
 // The mixed read+write figure (hwprofiles/README.md): read, kept through the JSON form.
 TEST(ProfileLoader, MixedStorageFigureIsReadAndRoundTrips) {

@@ -174,10 +174,10 @@ TEST(WalkBound, HostCopiesBesideCollectivesShareLinksEvenly) {
 // rings without tensor parallelism (20 nodes, parameters and optimizer offloaded, delayed update)
 // come out 0.87% below their replays (206.64 s against 208.46 s), under that count's best (tp 2,
 // 207.13 s), so each of the 347 such candidates of the 1..128 node search is replayed for
-// nothing. On DGX-A100 two NICs share each PCIe switch, so a ring's two channels there enter by
-// one GPU's 24 GB/s link and leave by its neighbour's (platform_links.cpp, ring_route): eight
-// channels of 12 GB/s. Walked at 25 GB/s a channel, the same layout on 40 nodes comes out 17% below
-// its replay (86.3 s against 104.2 s); walked by its channels, within 0.5%.
+// nothing. On DGX-A100 two NICs and two GPUs share each PCIe switch: a switch's two channels
+// enter by different GPUs (sim/engine/pcie_topology.hpp, channel_ends), eight channels of the
+// PCIe link's 24 GB/s under the NICs' 25. On ndm-a100-v4, the same node, the profile names its
+// NCCL: the walk takes the replay's NCCL latency and protocol bandwidth (nccl_collective.hpp).
 TEST(WalkBound, CrossingRingsNoFasterThanTheirChannels) {
   const wl::ModelSpec m = wl::builtin_model("megatron-1t");
   struct Cluster {
@@ -185,7 +185,7 @@ TEST(WalkBound, CrossingRingsNoFasterThanTheirChannels) {
     int nodes;
     double tight;  // the walk bound at least this share of the replay
   };
-  for (const Cluster& c : {Cluster{"dgx2", 20, 0.995}, Cluster{"dgx-a100", 40, 0.99}}) {
+  for (const Cluster& c : {Cluster{"dgx2", 20, 0.995}, Cluster{"dgx-a100", 40, 0.99}, Cluster{"ndm-a100-v4", 40, 0.99}}) {
     const hw::ClusterProfile p = hw::builtin_profile(c.profile);
     wl::Strategy s = shaped(c.nodes * p.gpus_per_node(), p.gpus_per_node());
     set_parallel(s, 1, 1);

@@ -51,20 +51,23 @@ TEST(PcieTopology, Dgx2RingTakesEightChannelsOnSeparateLinks) {
   EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over(two_nodes), pcie_of(p), nic_of(p)), 8 * 12e9);
 }
 
-// DGX-A100: eight GPUs, two per switch, four switches, two NICs on each. NICs 0 and 1 both enter
-// at GPU 0 and leave from GPU 1, so every channel shares its PCIe links with another: 24 / 2 =
-// 12 GB/s a channel, 96 GB/s for the ring (192 if the sharing were missed). The even GPUs' ring
-// (tensor parallelism 2) has one member per switch: both of a switch's channels enter and leave
-// by that one GPU, again 12 GB/s each.
-TEST(PcieTopology, DgxA100ChannelsShareTheirSwitchsGpus) {
+// DGX-A100: eight GPUs, two per switch, four switches, two NICs on each. A switch's first NIC
+// enters at its first GPU and leaves from the second, its second NIC the other way round (NCCL's
+// search spreads them, src/graph/search.cc v2.12.10-1): each PCIe link carries one channel each
+// way, 24 GB/s a channel (under the NIC's 25), 192 GB/s for the ring, as NCCL's maintainers
+// measure across DGX A100 nodes (NVIDIA/nccl issue 812: 192 GB/s all-reduce bus bandwidth); 96
+// if both channels entered by one GPU. The even GPUs' ring (tensor parallelism 2) has one member
+// per switch: both of a switch's channels enter and leave by that one GPU, 12 GB/s each.
+TEST(PcieTopology, DgxA100SpreadsASwitchsChannelsOverItsGpus) {
   const hw::ClusterProfile p = hw::builtin_profile("dgx-a100");
   const PcieTopology t(p);
   EXPECT_EQ(t.switches(), 4);
   const std::vector<int> all = gpus(0, 8);
   EXPECT_EQ(t.channel_ends(all, 0), std::make_pair(0, 1));
-  EXPECT_EQ(t.channel_ends(all, 1), std::make_pair(0, 1));
-  EXPECT_EQ(t.channel_ends(all, 7), std::make_pair(6, 7));
-  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over({{0, all}, {1, all}}), pcie_of(p), nic_of(p)), 8 * 12e9);
+  EXPECT_EQ(t.channel_ends(all, 1), std::make_pair(1, 0));
+  EXPECT_EQ(t.channel_ends(all, 6), std::make_pair(6, 7));
+  EXPECT_EQ(t.channel_ends(all, 7), std::make_pair(7, 6));
+  EXPECT_DOUBLE_EQ(crossing_ring_rate(t, ring_over({{0, all}, {1, all}}), pcie_of(p), nic_of(p)), 8 * 24e9);
   const std::vector<int> even = gpus(0, 8, 2);
   EXPECT_EQ(t.ring_nics(on_node(even)), gpus(0, 8));
   EXPECT_EQ(t.channel_ends(even, 2), std::make_pair(2, 2));
