@@ -57,6 +57,20 @@ void attention(const CaptureDocument& doc, const CapturedOp& o, std::int64_t tp,
   }
 }
 
+// The generic calibrated kernel closest in access pattern to a captured class (calibrate/cuda/
+// memory_kernels.cu: copy, layernorm, gelu, softmax): a normalization reduces over each row and
+// writes it back as the layernorm does; a softmax and the loss (log_softmax and nll_loss over the
+// vocabulary) reduce over each row twice as the softmax does; every other class streams its bytes
+// once, as the copy does.
+KernelClass generic_class(OpClass c) {
+  switch (c) {
+    case OpClass::NORMALIZATION: return KernelClass::LAYERNORM;
+    case OpClass::SOFTMAX:
+    case OpClass::LOSS: return KernelClass::SOFTMAX;
+    default: return KernelClass::COPY;
+  }
+}
+
 }  // namespace
 
 PassCost captured_pass_cost(const CaptureDocument& doc, const CapturedPhase& phase, std::int64_t tp) {
@@ -75,11 +89,9 @@ PassCost captured_pass_cost(const CaptureDocument& doc, const CapturedPhase& pha
     // Elementwise work on tensors that carry heads or the MLP width runs 1/tp per rank; the norms and
     // residual adds on [b, s, h] are replicated (SCHEMA.md, "Tensor parallelism"; no sequence parallelism).
     const double share = o.carries_tp_symbol ? 1.0 / static_cast<double>(tp) : 1.0;
-    // Costed at the generic calibrated kernel of its class: a softmax at the softmax's, every other
-    // class at the copy's.
     pass.kernels.push_back({op_class_name(o.cls),
                             static_cast<double>(o.bytes_read.value + o.bytes_written.value) * share,
-                            o.compute_stream, o.cls == OpClass::SOFTMAX ? KernelClass::SOFTMAX : KernelClass::COPY});
+                            o.compute_stream, generic_class(o.cls)});
   }
   return pass;
 }

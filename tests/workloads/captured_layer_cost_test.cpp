@@ -32,6 +32,42 @@ TEST(CapturedLayerCost, GptLayerGemmFlopsAreMegatrons) {
   EXPECT_FALSE(layer.forward.fused_attention);  // math path: batched GEMMs and a softmax kernel
 }
 
+// Each captured class at the generic calibrated kernel of its access pattern (the capture's classes,
+// workloads/capture/SCHEMA.md): a norm at the layernorm's curve, the softmax and the loss at the
+// softmax's, an elementwise op at the copy's. The GPT capture's forward has two LayerNorms, one
+// softmax (the 1.13 math path) and GELU and residual adds; its head's forward ends in the loss.
+TEST(CapturedLayerCost, EachClassTakesTheGenericCurveOfItsAccessPattern) {
+  const CaptureDocument doc = load_capture(test::source_path(GPT));
+  const CapturedCosts c = captured_costs(doc, 1);
+  int norms = 0, softmaxes = 0, elementwise = 0;
+  for (const MemoryKernel& k : c.layers.at("decoder").cost.forward.kernels) {
+    const std::string name = k.name;
+    if (name == "normalization") {
+      EXPECT_EQ(k.generic, KernelClass::LAYERNORM);
+      ++norms;
+    }
+    if (name == "softmax") {
+      EXPECT_EQ(k.generic, KernelClass::SOFTMAX);
+      ++softmaxes;
+    }
+    if (name == "elementwise") {
+      EXPECT_EQ(k.generic, KernelClass::COPY);
+      ++elementwise;
+    }
+  }
+  EXPECT_EQ(norms, 2);
+  EXPECT_EQ(softmaxes, 1);
+  EXPECT_GT(elementwise, 0);
+  int losses = 0;
+  for (const MemoryKernel& k : c.head.forward.kernels) {
+    if (std::string(k.name) == "loss") {
+      EXPECT_EQ(k.generic, KernelClass::SOFTMAX);
+      ++losses;
+    }
+  }
+  EXPECT_GT(losses, 0);
+}
+
 TEST(CapturedLayerCost, LaunchesAreTheCapturedKernelCounts) {
   for (const char* file : {"workloads/captures/gpt_model_py.json", "workloads/captures/llama_model_llama_py.recompute.json"}) {
     const CaptureDocument doc = load_capture(test::source_path(file));
