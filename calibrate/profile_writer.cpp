@@ -356,6 +356,26 @@ hw::ClusterProfile build_profile(const ProfileInputs& in) {
                        in.storage->filesystem + " filesystem of /dev/" + in.storage->device + "; kind " +
                        (in.options.storage_kind ? "given with --storage-kind" : known ? "detected from /sys/block" : from_base + " (not detected)") +
                        "; count 1 and capacity_TB (that filesystem's size) describe only that device";
+    // Reads and writes in flight together (storage_mixed): the record with the highest combined rate
+    // over its stream counts, a ceiling the replay applies while reads and writes overlap, so the
+    // highest the device reached is the one that does not slow the replay below what was measured.
+    p.storage.mixed_read_GBps = p.storage.mixed_write_GBps = 0;  // the base's were another device's
+    if (const Measurement* mixed = best(r, "storage_mixed", "combined")) {
+      const auto same = [&](const char* what) {
+        return r.find("storage_mixed", what, [&](const nlohmann::ordered_json& q) { return q == mixed->params; });
+      };
+      const Measurement* mr = same("read");
+      const Measurement* mw = same("write");
+      if (mr != nullptr && mw != nullptr) {
+        p.storage.mixed_read_GBps = sig4(mr->stats.median);
+        p.storage.mixed_write_GBps = sig4(mw->stats.median);
+        p.storage.source += "; mixed_read_GBps and mixed_write_GBps: reads and writes in flight together (storage_mixed: " +
+                            g4(param_number(mixed->params, "streams")) + " stream(s), each one " +
+                            g4(param_number(mixed->params, "chunk_bytes") / 1048576) + " MiB chunk read and one written at once in " +
+                            g4(param_number(mixed->params, "request_bytes") / 1048576) +
+                            " MiB O_DIRECT requests, fdatasync inside the timing; medians, the best combined rate)";
+      }
+    }
   } else {
     p.storage.source = from_base + " (not measured in this run). Base source: " + base.storage.source;
   }

@@ -168,6 +168,41 @@ TEST(ProfileWriter, WrittenProfileLoadsThroughTheStrictLoader) {
 
 namespace trainsim::calibrate {
 namespace {
+// Reads and writes in flight together: the pair of the record with the highest combined rate (two
+// streams here, 1.4 + 1.5 = 2.9 GB/s against one stream's 2.5), not each direction's own best.
+TEST(ProfileWriter, MixedStorageFiguresAreThoseOfTheBestCombinedRecord) {
+  Results r = synthetic_results();
+  auto add = [&r](const char* what, int streams, double v) {
+    r.add({"storage_mixed", what, {{"streams", streams}, {"chunk_bytes", 48 << 20}, {"request_bytes", 8 << 20}, {"io", "io_uring"}},
+           "GBps", summarize({v, v, v}), "checked"});
+  };
+  add("read", 1, 1.6);  // one stream: the better read alone, the worse pair
+  add("write", 1, 0.9);
+  add("combined", 1, 2.5);
+  add("read", 2, 1.4);
+  add("write", 2, 1.5);
+  add("combined", 2, 2.9);
+  Options o;
+  o.name = "unit-measured";
+  HostInfo host;
+  host.hostname = "testhost";
+  GpuInfo gpu;
+  gpu.available = true;
+  gpu.devices = {{0, "NVIDIA H100 80GB HBM3", "0000:00:05.0", 79.19, 132, 9, 0}};
+  const std::optional<StorageDevice> storage = StorageDevice{"virtio", "vda", "ext4", 0.27, 1e11};
+  const hw::ClusterProfile base = hw::builtin_profile("dgx-h100");
+  const hw::ClusterProfile p =
+      hw::load_profile(parse_json_text(profile_text(build_profile({o, host, gpu, storage, r, base, "dgx-h100", {{"kind", "measured"}}})), "test"));
+  EXPECT_EQ(p.storage.mixed_read_GBps, 1.4);
+  EXPECT_EQ(p.storage.mixed_write_GBps, 1.5);
+  EXPECT_NE(p.storage.source.find("2 stream(s), each one 48 MiB chunk read and one written at once in 8 MiB"), std::string::npos)
+      << p.storage.source;
+  const hw::ClusterProfile without =
+      build_profile({o, host, gpu, storage, synthetic_results(), base, "dgx-h100", {{"kind", "measured"}}});
+  EXPECT_EQ(without.storage.mixed_read_GBps, 0);
+  EXPECT_EQ(without.storage.mixed_write_GBps, 0);
+}
+
 TEST(ProfileWriter, GpuFamilyTellsH100FromH200) {
   EXPECT_EQ(gpu_family("NVIDIA H100 80GB HBM3"), "H100");
   EXPECT_EQ(gpu_family("H100-SXM5-80GB"), "H100");
