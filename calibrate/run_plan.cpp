@@ -72,7 +72,7 @@ RunPlan plan_run(const std::vector<PlanItem>& items, std::optional<double> budge
 }
 
 std::vector<double> native_part_seconds(Part part, Mode mode) {
-  // {quick, full}: provenance.seconds of reports/calibration/h200x2/{quick1,raw_results.json},
+  // {quick, full}: provenance.seconds of reports/calibration/h200x2/{quick-repeat-a,raw_results.json},
   // interference/h200x2 (full: 5 samples a cell instead of 3), host_dispatch/calib; reference
   // kernels: README's "about 10 s". GEMMs: their shapes' launches (each candidate's probe and the
   // timed samples, gemm_bench.cpp) at the rates one H100 measured for them, about 41 s and 138 s.

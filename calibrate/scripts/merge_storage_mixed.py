@@ -13,8 +13,8 @@ slow the replay below what was measured. Rounded to 4 significant digits.
 
 usage: merge_storage_mixed.py TARGET.json "provenance line" RUN_DIR [RUN_DIR ...]
   python3 calibrate/scripts/merge_storage_mixed.py hwprofiles/h200x2-measured.json \
-      "..." reports/calibration/h200x2/storage_mixed/raw/storage_calibration1 \
-      reports/calibration/h200x2/storage_mixed/raw/storage_calibration2
+      "..." reports/calibration/h200x2/storage_mixed/raw/repeat-a \
+      reports/calibration/h200x2/storage_mixed/raw/repeat-b
 """
 import json
 import re
