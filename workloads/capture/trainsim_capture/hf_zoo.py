@@ -92,6 +92,21 @@ def effective_config(cfg):
     return d
 
 
+def checked_variants(parser, text):
+    """The comma-separated variants of `text`, each one of VARIANTS (else the parser's error, exit 2)."""
+    variants = text.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            parser.error(f"unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+    return variants
+
+
+def capture_env():
+    """The environment of a capture's child process: this package first on PYTHONPATH."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
 def run_captures(jobs, outdir, workers, timeout, env):
     """Runs each (name, command) in its own process, `workers` at once, each killed after `timeout`
     seconds; writes outdir/summary.json (per capture: status, seconds, error). Returns the exit
@@ -139,13 +154,9 @@ def main(argv=None):
     for n in names:
         if n not in CONFIGS:
             p.error(f"unknown architecture {n!r}; known: {', '.join(CONFIGS)}")
-    variants = args.variants.split(",")
-    for v in variants:
-        if v not in VARIANTS:
-            p.error(f"unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+    variants = checked_variants(p, args.variants)
     os.makedirs(args.outdir, exist_ok=True)
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = capture_env()
     jobs = []
     for n in names:
         cfg_path = os.path.join(args.outdir, f"{n}.config.json")

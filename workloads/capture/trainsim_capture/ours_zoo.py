@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from .hf_zoo import VARIANTS, run_captures
+from .hf_zoo import VARIANTS, capture_env, checked_variants, run_captures
 
 # factory and its symbols (ours.py): 4 heads of 16 (GPT, FFN 256, 64 positions); Llama with 2
 # key/value heads of 2 queries each, FFN 176; vocabulary 512. Micro-batch 2 and sequence 64 keep
@@ -33,13 +33,9 @@ def main(argv=None):
     p.add_argument("--optimizer", default="adamw-fused")
     p.add_argument("--timeout", type=int, default=300, help="seconds per capture")
     args = p.parse_args(argv)
-    variants = args.variants.split(",")
-    for v in variants:
-        if v not in VARIANTS:
-            p.error(f"unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+    variants = checked_variants(p, args.variants)
     os.makedirs(args.outdir, exist_ok=True)
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = capture_env()
     jobs = []
     for name, (factory, dims) in MODELS.items():
         for v in variants:
