@@ -1,18 +1,8 @@
 #!/usr/bin/env python3
 """A PyTorch layer's own kernels, timed in the layouts the layer runs them.
 
-torch_microbench.py times PyTorch's kernels on contiguous tensors of their own. A transformer layer
-as the PyTorch stacks run it (workloads/stacks/training_stacks.md, autocast, "The layer's kernels and layouts";
-reports/validation/scripts/model.py and model_llama.py) runs some kernels that a contiguous bench
-does not have, or in layouts it does not use:
-
-- the bias gradients of its Linears: grad_output summed over the tokens (a column reduction);
-- the residual joins under autocast: an fp32 residual plus a bf16 branch output, mixed dtypes;
-- the backward of splitting a fused projection's output (QKV, SwiGLU's gate and up): a cat;
-- SwiGLU and rotary embeddings over views of a fused projection's output (rows strided by the
-  fused width), so PyTorch's elementwise kernels take their strided path;
-- flash attention over Q, K and V that are views of the fused QKV output, [b, s, heads, d]
-  transposed, with the output gradient arriving in the layout flash attention wrote its output.
+Which kernels and layouts, and why a contiguous bench misses them: calibrate/framework/torch_layer.py,
+whose measurements this script runs.
 
     python3 calibrate/scripts/torch_layer_kernels.py --out DIR [--parts kernels,attention,gemm_probe]
 
