@@ -133,8 +133,7 @@ def _main(args):
         return 1
     text = jsonio.dumps(doc)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        jsonio.write_text(args.output, text)
     else:
         sys.stdout.write(text)
     return 0
@@ -171,8 +170,7 @@ def _scale(args, jsonio):
         raise CaptureError(str(e), file=args.scale)
     text = jsonio.dumps(out)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        jsonio.write_text(args.output, text)
     else:
         sys.stdout.write(text)
     return 0

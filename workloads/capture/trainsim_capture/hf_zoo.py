@@ -17,6 +17,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from . import jsonio
+
 H, A, KV, D, F, V, P, L = 256, 8, 2, 32, 704, 1024, 512, 4
 
 CONFIGS = {
@@ -129,9 +131,7 @@ def run_captures(jobs, outdir, workers, timeout, env):
     with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
         results = dict(ex.map(run, jobs))
     summary = {"total_seconds": round(time.time() - t0, 1), "captures": results}
-    with open(os.path.join(outdir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1, sort_keys=True)
-        f.write("\n")
+    jsonio.write_text(os.path.join(outdir, "summary.json"), json.dumps(summary, indent=1, sort_keys=True) + "\n")
     failed = [k for k, r in results.items() if r["status"] != "ok"]
     print(f"{len(results) - len(failed)} of {len(results)} captures written to {outdir} in "
           f"{summary['total_seconds']} s" + (f"; failed: {', '.join(failed)}" if failed else ""))

@@ -1,5 +1,9 @@
 """Deterministic JSON: sorted keys, integers as integers, floats by repr, one record per line."""
 import json
+import os
+import stat
+
+from .errors import CaptureError
 
 _RECORD_KEYS = ("op", "id", "name")
 
@@ -33,8 +37,33 @@ def dumps(doc):
     return "\n".join(out) + "\n"
 
 
+def write_text(path, text):
+    """Writes `text` to `path` whole or not at all: into a temporary file beside it, then renamed
+    over it, so a run stopped mid-write or two runs writing one path leave a complete file, and a
+    symbolic link at the path is replaced, not written through."""
+    try:
+        st = os.stat(path)  # through a link: its target decides
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise CaptureError("expected a regular file or the name of a new one as the output, got "
+                           + ("a directory" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"), file=path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise CaptureError(f"cannot write the output: {e.strerror or e}", file=path) from e
+        raise
+
+
 def write(doc, path):
     text = dumps(doc)
-    with open(path, "w") as f:
-        f.write(text)
+    write_text(path, text)
     return text
