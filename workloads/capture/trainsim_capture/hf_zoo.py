@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -103,6 +104,17 @@ def checked_variants(parser, text):
     return variants
 
 
+def writable_outdir(parser, path):
+    """Makes `path` (a folder) if missing and checks that it takes files; else the parser's error
+    naming the folder (exit 2), before any capture starts."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=path, prefix=".writable-", delete=True)
+        probe.close()
+    except OSError as e:
+        parser.error(f"OUTDIR {path!r}: expected a writable folder ({e.strerror or e})")
+
+
 def capture_env():
     """The environment of a capture's child process: this package first on PYTHONPATH."""
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -155,7 +167,7 @@ def main(argv=None):
         if n not in CONFIGS:
             p.error(f"unknown architecture {n!r}; known: {', '.join(CONFIGS)}")
     variants = checked_variants(p, args.variants)
-    os.makedirs(args.outdir, exist_ok=True)
+    writable_outdir(p, args.outdir)
     env = capture_env()
     jobs = []
     for n in names:

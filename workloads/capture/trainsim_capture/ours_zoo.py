@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from .hf_zoo import VARIANTS, capture_env, checked_variants, run_captures
+from .hf_zoo import VARIANTS, capture_env, checked_variants, run_captures, writable_outdir
 
 # factory and its symbols (ours.py): 4 heads of 16 (GPT, FFN 256, 64 positions); Llama with 2
 # key/value heads of 2 queries each, FFN 176; vocabulary 512. Micro-batch 2 and sequence 64 keep
@@ -34,7 +34,7 @@ def main(argv=None):
     p.add_argument("--timeout", type=int, default=300, help="seconds per capture")
     args = p.parse_args(argv)
     variants = checked_variants(p, args.variants)
-    os.makedirs(args.outdir, exist_ok=True)
+    writable_outdir(p, args.outdir)
     env = capture_env()
     jobs = []
     for name, (factory, dims) in MODELS.items():
