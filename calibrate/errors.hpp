@@ -18,6 +18,13 @@ class CalibrationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The profile made from the measurements fails the strict loader (a figure out of its range). A
+// run's own measurements: a failure (exit 1); `rebuild`'s input file: bad input (exit 2).
+class UnloadableProfileError : public CalibrationError {
+ public:
+  using CalibrationError::CalibrationError;
+};
+
 // Bad command-line input. The message names the flag and what was expected.
 class UsageError : public std::runtime_error {
  public:

@@ -443,7 +443,7 @@ hw::ClusterProfile with_framework_sections(const hw::ClusterProfile& profile, co
   try {
     return hw::load_profile(parse_json_text(j.dump(), "profile " + profile.name + " with the framework sections"));
   } catch (const ConfigError& e) {
-    throw CalibrationError(std::string("the framework sections do not load in the profile: ") + e.what());
+    throw UnloadableProfileError(std::string("the framework sections do not load in the profile: ") + e.what());
   }
 }
 
@@ -454,7 +454,7 @@ std::string profile_text(const hw::ClusterProfile& profile) {
   try {
     hw::load_profile(parse_json_text(text, "written profile " + profile.name));
   } catch (const ConfigError& e) {
-    throw CalibrationError(std::string("the written profile does not load back through the strict loader: ") + e.what());
+    throw UnloadableProfileError(std::string("the written profile does not load back through the strict loader: ") + e.what());
   }
   return text;
 }

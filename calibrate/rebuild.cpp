@@ -97,6 +97,8 @@ int run_rebuild(const ParsedCommand& command) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError("rebuild", "a raw_results.json with the types trainsim-calibrate writes",
                      "\"" + path + "\": " + e.what());
+  } catch (const UnloadableProfileError& e) {
+    throw UsageError("rebuild", "a raw_results.json whose figures the profile loader takes", "\"" + path + "\": " + e.what());
   }
 }
 

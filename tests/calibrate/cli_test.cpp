@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "profile_loader.hpp"
 #include "run_binary.hpp"
@@ -131,6 +134,30 @@ TEST(Cli, RebuildRefusesNumbersWrittenAsStrings) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("measurements[0].stats.median a finite number"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\"1e9\""), std::string::npos) << r.err;
+}
+
+// A raw file whose figure the profile loader refuses (a 1e308 GB/s mixed read: the loader takes
+// 0.001-10000) is bad input to rebuild: exit 2 naming the file and the key, nothing written.
+TEST(Cli, RebuildRefusesFiguresTheProfileLoaderRefuses) {
+  TempDir dir;
+  std::ifstream in(std::string(TRAINSIM_TEST_SOURCE_DIR) + "/reports/calibration/h200x2/storage_mixed/raw/repeat-a/raw_results.json");
+  nlohmann::json raw = nlohmann::json::parse(in);
+  int changed = 0;
+  for (auto& m : raw["measurements"]) {
+    if (m["bench"] == "storage_mixed") {
+      m["stats"]["median"] = 1e308;
+      ++changed;
+    }
+  }
+  ASSERT_GT(changed, 0);
+  const std::string path = dir.str() + "/raw_results.json";
+  std::ofstream(path) << raw.dump();
+  const std::string out = dir.str() + "/out";
+  const auto r = run_calibrate("rebuild " + path + " --base dgx-h200 --out " + out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("storage.mixed_read_GBps"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace
