@@ -35,6 +35,7 @@ class DataParallelBuilder {
   double shard(double elems) const { return std::ceil(elems / s_.dp); }
   // The parameters a unit owns: its own, less a tied embedding its head only gathers.
   int coordinator_prefetch_units() const;
+  std::vector<char> coordinator_hooks() const;
   double owned_params(const UnitCost& u) const;
 
   // Model states, allocated before the first instruction unit by unit from the units' own

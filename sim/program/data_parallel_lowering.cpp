@@ -242,6 +242,8 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         step_end = {out};
         break;
     }
+    // The host issues nothing more until this has ended (ScheduleItem::host_waits).
+    if (in.host_waits) host_block_ = out;
     done[i] = out;
   }
   return step_end;
