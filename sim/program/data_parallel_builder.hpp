@@ -107,6 +107,7 @@ class DataParallelBuilder {
   const wl::StageMemory& st_;
   wl::StackStates stack_;
   bool fsdp_ = false, keep_gathered_ = false, transient_reduce_ = false;
+  bool prescales_scatter_ = false;  // DeepSpeed ZeRO-3: a bucket is divided before its reduce-scatter
   // FSDP2's root module (the embedding, final norm and head: the units outside the blocks) runs
   // the whole model's forward, resharded when it returns under ZeRO-3; its pre-backward gathers
   // all of it when the head's backward starts, and its post-backward reshards and reduce-scatters

@@ -32,6 +32,7 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
   // frees them, and that input lives until the next unit's post-backward (or the end of the
   // backward) (training_stacks.md, "FSDP2"; reports/validation/memory_peak/).
   transient_reduce_ = fsdp_ && s.zero_stage >= 2 && !s.l2l;
+  prescales_scatter_ = stack_.param_coordinator && gather_;
   // FSDP2 and the trainsim reference gather whole layers (one all-gather per unit, the next one
   // prefetched) and reduce-scatter each unit's gradients after its backward.
   const bool whole_units = stack_.whole_unit_collectives;
