@@ -133,7 +133,7 @@ class Emitter {
     if (offload) {
       last = emit({Instr::OFFLOAD_GRADS, -1, -1, micro_batch, bucket, Pass::NONE, {r}});
       finals_.push_back(last);
-      out_[static_cast<std::size_t>(last)].host_waits = plan_.grad_offload_blocks_host;
+      out_[static_cast<std::size_t>(last)].host_waits = plan_.grad_offload_blocks_host && micro_batch == plan_.micro_batches - 1;
     }
     if (epilogue) out_[static_cast<std::size_t>(last)].host_waits = true;
   }

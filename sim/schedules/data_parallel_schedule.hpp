@@ -108,8 +108,10 @@ struct DataParallelPlan {
   // which synchronizes the host with the reduction stream).
   bool reduce_at_next_backward = false;
   // With the optimizer on the CPU the host thread copies each reduced partition into the fp32
-  // gradient in host memory with a blocking copy_ (stage3.py __partition_grads, v0.6.2 line 1706;
-  // v0.16.5 line 1515): it issues nothing more until that copy has ended.
+  // gradient in host memory with a blocking copy_ at the gradient accumulation boundary, the step's
+  // last micro-batch (stage3.py __partition_grads, v0.6.2 lines 1690-1706; v0.16.5 line 1515): it
+  // issues nothing more until that copy has ended. Earlier micro-batches accumulate into the 16-bit
+  // partition in pinned host memory with non-blocking copies.
   bool grad_offload_blocks_host = false;
   std::vector<int> bucket_of_unit;   // gradient bucket of each unit; a bucket closes at its lowest unit's backward
 };

@@ -153,6 +153,17 @@ TEST(DeepSpeedCoordinator, BucketReducedAtTheNextBackwardAndItsCopyBlocksTheHost
     EXPECT_EQ(made_by.kind, Instr::BACKWARD);
     EXPECT_EQ(made_by.unit, 3 - i.bucket);
   }
+  // With two micro-batches only the last one's copies block (the gradient accumulation boundary);
+  // the first one's backward still ends in a reduction the host waits for.
+  p.micro_batches = 2;
+  const V two = backward_items(p);
+  const V first(two.begin(), two.begin() + 11);
+  EXPECT_EQ(first, (V{"backward 3", "backward 2", "reduce_grads 0", "offload_grads 0", "backward 1", "reduce_grads 1", "offload_grads 1",
+                      "backward 0", "reduce_grads 2", "offload_grads 2", "reduce_grads 3"}));
+  EXPECT_EQ(two[11], "offload_grads 3 host_waits");
+  const V last(two.end() - 13, two.end());
+  EXPECT_EQ(last, got);
+  p.micro_batches = 1;
   // Without the optimizer on the CPU only the backward's last reduction blocks the host.
   p.offload_grads = false;
   p.grad_offload_blocks_host = false;
