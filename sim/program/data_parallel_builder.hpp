@@ -35,6 +35,7 @@ class DataParallelBuilder {
   double shard(double elems) const { return std::ceil(elems / s_.dp); }
   // The parameters a unit owns: its own, less a tied embedding its head only gathers.
   int coordinator_prefetch_units() const;
+  std::vector<char> coordinator_hooks() const;
   double owned_params(const UnitCost& u) const;
 
   // Model states, allocated before the first instruction unit by unit from the units' own
@@ -106,6 +107,7 @@ class DataParallelBuilder {
   const wl::StageMemory& st_;
   wl::StackStates stack_;
   bool fsdp_ = false, keep_gathered_ = false, transient_reduce_ = false;
+  bool prescales_scatter_ = false;  // DeepSpeed ZeRO-3: a bucket is divided before its reduce-scatter
   // FSDP2's root module (the embedding, final norm and head: the units outside the blocks) runs
   // the whole model's forward, resharded when it returns under ZeRO-3; its pre-backward gathers
   // all of it when the head's backward starts, and its post-backward reshards and reduce-scatters

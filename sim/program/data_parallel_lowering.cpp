@@ -186,6 +186,12 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
           k.after = std::move(deps);
           deps = {writer_.add(std::move(k))};
         }
+        // DeepSpeed ZeRO-3 reduces a bucket through reduce_scatter_coalesced, which first divides the
+        // flat gradient by the world size on the reduction stream (deepspeed/runtime/comm/
+        // coalesced_collectives.py: v0.6.2 line 94, v0.16.5 line 201): one pass reading and writing it.
+        if (prescales_scatter_ && scatter && bytes > 0) {
+          deps = {collective_stream_kernel("prescale_grads", wl::torch_kernel("torch:mul_scalar_fp32", 2 * bytes), in, deps)};
+        }
         Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
         r.after = std::move(deps);
         if (transient_reduce_) {
@@ -242,6 +248,8 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         step_end = {out};
         break;
     }
+    // The host issues nothing more until this has ended (ScheduleItem::host_waits).
+    if (in.host_waits) host_block_ = out;
     done[i] = out;
   }
   return step_end;

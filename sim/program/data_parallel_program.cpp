@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -31,6 +32,7 @@ DataParallelBuilder::DataParallelBuilder(const wl::ModelSpec& m, const wl::Strat
   // frees them, and that input lives until the next unit's post-backward (or the end of the
   // backward) (training_stacks.md, "FSDP2"; reports/validation/memory_peak/).
   transient_reduce_ = fsdp_ && s.zero_stage >= 2 && !s.l2l;
+  prescales_scatter_ = stack_.param_coordinator && gather_;
   // FSDP2 and the trainsim reference gather whole layers (one all-gather per unit, the next one
   // prefetched) and reduce-scatter each unit's gradients after its backward.
   const bool whole_units = stack_.whole_unit_collectives;
@@ -114,6 +116,9 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
     plan.gather_ahead = coordinator_prefetch_units();
     for (const auto& u : units_) plan.unit_params.push_back(u.params);
     plan.reuse_window_params = s_.buffers.max_reuse_distance_elems;
+    plan.hook_before_unit = coordinator_hooks();
+    plan.reduce_at_next_backward = true;
+    plan.grad_offload_blocks_host = s_.offload_optimizer == OffloadTarget::CPU;
   }
   // L2L keeps the layer in use and the next one (Pudipeddi et al. 2020); ZeRO-Infinity reads
   // one unit further ahead than it gathers. FSDP2's copy of a unit's shard to the GPU is part of
@@ -164,6 +169,19 @@ int DataParallelBuilder::coordinator_prefetch_units() const {
   const double budget = std::min(s_.buffers.max_live_params - unit, s_.buffers.prefetch_bucket_elems);
   if (budget <= 0) return 0;
   return static_cast<int>(std::min<double>(std::ceil(budget / unit), static_cast<double>(units_.size())));
+}
+
+// Which units have a submodule without parameters of their own running before them, whose hook
+// issues the prefetch the next unit's hook waits for (DataParallelPlan::hook_before_unit): every
+// unit of a gather_units layer starts with one (the layer's container and norm, the attention
+// core's softmax and dropout modules, the MLP's container and norm), except Megatron-LM's MLP
+// output, whose input comes from the activation function called in ParallelMLP.forward
+// (Megatron-DeepSpeed megatron/model/transformer.py, c79e3fb: F.gelu, bias_gelu_impl or swiglu,
+// functions, no modules). A model as written (Hugging Face's) runs its activation as a module.
+std::vector<char> DataParallelBuilder::coordinator_hooks() const {
+  std::vector<char> hooks;
+  for (const auto& u : units_) hooks.push_back(s_.stack.megatron_mpu && std::string_view(u.name) == "mlp_out" ? 0 : 1);
+  return hooks;
 }
 
 double DataParallelBuilder::owned_params(const UnitCost& u) const {

@@ -101,8 +101,41 @@ class Emitter {
 
  private:
   int emit(ScheduleItem in) {
+    const bool gather = in.kind == Instr::GATHER_PARAMS;
     out_.push_back(std::move(in));
-    return static_cast<int>(out_.size()) - 1;
+    const int at = static_cast<int>(out_.size()) - 1;
+    if (gather) last_gather_ = at;
+    return at;
+  }
+
+  // Whether a submodule without parameters runs between compute p - 1 and compute p
+  // (DataParallelPlan::hook_before_unit): always between passes and layers. Not before a micro-
+  // batch's first compute: the coordinator starts each forward with nothing gathered or in flight
+  // (reset_step), and the first unit's own hook issues the next prefetch after its wait.
+  bool hook_before(int p) const {
+    if (p == 0) return false;
+    const Item& it = items_[static_cast<std::size_t>(p)];
+    const Item& prev = items_[static_cast<std::size_t>(p - 1)];
+    if (prev.micro_batch != it.micro_batch) return false;
+    if (prev.kind != it.kind || prev.layer != it.layer) return true;
+    if (prev.unit + 1 == it.unit) return plan_.hook_before_unit[static_cast<std::size_t>(it.unit)] != 0;
+    if (prev.unit == it.unit + 1) return plan_.hook_before_unit[static_cast<std::size_t>(prev.unit)] != 0;
+    return true;
+  }
+
+  // A bucket's reduction after compute `after`, and the copy of its partition to the optimizer's
+  // tier; `epilogue`: the backward's last, which the host waits for.
+  void reduce_bucket(int bucket, int after, int micro_batch, bool epilogue) {
+    const int r = emit({Instr::REDUCE_GRADS, -1, -1, micro_batch, bucket, Pass::NONE, {after}});
+    finals_.push_back(r);
+    int last = r;
+    const bool offload = plan_.offload_grads && (!plan_.offload_grads_once || micro_batch == plan_.micro_batches - 1);
+    if (offload) {
+      last = emit({Instr::OFFLOAD_GRADS, -1, -1, micro_batch, bucket, Pass::NONE, {r}});
+      finals_.push_back(last);
+      out_[static_cast<std::size_t>(last)].host_waits = plan_.grad_offload_blocks_host && micro_batch == plan_.micro_batches - 1;
+    }
+    if (epilogue) out_[static_cast<std::size_t>(last)].host_waits = true;
   }
 
   std::vector<int> units_of_layer(int layer) const {
@@ -341,6 +374,10 @@ class Emitter {
     if (gather_[position] != NONE) needs.push_back(gather_[position]);
     else if (fetch_[position] != NONE) needs.push_back(fetch_[position]);
     if (it.kind != Instr::FORWARD && cell(loaded_, it.micro_batch, it.layer) != NONE) needs.push_back(cell(loaded_, it.micro_batch, it.layer));
+    // DeepSpeed's hooks wait for every gather issued before them (hook_before_unit).
+    if (!plan_.hook_before_unit.empty() && last_gather_ != NONE && last_gather_ != gather_[position] && hook_before(position)) {
+      needs.push_back(last_gather_);
+    }
     // Checkpoints leave through two GPU buffers (ZeRO-Infinity Sec. 5.1.2; the memory model's two
     // layers): a layer's forward starts once the checkpoint of the layer two before it is out.
     if (it.kind == Instr::FORWARD && plan_.offload_checkpoints && first_of_layer(it) && it.layer - 2 >= std::max(0, first_layer_) &&
@@ -363,11 +400,23 @@ class Emitter {
     const int u = it.unit;
     const int bucket = plan_.bucket_of_unit[static_cast<std::size_t>(u)];
     const bool closes = bucket_first_unit_[static_cast<std::size_t>(bucket)] == u;
+    if (!plan_.reduce_at_next_backward) {
+      if (reduce && closes) reduce_bucket(bucket, id, it.micro_batch, false);
+      return;
+    }
+    // The bucket this compute's gradients overflow is reduced now, this one's at the next
+    // backward compute, or at once where the micro-batch's backward ends here.
+    if (pending_bucket_ != NONE) reduce_bucket(pending_bucket_, pending_after_, it.micro_batch, false);
+    pending_bucket_ = NONE;
     if (reduce && closes) {
-      const int r = emit({Instr::REDUCE_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {id}});
-      finals_.push_back(r);
-      const bool offload = plan_.offload_grads && (!plan_.offload_grads_once || it.micro_batch == plan_.micro_batches - 1);
-      if (offload) finals_.push_back(emit({Instr::OFFLOAD_GRADS, -1, -1, it.micro_batch, bucket, Pass::NONE, {r}}));
+      pending_bucket_ = bucket;
+      pending_after_ = id;
+    }
+    const bool backward_ends = position + 1 == static_cast<int>(items_.size()) ||
+                               items_[static_cast<std::size_t>(position) + 1].micro_batch != it.micro_batch;
+    if (backward_ends && pending_bucket_ != NONE) {
+      reduce_bucket(pending_bucket_, pending_after_, it.micro_batch, true);
+      pending_bucket_ = NONE;
     }
   }
 
@@ -378,6 +427,8 @@ class Emitter {
   std::vector<int> computes_;
   std::vector<int> finals_;
   static constexpr int NONE = -1;
+  int last_gather_ = NONE;                               // the last gather emitted
+  int pending_bucket_ = NONE, pending_after_ = NONE;     // a full bucket not yet reduced, and the compute it follows
   std::vector<int> fetch_, gather_;                      // compute position -> instruction (NONE: none)
   std::vector<int> reuse_from_;                          // compute position -> the compute whose gather it uses
   std::vector<int> slot_wait_;                           // compute position -> the compute its buffer's gather waits for

@@ -43,6 +43,9 @@ struct ScheduleItem {
   int bucket = -1;
   Pass pass = Pass::NONE;  // the compute a fetch or gather serves
   SmallVector<int, 3> after;  // indices of instructions this one waits for
+  // The host thread waits for this instruction's end before it issues anything more: the next
+  // compute starts after it.
+  bool host_waits = false;
 };
 
 struct DataParallelPlan {
@@ -70,6 +73,16 @@ struct DataParallelPlan {
   // `unit_params`: the parameters of each unit, which the window counts.
   double reuse_window_params = 0;
   std::vector<double> unit_params;
+  // DeepSpeed's fetch (partitioned_param_coordinator.py, fetch_sub_module: v0.6.2 line 246,
+  // v0.16.5 line 343): every submodule's pre-forward and pre-backward hook makes the compute
+  // stream wait for the all-gather stream, i.e. for every gather issued so far, and only then
+  // issues its prefetch (the parameters the previous unit's release made room for). Where a
+  // submodule without parameters of its own (a norm, a softmax, a dropout, a layer's container)
+  // runs between two units, its hook issues that prefetch and the next unit's hook waits for it:
+  // that unit's compute waits for every gather emitted before it. hook_before_unit[u]: such a
+  // submodule runs between units u - 1 and u (forward order; the backward passes it between u and
+  // u - 1); between passes or layers there always is one. Empty: a compute waits for its own gather.
+  std::vector<char> hook_before_unit;
   // Units one module gathers as one: a group id per unit (-1: a unit of its own; empty: none). In
   // each pass of a micro-batch (its forward; its recompute and backward) the group's first compute
   // gathers the whole group and the group's later computes of that pass use that gather (FSDP2's
@@ -88,6 +101,18 @@ struct DataParallelPlan {
   bool offload_grads = false;
   bool offload_grads_once = false;   // only the last micro-batch's (the trainsim reference accumulates on the GPU, then copies its shard)
   bool update_params = false;
+  // DeepSpeed ZeRO-3's gradient bucket (stage3.py, reduce_independent_p_g_buckets_and_remove_grads,
+  // v0.6.2 lines 1469-1491; v0.16.5 the same): a full bucket is reduced when a gradient that does
+  // not fit arrives, i.e. within the next backward compute (after its kernels are issued), and the
+  // last one when the backward ends (independent_gradient_partition_epilogue, lines 1390-1395,
+  // which synchronizes the host with the reduction stream).
+  bool reduce_at_next_backward = false;
+  // With the optimizer on the CPU the host thread copies each reduced partition into the fp32
+  // gradient in host memory with a blocking copy_ at the gradient accumulation boundary, the step's
+  // last micro-batch (stage3.py __partition_grads, v0.6.2 lines 1690-1706; v0.16.5 line 1515): it
+  // issues nothing more until that copy has ended. Earlier micro-batches accumulate into the 16-bit
+  // partition in pinned host memory with non-blocking copies.
+  bool grad_offload_blocks_host = false;
   std::vector<int> bucket_of_unit;   // gradient bucket of each unit; a bucket closes at its lowest unit's backward
 };
 
