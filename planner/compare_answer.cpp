@@ -86,8 +86,14 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
     models.push_back(pq.model);
     configs.push_back({&models.back(), &pq.profile, resolve_file(path, pq, models.back()), pq.memory_headroom});
     layer_issues.emplace_back();
-    // A file that keeps the question's numerics replays with its candidate's layer (candidate_layers.hpp).
-    if (pq.layers && models.back().numerics == pq.model.numerics) {
+    // Each file replays with its candidate's layer (candidate_layers.hpp), whose captures are those
+    // of the question's numerics.
+    if (pq.layers && models.back().numerics != pq.model.numerics) {
+      layer_issues.back() = Issue{"layer-capture", fmt::format("{} trains in {}, the question in {}: its layer's capture would be "
+                                                               "another (give --precision {})",
+                                                               path, wl::to_string(models.back().numerics),
+                                                               wl::to_string(pq.model.numerics), wl::to_string(models.back().numerics))};
+    } else if (pq.layers) {
       const CandidateLayers::Layer layer = pq.layers->for_candidate(configs.back().strategy);
       layer_issues.back() = layer.issue;
       if (!layer.issue) configs.back().model = layer.model;
