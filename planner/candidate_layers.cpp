@@ -162,7 +162,7 @@ std::vector<std::string> CandidateLayers::basis() const {
     for (const std::int64_t b : u.micro_batches) batches += (batches.empty() ? "" : ", ") + std::to_string(b);
     out.push_back(fmt::format("candidates of stack {}{}: each layer, the embedding and the head from the committed capture {} ({}), "
                               "scaled to the candidate's micro-batch ({}) and sequence {}",
-                              joined(u.stacks), u.recompute ? " with recompute" : "", name, u.precision, batches, u.seq));
+                              joined(u.stacks), u.recompute ? " recomputing each layer" : "", name, u.precision, batches, u.seq));
   }
   if (!uses.empty()) {
     out.push_back("a captured layer is costed as `simulate` costs it, by the profile's tables; gradient accumulation, states, "
