@@ -144,7 +144,9 @@ std::vector<std::string> CandidateLayers::basis() const {
     std::int64_t seq = 0;
   };
   std::map<std::string, Use> uses;
+  std::set<std::string> refused;  // the stacks of candidates no capture could cost
   for (const auto& [key, a] : attached_) {
+    if (a.issue) refused.insert(key.substr(0, key.find(' ')));
     if (!a.model || !a.model->capture) continue;
     const wl::ModelCapture& c = *a.model->capture;
     const std::string name = c.id.substr(0, c.id.rfind('#'));
@@ -167,6 +169,11 @@ std::vector<std::string> CandidateLayers::basis() const {
   if (!uses.empty()) {
     out.push_back("a captured layer is costed as `simulate` costs it, by the profile's tables; gradient accumulation, states, "
                   "communication, offload and the activations kept come from trainsim's model of the stack");
+  }
+  if (!refused.empty()) {
+    out.push_back(fmt::format("some candidates of stack {}: not costed, no capture could be scaled to them (dropped as layer-capture; "
+                              "--explain gives the reason)",
+                              joined(refused)));
   }
   if (!hand_written_stacks_.empty()) {
     out.push_back(fmt::format("candidates of stack {}: trainsim's hand-written layer, not a capture (a capture records PyTorch's ops, "

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -113,6 +115,33 @@ TEST(CandidateLayers, OtherStacksKeepTheHandWrittenLayerVisibly) {
   wl::ModelSpec qwen = wl::resolve_model(test::source_path("workloads/captures/hf/qwen2.config.json"), "--model");
   const Framework megatron = framework("megatron", qwen);
   EXPECT_THROW(CandidateLayers(qwen, megatron, 128), ConfigError);
+}
+
+// A candidate no capture can cost is dropped with the reason, and the answer says so: here a captures
+// folder (TRAINSIM_CAPTURES) holds Llama's autocast capture without recompute only, so the candidates
+// that recompute have none, as `simulate` would refuse them.
+TEST(CandidateLayers, ACandidateNoCaptureCostsIsDroppedWithTheReason) {
+  test::ScratchDir dir;
+  for (const std::string file : {"llama.config.json", "llama.effective_config.json", "llama.autocast-bf16.json.gz"}) {
+    dir.write(file, test::read_file(test::source_path("workloads/captures/hf/" + file)));
+  }
+  ::setenv("TRAINSIM_CAPTURES", dir.path().c_str(), 1);
+  wl::ModelSpec m = wl::resolve_model(test::source_path(CONFIG), "--model");
+  const Framework f = framework("pytorch-ddp", m);
+  const CandidateLayers layers(m, f, 128);
+  wl::Strategy recomputes = candidate(wl::StackKind::PYTORCH_DDP, 1);
+  recomputes.recompute = wl::Recompute::FULL;
+  const CandidateLayers::Layer dropped = layers.for_candidate(recomputes);
+  const CandidateLayers::Layer kept = layers.for_candidate(candidate(wl::StackKind::PYTORCH_DDP, 1));
+  const std::vector<std::string> basis = layers.basis();
+  ::unsetenv("TRAINSIM_CAPTURES");
+  ASSERT_TRUE(dropped.issue);
+  EXPECT_EQ(dropped.issue->reason, "layer-capture");
+  EXPECT_NE(dropped.issue->message.find("--precision"), std::string::npos) << dropped.issue->message;
+  EXPECT_FALSE(kept.issue);
+  std::string all;
+  for (const std::string& line : basis) all += line + "\n";
+  EXPECT_NE(all.find("some candidates of stack pytorch-ddp: not costed"), std::string::npos) << all;
 }
 
 }  // namespace
