@@ -6,6 +6,7 @@
 
 #include <deque>
 
+#include "candidate_layers.hpp"
 #include "plan_answer.hpp"
 #include "result_json.hpp"
 #include "strategy_identity.hpp"
@@ -80,9 +81,23 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
   // Strategy files: every file resolved first (a bad one fails before any replay), then one wave.
   std::deque<wl::ModelSpec> models;
   std::vector<Config> configs;
+  std::vector<std::optional<Issue>> layer_issues;
   for (const std::string& path : strategy_files) {
     models.push_back(pq.model);
     configs.push_back({&models.back(), &pq.profile, resolve_file(path, pq, models.back()), pq.memory_headroom});
+    layer_issues.emplace_back();
+    // Each file replays with its candidate's layer (candidate_layers.hpp), whose captures are those
+    // of the question's numerics.
+    if (pq.layers && models.back().numerics != pq.model.numerics) {
+      layer_issues.back() = Issue{"layer-capture", fmt::format("{} trains in {}, the question in {}: its layer's capture would be "
+                                                               "another (give --precision {})",
+                                                               path, wl::to_string(models.back().numerics),
+                                                               wl::to_string(pq.model.numerics), wl::to_string(models.back().numerics))};
+    } else if (pq.layers) {
+      const CandidateLayers::Layer layer = pq.layers->for_candidate(configs.back().strategy);
+      layer_issues.back() = layer.issue;
+      if (!layer.issue) configs.back().model = layer.model;
+    }
   }
   std::vector<ReplayJob> jobs;
   std::vector<std::size_t> job_row;
@@ -91,7 +106,7 @@ CompareAnswer answer_compare(PlanQuestion q, const std::vector<std::string>& str
     row.label = strategy_files[i];
     row.family = false;
     row.enumerated = 1;
-    std::optional<Issue> issue;
+    std::optional<Issue> issue = layer_issues[i];
     const std::vector<Issue> issues = validate(configs[i]);
     if (!issues.empty()) issue = issues.front();
     std::optional<Bound> b;

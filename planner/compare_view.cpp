@@ -6,6 +6,7 @@
 
 #include "config_error.hpp"
 #include "accuracy.hpp"
+#include "candidate_layers.hpp"
 #include "compare_answer.hpp"
 #include "model_params.hpp"
 #include "plan_answer.hpp"
@@ -67,6 +68,9 @@ std::string compare_table(const CompareAnswer& a) {
   }
   if (!calibrated_profile(q.profile)) {
     out += fmt::format("{} is not a calibrated profile: its answers carry its published figures' error besides these.\n", printable(q.profile.name));
+  }
+  if (q.layers) {
+    for (const std::string& line : q.layers->basis()) out += "Basis: " + line + "\n";
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "candidate_layers.hpp"
 #include "config_error.hpp"
 #include "byte_counts.hpp"
 #include "enum_names.hpp"
@@ -94,6 +95,7 @@ SweepInputs sweep_inputs_for(const PlanQuestion& q, const SweepInputs& base) {
   in.seq = q.seq;
   in.gap = q.gap;
   in.framework = &q.framework;
+  in.layers = q.layers.get();
   in.memory_headroom = q.memory_headroom;
   in.uneven_pipelines = q.uneven_pipelines;
   return in;
@@ -265,6 +267,9 @@ nlohmann::ordered_json entry_json(const RankedEntry& e, const PlanQuestion& q) {
   j["step_time_lower_bound_s"] = e.candidate.bound_s;
   // The contention-free walk of its programs (null where not walked).
   j["step_time_walk_bound_s"] = e.candidate.walk_bound_s > 0 ? nlohmann::ordered_json(e.candidate.walk_bound_s) : nlohmann::ordered_json();
+  // The capture its layers were costed from (candidate_layers.hpp), or null: the model's own layer.
+  const std::string capture = q.layers ? q.layers->capture_of(e.candidate.strategy) : std::string();
+  j["layer_capture"] = capture.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(capture);
   j["result"] = result_json(e.result);
   return j;
 }
@@ -307,6 +312,8 @@ nlohmann::ordered_json plan_header(const PlanQuestion& q, std::string_view comma
   in["uneven_pipelines"] = q.uneven_pipelines;
   in["notes"] = q.notes;
   j["inputs"] = in;
+  // How the candidates' layers were costed, where the model has committed captures.
+  if (q.layers) j["layer_basis"] = q.layers->basis();
   return j;
 }
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "accuracy.hpp"
+#include "candidate_layers.hpp"
 #include "plan_answer.hpp"
 
 namespace trainsim::planner {
@@ -99,6 +100,9 @@ nlohmann::ordered_json plan_json(const PlanAnswer& a) {
   }
   const RankedEntry* best = recommended(a);
   j["accuracy"] = best ? accuracy_json(accuracy_card(best->candidate.strategy, q.profile)) : nlohmann::ordered_json();
+  if (best && q.layers && !q.layers->capture_of(best->candidate.strategy).empty()) {
+    j["accuracy_captured_layers"] = accuracy_json(captured_accuracy_card(best->candidate.strategy, q.profile));
+  }
   return j;
 }
 

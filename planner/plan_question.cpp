@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "candidate_layers.hpp"
 #include "config_error.hpp"
 #include "cost_model.hpp"
 #include "enum_flag.hpp"
@@ -120,6 +121,8 @@ PlanQuestion resolve_plan_question(const PlanFlags& f, int top_default) {
                                                                                                           : wl::limits::SEQ.max),
                       std::to_string(q.seq));
   }
+  // Before the parameters are counted: a family known only from its captures counts them there.
+  q.layers = candidate_layers_for(q.model, q.framework, q.seq);
 
   if (f.tokens) {
     if (!(std::isfinite(*f.tokens) && *f.tokens > 0 && *f.tokens <= 1e18)) {

@@ -4,6 +4,7 @@
 // energy and CO2 are priced. Every bad flag is a ConfigError naming it.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "model.hpp"
 
 namespace trainsim::planner {
+
+class CandidateLayers;  // candidate_layers.hpp
 
 enum class Objective { TIME, COST, ENERGY };
 std::string_view to_string(Objective o);
@@ -68,6 +71,8 @@ struct PlanQuestion {
   bool uneven_pipelines = false;  // search pipeline degrees that do not divide the layers too
   std::string beyond_cluster;  // "node counts 97..128 not searched: dgx2 has 96 nodes" (a range past the cluster)
   std::vector<std::string> notes;
+  // The layer each candidate is costed with where the model has committed captures, else null.
+  std::shared_ptr<const CandidateLayers> layers;
   bool range() const { return nodes.size() > 1; }
 };
 

@@ -6,6 +6,7 @@
 #include "config_error.hpp"
 #include "model_params.hpp"
 #include "accuracy.hpp"
+#include "candidate_layers.hpp"
 #include "plan_answer.hpp"
 #include "request.hpp"
 #include "result_json.hpp"
@@ -115,12 +116,29 @@ std::string min_nodes_text(const PlanAnswer& a) {
          metrics_lines(e, a.question, false);
 }
 
+// How the candidates' layers were costed, where the model has committed captures (candidate_layers.hpp).
+std::string basis_lines(const PlanQuestion& q) {
+  std::string out;
+  if (q.layers) {
+    for (const std::string& line : q.layers->basis()) out += "Basis: " + line + "\n";
+  }
+  return out;
+}
+
 // How far to trust the recommended configuration (planner/accuracy.hpp); empty when nothing fits.
+// One whose layers came from a capture adds the card of the runs predicted so.
 std::string accuracy_of(const PlanAnswer& a) {
   const RankedEntry* best = recommended(a);
   if (best == nullptr) return {};
   const bool first = !a.question.range() && !a.groups.front().ranked.empty();
-  return "\n" + accuracy_text(accuracy_card(best->candidate.strategy, a.question.profile), first ? "#1" : "the recommended configuration");
+  const std::string subject = first ? "#1" : "the recommended configuration";
+  const wl::Strategy& s = best->candidate.strategy;
+  std::string out = "\n" + accuracy_text(accuracy_card(s, a.question.profile), subject);
+  if (a.question.layers && !a.question.layers->capture_of(s).empty()) {
+    out += "With the layers from captures (reports/validation/captured_models):\n" +
+           accuracy_text(captured_accuracy_card(s, a.question.profile), subject);
+  }
+  return out;
 }
 
 }  // namespace
@@ -153,7 +171,7 @@ std::string plan_table(const PlanAnswer& a) {
       if (i + 1 < g.ranked.size()) out += "     beats #" + std::to_string(i + 2) + ": " + beats_next(g.ranked[i], g.ranked[i + 1]) + "\n";
     }
     if (g.ranked.empty()) out += "No configuration fits." + uneven_hint(q) + "\n";
-    out += "\n" + dropped(g, q.explain) + min_nodes_text(a) + footer(q) + accuracy_of(a);
+    out += "\n" + dropped(g, q.explain) + min_nodes_text(a) + footer(q) + basis_lines(q) + accuracy_of(a);
     return out;
   }
   bool without_answer = false;
@@ -205,7 +223,7 @@ std::string plan_table(const PlanAnswer& a) {
   for (const GroupResult& g : a.groups) enumerated += g.enumerated, replayed += g.replayed, pruned += static_cast<long>(g.pruned.size());
   out += fmt::format("\nSearched {} strategies over {} node counts: {} replayed, {} pruned by the step-time bound\n", enumerated,
                      a.groups.size(), replayed, pruned);
-  out += min_nodes_text(a) + footer(q) + accuracy_of(a);
+  out += min_nodes_text(a) + footer(q) + basis_lines(q) + accuracy_of(a);
   return out;
 }
 

@@ -125,20 +125,18 @@ Request resolve_request(const InputFlags& f) {
   }
 
   // A capture trains as it recorded: its numerics are the model's unless --precision says otherwise
-  // (then attach_capture refuses the mismatch, naming both).
+  // (then attach_capture refuses the mismatch, naming both). Under a stack whose layer computes on
+  // its param_dtype parameters (FSDP2) the capture is that layer's pure numerics, not the run's.
   std::optional<wl::CaptureDocument> capture;
   if (!f.capture_file.empty()) capture = wl::load_capture(f.capture_file);
   if (capture && model->has_architecture()) {
     model->capture_numerics = wl::capture_numerics(*capture);
-    model->numerics = *model->capture_numerics;
+    if (!input.stack || !wl::stack_model((*input.stack).kind).layer_in_param_dtype) model->numerics = *model->capture_numerics;
   }
   // Likewise a family with committed captures (committed_captures.hpp) in their numerics: pure bf16
   // or autocast; which capture, if any, is decided once the stack and recompute are known.
   const wl::Numerics trains_in = input.precision ? *input.precision : model->numerics;
-  if (!capture && !model->huggingface_config.empty() && (trains_in == wl::Numerics::BF16 || trains_in == wl::Numerics::BF16_MIXED) &&
-      wl::has_committed_captures(model->huggingface_config)) {
-    model->capture_numerics = trains_in;
-  }
+  if (!capture && wl::trains_as_committed_captures(*model, trains_in)) model->capture_numerics = trains_in;
   const auto refuse_uncaptured = [&] {
     throw ConfigError(model->origin, "model_type",
                       "a family with a hand-written layer (gpt2, gpt_neox, llama, bert), or this one with a capture of its layer: "
@@ -152,21 +150,11 @@ Request resolve_request(const InputFlags& f) {
   if (!r.infeasible_reason) r.infeasible_reason = cluster_infeasibility(r.inputs.strategy, r.profile);
   if (!r.infeasible_reason) r.infeasible_reason = missing_peak(r);
   if (f.memory_headroom) r.memory_headroom = checked_headroom(*f.memory_headroom, "--memory-headroom");
-  // A Hugging Face config under a PyTorch stack takes the committed capture of its family
-  // (committed_captures.hpp) where the user gave none: the layer PyTorch runs, not a hand-written one.
+  // A Hugging Face config, or a model of our scripts' structure, under a PyTorch stack takes the
+  // committed capture of its layer (committed_captures.hpp) where the user gave none: the layer
+  // PyTorch runs, not a hand-written one.
   std::optional<std::string> committed;
-  if (f.capture_file.empty() && !model->huggingface_config.empty() && wl::stack_model(r.inputs.strategy).pytorch_eager) {
-    committed = wl::committed_capture_for(model->huggingface_config, r.inputs.model.numerics,
-                                          r.inputs.strategy.recompute == wl::Recompute::FULL);
-  }
-  // Any other model of our scripts' structure takes the capture of their layer (the same file
-  // the hand-written PyTorch layer was written from) where one is committed for its numerics.
-  if (f.capture_file.empty() && !committed && wl::stack_model(r.inputs.strategy).pytorch_eager &&
-      wl::stack_model(r.inputs.strategy).capture_refusal == nullptr && r.inputs.strategy.tp == 1 &&
-      r.inputs.strategy.recompute != wl::Recompute::SELECTIVE) {
-    committed = wl::committed_capture_of_scripts(r.inputs.model, r.inputs.model.numerics,
-                                                 r.inputs.strategy.recompute == wl::Recompute::FULL);
-  }
+  if (f.capture_file.empty()) committed = wl::committed_capture_for_run(r.inputs.model, r.inputs.strategy);
   if (model->layer_from_capture && f.capture_file.empty() && !committed) refuse_uncaptured();
   if (!r.infeasible_reason && (capture || committed)) {
     r.inputs.model.capture = capture ? wl::attach_capture(f.capture_file, std::move(*capture), "--capture", r.inputs.model, r.inputs.strategy)

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "candidate_layers.hpp"
 #include "critical_path.hpp"
 #include "parallel_for.hpp"
 #include "search_space.hpp"
@@ -15,12 +16,18 @@
 namespace trainsim::planner {
 namespace {
 
+// The model a candidate that passed enumeration replays with (its layer: candidate_layers.hpp).
+const wl::ModelSpec* model_of(const SweepInputs& in, const wl::Strategy& s) {
+  return in.layers != nullptr ? in.layers->for_candidate(s).model : in.model;
+}
+
 // The walk bound of a candidate (sim/critical_path.hpp); -1 where the walk does not apply or
 // proves nothing (an asynchronous step is a difference of two ends: step_bound.hpp).
 double walk_bound(const SweepInputs& in, const Candidate& c) {
   if (wl::asynchronous(c.strategy)) return -1;
-  const wl::MemoryEstimate memory = wl::estimate_memory(*in.model, c.strategy, in.profile->gpus_per_node());
-  const std::optional<sim::StepWalk> walk = sim::contention_free_step(*in.model, c.strategy, *in.profile, memory);
+  const wl::ModelSpec& model = *model_of(in, c.strategy);
+  const wl::MemoryEstimate memory = wl::estimate_memory(model, c.strategy, in.profile->gpus_per_node());
+  const std::optional<sim::StepWalk> walk = sim::contention_free_step(model, c.strategy, *in.profile, memory);
   return walk ? sim::walk_bound_s(*walk) : -1;
 }
 
@@ -172,11 +179,19 @@ void enumerate_groups(const SweepInputs& in, const SweepGroup& group, const std:
     }
     if (members.empty()) return;
     for (GroupState* g : members) ++g->out.enumerated;
-    const Config c{in.model, in.profile, s, in.memory_headroom};
-    const std::vector<Issue> issues = validate(c);
+    const std::vector<Issue> issues = validate({in.model, in.profile, s, in.memory_headroom});
     if (!issues.empty()) {
       for (GroupState* g : members) g->count(issues.front());
       return;
+    }
+    Config c{in.model, in.profile, s, in.memory_headroom};
+    if (in.layers != nullptr) {
+      const CandidateLayers::Layer layer = in.layers->for_candidate(s);
+      if (layer.issue) {
+        for (GroupState* g : members) g->count(*layer.issue);
+        return;
+      }
+      c.model = layer.model;
     }
     const Bound b = bound(c);
     std::optional<Issue> out = b.misfit;
@@ -262,6 +277,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
         scope.clear();
         for (const Family* f : s.out.group.families) scope += std::string(f->name) + ",";
       }
+      if (in.layers != nullptr) scope += " " + in.layers->identity();
       s.walks_key = ResultCache::walks_key_text(*in.model, *in.profile, group_gpus(in, s.out.group), s.out.global_batch, in.seq, scope);
       s.walks = in.walk_cache->load_walks(s.walks_key);
     }
@@ -296,7 +312,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
         const Candidate& c = s.candidates[*i];
         assigned.emplace_back(&s, *i);
         if (memo.count(c.text) || std::find(job_texts.begin(), job_texts.end(), c.text) != job_texts.end()) continue;
-        const Config config{in.model, in.profile, c.strategy, in.memory_headroom};
+        const Config config{model_of(in, c.strategy), in.profile, c.strategy, in.memory_headroom};
         jobs.push_back({config, ResultCache::key_text(config, in.options), c.best_bound_s()});
         job_texts.push_back(c.text);
       }
@@ -314,7 +330,7 @@ std::vector<GroupResult> run_sweep(const SweepInputs& in, const std::vector<Swee
         continue;
       }
       ++state->out.replayed;
-      const sim::SimResult r = o.error.empty() ? fitted_to(o.result, {in.model, in.profile, c.strategy, in.memory_headroom})
+      const sim::SimResult r = o.error.empty() ? fitted_to(o.result, {model_of(in, c.strategy), in.profile, c.strategy, in.memory_headroom})
                                                : o.result;
       if (!o.error.empty()) {
         state->count({"replay-error", o.error});

@@ -35,6 +35,8 @@
 
 namespace trainsim::planner {
 
+class CandidateLayers;  // candidate_layers.hpp
+
 struct SweepGroup {
   std::string label;                     // "16 nodes", "zero3"
   int nodes = 1;
@@ -47,6 +49,8 @@ struct SweepInputs {
   const wl::ModelSpec* model = nullptr;
   const hw::ClusterProfile* profile = nullptr;
   const Framework* framework = nullptr;  // none: every strategy of the space (search_space.hpp)
+  // The layer each candidate replays with (a capture scaled to it); none: `model`'s for every one.
+  const CandidateLayers* layers = nullptr;
   bool uneven_pipelines = false;         // SpaceShape::uneven_pipelines
   // The share of the usable GPU memory left free at a replayed reserved peak (memory_fit.hpp).
   double memory_headroom = DEFAULT_MEMORY_HEADROOM;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -21,6 +22,16 @@ Numerics capture_numerics(const CaptureDocument& doc) {
   return p == "fp32" ? Numerics::FP32 : p == "bf16" ? Numerics::BF16 : p == "fp16-scaler" ? Numerics::FP16_MIXED : Numerics::BF16_MIXED;
 }
 
+std::optional<Numerics> layer_numerics(const ModelSpec& m, const Strategy& s) {
+  if (!stack_model(s).layer_in_param_dtype) return m.numerics;
+  switch (s.stack.param_dtype) {
+    case TensorDtype::BF16: return Numerics::BF16;
+    case TensorDtype::FP32: return Numerics::FP32;
+    case TensorDtype::FP16: return std::nullopt;  // no capture precision runs pure fp16
+  }
+  return std::nullopt;
+}
+
 
 namespace {
 
@@ -30,13 +41,19 @@ void check_run(const CaptureDocument& doc, const std::string& flag, const ModelS
   const std::string where = flag + " " + doc.source;
   const StackModel& stack = stack_model(s);
   if (!stack.pytorch_eager) {
-    throw ConfigError(where, "--stack", "a PyTorch stack (pytorch, pytorch-ddp, pytorch-pipelining): a capture records PyTorch's ops",
+    throw ConfigError(where, "--stack", "a PyTorch stack (pytorch, pytorch-ddp, pytorch-fsdp, pytorch-pipelining): a capture records PyTorch's ops",
                       std::string(to_string(s.stack.kind)));
   }
-  if (stack.capture_refusal != nullptr) {
-    throw ConfigError(where, "--stack", stack.capture_refusal, std::string(to_string(s.stack.kind)));
+  const std::optional<Numerics> layer = layer_numerics(m, s);
+  if (stack.layer_in_param_dtype && layer != capture_numerics(doc)) {
+    throw ConfigError(where, "run.precision",
+                      fmt::format("the numerics {}'s layer computes in: pure {} (its param_dtype, under no autocast; capture with "
+                                  "--precision {})",
+                                  to_string(s.stack.kind), to_string(s.stack.param_dtype),
+                                  layer ? std::string(to_string(*layer)) : std::string("bf16 or fp32, with that param_dtype")),
+                      doc.run.precision);
   }
-  if (capture_numerics(doc) != m.numerics) {
+  if (!stack.layer_in_param_dtype && capture_numerics(doc) != m.numerics) {
     throw ConfigError(where, "run.precision",
                       fmt::format("the run's numerics, {} (capture with the --precision that trains as the run does)", to_string(m.numerics)),
                       doc.run.precision);

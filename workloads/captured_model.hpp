@@ -8,10 +8,11 @@
 //
 // The capture is scaled once, when attached, to the model's sizes and the run's micro-batch and
 // sequence (capture_scale.hpp); a layer cost asked for another micro-batch or sequence is an error
-// (the planner does not search with a capture).
+// (the planner attaches one per candidate: planner/candidate_layers.hpp).
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "captured_layer_cost.hpp"
@@ -45,6 +46,11 @@ struct ModelCapture {
 
 // The training numerics a capture recorded (run.precision: fp32, bf16, autocast-bf16, fp16-scaler).
 Numerics capture_numerics(const CaptureDocument& doc);
+
+// The numerics a capture of the run's layer is recorded in: the run's, or where the stack computes
+// the layer on its param_dtype parameters with no autocast (FSDP2), pure param_dtype; nullopt where
+// no capture precision is that (fp16 parameters).
+std::optional<Numerics> layer_numerics(const ModelSpec& m, const Strategy& s);
 
 
 // Loads `path` (a ConfigError names the flag, the file and the key on a bad capture), checks it

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "capture_scale.hpp"
+#include "captured_model.hpp"
 #include "config_error.hpp"
+#include "stack_model.hpp"
 #include "strict_json.hpp"
 
 #ifndef TRAINSIM_COMMITTED_CAPTURES_DIR
@@ -199,6 +201,21 @@ std::optional<std::string> committed_capture_of_scripts(const ModelSpec& m, Nume
   std::error_code ec;
   if (!std::filesystem::is_regular_file(capture, ec)) return std::nullopt;
   return capture.string();
+}
+
+bool trains_as_committed_captures(const ModelSpec& m, Numerics numerics) {
+  return !m.huggingface_config.empty() && (numerics == Numerics::BF16 || numerics == Numerics::BF16_MIXED) &&
+         has_committed_captures(m.huggingface_config);
+}
+
+std::optional<std::string> committed_capture_for_run(const ModelSpec& m, const Strategy& s) {
+  const StackModel& stack = stack_model(s);
+  const std::optional<Numerics> numerics = layer_numerics(m, s);
+  if (!stack.pytorch_eager || !numerics) return std::nullopt;
+  const bool recompute = s.recompute == Recompute::FULL;
+  if (!m.huggingface_config.empty()) return committed_capture_for(m.huggingface_config, *numerics, recompute);
+  if (s.tp != 1 || s.recompute == Recompute::SELECTIVE) return std::nullopt;
+  return committed_capture_of_scripts(m, *numerics, recompute);
 }
 
 }  // namespace trainsim::wl

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "model.hpp"
+#include "strategy.hpp"
 
 namespace trainsim::wl {
 
@@ -44,5 +45,16 @@ std::optional<std::string> committed_capture_for(const std::string& config_path,
 // the run's numerics (bf16-mixed or bf16) with recompute or not; nullopt for any other model or
 // numerics, whose layer stays the PyTorch stacks' own (workloads/stacks/stack_layer.hpp).
 std::optional<std::string> committed_capture_of_scripts(const ModelSpec& m, Numerics numerics, bool recompute);
+
+// Whether a model read from a Hugging Face config trains, in `numerics`, as its family's committed
+// captures were recorded (pure bf16 or autocast): what pytorch_refusals lets a capture's numerics run.
+bool trains_as_committed_captures(const ModelSpec& m, Numerics numerics);
+
+// The committed capture that costs the layer of `m` trained by `s` where the user gave none, as
+// `simulate` and `plan` take it: a Hugging Face config's (committed_capture_for) or our scripts' model's
+// (committed_capture_of_scripts), in the numerics the stack's layer computes in (captured_model.hpp,
+// layer_numerics) and the run's recompute; nullopt where the stack runs no PyTorch layer or none is
+// committed. Throws ConfigError as committed_capture_for does.
+std::optional<std::string> committed_capture_for_run(const ModelSpec& m, const Strategy& s);
 
 }  // namespace trainsim::wl

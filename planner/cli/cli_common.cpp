@@ -57,7 +57,8 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
   app.add_option("--deepspeed", f.deepspeed_file, "DeepSpeed ds_config.json (flags override it)")->group("Strategy");
   app.add_option("--capture", f.capture_file,
                  "Your layer as trainsim_capture recorded it (workloads/capture): costs the layers, embedding and head "
-                 "from its ops under --stack pytorch, pytorch-ddp or pytorch-pipelining")
+                 "from its ops under --stack pytorch, pytorch-ddp, pytorch-fsdp (a pure bf16 capture: FSDP2 computes on bf16 "
+                 "parameters) or pytorch-pipelining")
       ->group("Model");
   app.add_option("--megatron-args", f.megatron_args, "Megatron-LM arguments, quoted (flags override them)")
       ->group("Strategy");

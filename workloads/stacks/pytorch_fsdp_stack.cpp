@@ -67,9 +67,10 @@ const StackModel& pytorch_fsdp_stack() {
     m.autocast = false;
     m.fully_shard = true;
     m.mixed_precision_policy = true;
-    // FSDP2 casts parameters by its MixedPrecisionPolicy where a capture under autocast casts each
-    // weight at its use: the layer's casts would be counted twice.
-    m.capture_refusal = "pytorch, pytorch-ddp or pytorch-pipelining (FSDP2 with a capture is not modeled yet)";
+    // The module computes on the bf16 parameters FSDP2 gathers, under no autocast: its layer is what
+    // a pure bf16 capture records (an autocast capture's weight casts would repeat the casts FSDP2
+    // makes as it gathers).
+    m.layer_in_param_dtype = true;
     m.states = states;
     m.refusals = refusals;
     m.buffers = buffers;

@@ -123,6 +123,24 @@ void add_param_kernels(const Strategy& s, const Dims& d, double params, PassCost
   bwd.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * params));
 }
 
+// FSDP2's kernels on the compute stream around a unit's compute: the copy-out of the gathered unit
+// in the forward; the chunk_cat of the reduce-scatter input and, under ZeRO-3, the copy-out of the
+// unit gathered again in the backward.
+LayerLaunches fsdp_unit_launches(const Strategy& s) {
+  LayerLaunches l;
+  if (!fsdp(s)) return l;
+  l.forward = 1;
+  l.backward = 1 + (s.zero_stage >= 3 ? 1 : 0);
+  return l;
+}
+
+// The elements of a captured layer's parameter tensors: what FSDP2 gathers and reduces for its unit.
+double captured_layer_params(const ModelCapture& cap) {
+  double n = 0;
+  for (const double p : cap.params.layer) n += p;
+  return n;
+}
+
 }  // namespace
 
 LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s) {
@@ -141,8 +159,9 @@ LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s) {
   // of the two norm outputs; the two residual adds and the two norms; GELU (one kernel) or SwiGLU
   // (SiLU, then the product: two); rotary on the query and the key (rotate_half's negation and cat,
   // two products, a sum: five each); FSDP2's copy-out of the gathered unit.
+  const LayerLaunches unit = fsdp_unit_launches(s);
   l.forward = 1 + linears + (autocast ? linears + biases + norms : 0) + 2 + norms + (swiglu ? 2 : 1) + (rotary ? 10 : 0) +
-              (fsdp(s) ? 1 : 0);
+              unit.forward;
   // Backward: flash attention's three (dO.O, the dQ/dK/dV loop, dQ's conversion); the sums of dK
   // and dV over each key/value head's group under grouped-query attention (two reductions); the cats
   // joining a fused output's gradient parts (QKV; SwiGLU's gate and up); two GEMMs a Linear and a
@@ -153,8 +172,7 @@ LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s) {
   // chunk_cat of the reduce-scatter input and, under ZeRO-3, the copy-out of the unit gathered
   // again.
   l.backward = 3 + (gqa ? 2 : 0) + 1 + (swiglu ? 1 : 0) + 2 * linears + biases + (autocast ? linears + biases + 2 : 0) +
-               norms * (2 + 1) + (autocast ? norms : 0) + (swiglu ? 3 : 1) + (rotary ? 10 : 0) +
-               (fsdp(s) ? 1 + (s.zero_stage >= 3 ? 1 : 0) : 0);
+               norms * (2 + 1) + (autocast ? norms : 0) + (swiglu ? 3 : 1) + (rotary ? 10 : 0) + unit.backward;
   // AccumulateGrad's add into .grad, a parameter tensor each, from the second micro-batch on (under
   // FSDP2 the sharded gradient accumulates on the reduce-scatter's stream, not here).
   const double tensors = linears + biases + norms * (m.norm == NormKind::RMSNORM ? 1 : 2);
@@ -162,7 +180,7 @@ LayerLaunches torch_layer_launches(const ModelSpec& m, const Strategy& s) {
   // The checkpointed traces' recompute launches two kernels fewer than the forward (validation call
   // 43: 25 against 27 for the autocast Llama layer, 19 against 22 under FSDP2) and, under FSDP2, no
   // copy-out (the backward's gather already holds the unit).
-  l.recompute = l.forward - 2 - (fsdp(s) ? 1 : 0);
+  l.recompute = l.forward - 2 - unit.forward;
   return l;
 }
 
@@ -179,9 +197,19 @@ double linear_params_per_layer(const ModelSpec& m) {
 LayerCost torch_layer_cost(const ModelSpec& m, const Strategy& s) {
   if (const ModelCapture* cap = captured_for(m, s)) {
     // The user's layer as captured (casts under autocast included); the stack adds AccumulateGrad's
-    // add of each parameter's gradient from the second micro-batch on.
+    // add of each parameter's gradient from the second micro-batch on, or under FSDP2 its own work on
+    // the unit (the captured layer's parameters): casts and copies around each gather, the
+    // reduce-scatter's input, the shard's accumulation (add_param_kernels), with the copy-out and
+    // chunk_cat it launches on the compute stream.
     LayerCost c = cap->costs.layers.at(cap->layer_kind).cost;
     const Dims d = dims(m, s);
+    if (fsdp(s)) {
+      add_param_kernels(s, d, captured_layer_params(*cap), c.forward, c.backward);
+      const LayerLaunches unit = fsdp_unit_launches(s);
+      c.forward.launches += unit.forward;
+      c.backward.launches += unit.backward;
+      return c;
+    }
     c.backward.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * d.lp));
     c.backward.launches += d.accumulate * static_cast<double>(cap->layer_param_tensors);
     return c;
@@ -221,9 +249,12 @@ PassCost torch_recompute_cost(const ModelSpec& m, const Strategy& s) {
 
 LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
   if (const ModelCapture* cap = captured_for(m, s)) {
+    // The head weight as the stack handles it without a capture (below).
     LayerCost c = cap->costs.head;
-    if (!m.tied_embeddings) {
-      const Dims d = dims(m, s);
+    const Dims d = dims(m, s);
+    if (fsdp(s)) {
+      add_param_kernels(s, d, d.V * d.h, c.forward, c.backward);
+    } else if (!m.tied_embeddings) {
       c.backward.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h));
       c.backward.launches += d.accumulate;
     }
@@ -258,7 +289,13 @@ LayerCost torch_output_cost(const ModelSpec& m, const Strategy& s) {
 LayerCost torch_embedding_cost(const ModelSpec& m, const Strategy& s) {
   const Dims d = dims(m, s);
   if (const ModelCapture* cap = captured_for(m, s)) {
+    // The token embedding as the stack handles it without a capture (below): under FSDP2 an untied
+    // one is gathered, cast and reduced like any weight.
     LayerCost c = cap->costs.embedding;
+    if (fsdp(s)) {
+      if (!m.tied_embeddings) add_param_kernels(s, d, d.V * d.h, c.forward, c.backward);
+      return c;
+    }
     c.backward.kernels.push_back(torch_kernel("torch:add_inplace_fp32", d.accumulate * 12 * d.V * d.h));
     c.backward.launches += d.accumulate;
     return c;

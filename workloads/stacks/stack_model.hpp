@@ -61,7 +61,9 @@ struct StackModel {
   bool mixed_precision_policy = false;  // takes FSDP2's param_dtype and reduce_dtype
   bool bf16_mixed_only = false;      // modeled only under bf16-mixed (its layer tables are autocast's)
   GpuOptimizer gpu_optimizer = GpuOptimizer::PROFILE_ADAM;
-  const char* capture_refusal = nullptr;  // why a capture cannot cost its layer; nullptr where one can
+  // Its layer computes on param_dtype parameters with no autocast (FSDP2's MixedPrecisionPolicy): a
+  // capture of it is one recorded in pure param_dtype, whatever numerics the run trains in.
+  bool layer_in_param_dtype = false;
 
   // Behaviours (nullptr: the papers' accounting applies).
   // The bytes it keeps per parameter: fills `st`, whose sharding is already the ZeRO stage's.
