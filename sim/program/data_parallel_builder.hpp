@@ -95,9 +95,14 @@ class DataParallelBuilder {
   // waiting, then `.grad += new` on the CPU, after which the host goes on (host_block_).
   int lower_torch_grad_offload(const ScheduleItem& in, const Deps& deps);
 
+  // DeepSpeed 0.3's copies of a bucket's gradient partition to the host (StackStates::
+  // boundary_grad_copy_bytes, accumulates_grads_on_host_via_gpu, grad_offload_blocks_host).
+  int lower_ds03_grad_offload(const ScheduleItem& in, Deps deps);
+
   // The optimizer step and the parameter update (data_parallel_optimizer.cpp).
   int lower_optimizer(const ScheduleItem& in, Deps deps);
   std::vector<ShardPiece> optimizer_tensors() const;
+  int lower_tiled_cpu_adam(const ScheduleItem& in, double params, const Deps& deps);
   int lower_update(const ScheduleItem& in, Deps deps);
 
   const wl::ModelSpec& m_;

@@ -41,6 +41,35 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
   return host_block_;
 }
 
+// DeepSpeed 0.3.0's gradient path under cpu_offload (training_stacks.md, "DeepSpeed 0.3";
+// workloads/stacks/deepspeed_v03_stack.cpp cites the lines), on the reduction stream in order:
+// with accumulation, every micro-batch but the first brings the pinned fp16 accumulator back
+// (2 bytes an element; the add on the GPU is not costed) and every one but the last copies the
+// summed gradient out again (2 bytes); the last copies it in fp32 into the optimizer's gradient
+// partition (StackStates::boundary_grad_copy_bytes). The host waits for all of it inside the
+// backward hook, so the next compute starts after it (host_block_).
+int DataParallelBuilder::lower_ds03_grad_offload(const ScheduleItem& in, Deps deps) {
+  const double elems = std::ceil(bucket_bytes_[static_cast<std::size_t>(in.bucket)] / stack_.wire_grad / s_.dp);
+  const bool accumulate = stack_.accumulates_grads_on_host_via_gpu && micro_batches_ > 1;
+  const bool boundary = in.micro_batch == micro_batches_ - 1;
+  int out = -1;
+  const auto chain = [&](Instruction c) {
+    c.after = out < 0 ? std::move(deps) : Deps{out};
+    out = writer_.add(std::move(c));
+  };
+  if (accumulate && in.micro_batch > 0) {
+    chain(copy(Tier::HOST, Tier::GPU, elems * stack_.wire_grad, Stream::H2D, Category::OFFLOAD_IO, "h2d_accumulated_grads", in));
+  }
+  if (accumulate && !boundary) {
+    chain(copy(Tier::GPU, Tier::HOST, elems * stack_.wire_grad, Stream::D2H, Category::OFFLOAD_IO, "d2h_accumulated_grads", in));
+  }
+  if (boundary) {
+    chain(copy(Tier::GPU, Tier::HOST, elems * stack_.boundary_grad_copy_bytes, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in));
+  }
+  if (stack_.grad_offload_blocks_host) host_block_ = out;
+  return out;
+}
+
 // The rank's parameter tensors as its optimizer sees them (elements each, grouped by size): every
 // tensor of the model once, 1/dp of it where ZeRO shards the optimizer (FSDP2 shards each
 // parameter on its own).
@@ -74,11 +103,15 @@ int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, Deps deps) {
     // ZeRO-Offload: each rank's CPU-Adam over its shard; the node's cores are shared. A PyTorch
     // stack runs torch's own CPU AdamW instead, at its calibrated rate per process with the
     // node's ranks stepping at once (training_stacks.md, "FSDP2").
-    Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
-    op.params = params;
-    if (wl::stack_model(s_).torch_cpu_adam) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_, optimizer_tensors());
-    op.after = deps;
-    out = writer_.add(std::move(op));
+    if (stack_.cpu_adam_tile_elems > 0) {
+      out = lower_tiled_cpu_adam(in, params, deps);
+    } else {
+      Instruction op = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+      op.params = params;
+      if (wl::stack_model(s_).torch_cpu_adam) op.seconds = c_.torch_cpu_adam_seconds(params, ranks_per_node_, optimizer_tensors());
+      op.after = deps;
+      out = writer_.add(std::move(op));
+    }
   } else {
     // ZeRO-Infinity with optimizer states on NVMe: sub-groups stream through host memory: read
     // states and gradients, CPU-Adam, write the states back (and the fp16 parameters when they
@@ -124,9 +157,32 @@ int DataParallelBuilder::lower_optimizer(const ScheduleItem& in, Deps deps) {
   return out;
 }
 
+// DeepSpeed 0.3.0's CPU-Adam (StackStates::cpu_adam_tile_elems; csrc/adam/cpu_adam.cpp:336-557,
+// Step_8): tile by tile, each tile's update on the node's CPU after the previous tile's, and a GPU
+// kernel reading that tile's fp32 parameters from pinned memory (4 bytes a parameter over PCIe)
+// once its update is done, after the previous tile's kernel (one stream). The CPU does not wait
+// for the kernels. Returns the last kernel: the partition is on the GPU after it.
+int DataParallelBuilder::lower_tiled_cpu_adam(const ScheduleItem& in, double params, const Deps& deps) {
+  int cpu_id = -1, h2d_id = -1;
+  for (double left = params; left > 0; left -= stack_.cpu_adam_tile_elems) {
+    const double n = std::min(left, stack_.cpu_adam_tile_elems);
+    Instruction cpu = base(InstrKind::HOST_COMPUTE, Stream::NODE, Category::OPTIMIZER, "cpu_adam", in);
+    cpu.params = n;
+    cpu.after = cpu_id < 0 ? deps : Deps{cpu_id};
+    cpu_id = writer_.add(std::move(cpu));
+    Instruction h2d = copy(Tier::HOST, Tier::GPU, n * 4.0, Stream::H2D, Category::OFFLOAD_IO, "h2d_updated_params", in);
+    h2d.after = {cpu_id};
+    if (h2d_id >= 0) h2d.after.push_back(h2d_id);
+    h2d_id = writer_.add(std::move(h2d));
+  }
+  return h2d_id;
+}
+
 int DataParallelBuilder::lower_update(const ScheduleItem& in, Deps deps) {
   int out = deps.empty() ? -1 : deps.back();
-  if (s_.offload_optimizer != OffloadTarget::NONE) {
+  if (s_.offload_optimizer == OffloadTarget::CPU && stack_.cpu_adam_tile_elems > 0) {
+    // The tiles' kernels brought the partition back during the step (lower_tiled_cpu_adam).
+  } else if (s_.offload_optimizer != OffloadTarget::NONE) {
     // The CPU optimizer's 16-bit result goes back to the GPU.
     Instruction h2d = copy(Tier::HOST, Tier::GPU, shard(rank_params_) * bytes_.params, Stream::H2D, Category::OFFLOAD_IO,
                            "h2d_updated_params", in);
