@@ -45,8 +45,9 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
 // workloads/stacks/deepspeed_v03_stack.cpp cites the lines), on the reduction stream in order:
 // with accumulation, every micro-batch but the first brings the pinned fp16 accumulator back
 // (2 bytes an element; the add on the GPU is not costed) and every one but the last copies the
-// summed gradient out again (2 bytes); the last copies it in fp32 into the optimizer's gradient
-// partition (StackStates::boundary_grad_copy_bytes). The host waits for all of it inside the
+// summed gradient out again (2 bytes); the last checks and casts it on the GPU (StackStates::
+// boundary_grad_check_bytes, a kernel on the reduction stream) and copies it in fp32 into the
+// optimizer's gradient partition (boundary_grad_copy_bytes). The host waits for all of it inside the
 // backward hook, so the next compute starts after it (host_block_).
 int DataParallelBuilder::lower_ds03_grad_offload(const ScheduleItem& in, Deps deps) {
   const double elems = std::ceil(bucket_bytes_[static_cast<std::size_t>(in.bucket)] / stack_.wire_grad / s_.dp);
@@ -64,6 +65,12 @@ int DataParallelBuilder::lower_ds03_grad_offload(const ScheduleItem& in, Deps de
     chain(copy(Tier::GPU, Tier::HOST, elems * stack_.wire_grad, Stream::D2H, Category::OFFLOAD_IO, "d2h_accumulated_grads", in));
   }
   if (boundary) {
+    if (stack_.boundary_grad_check_bytes > 0) {
+      const wl::MemoryKernel checks{"grad_norm_overflow_cast", elems * stack_.boundary_grad_check_bytes};
+      const int k = collective_stream_kernel("grad_norm_overflow_cast", checks, in, out < 0 ? std::move(deps) : Deps{out});
+      deps = {k};
+      out = -1;
+    }
     chain(copy(Tier::GPU, Tier::HOST, elems * stack_.boundary_grad_copy_bytes, Stream::D2H, Category::OFFLOAD_IO, "d2h_grads", in));
   }
   if (stack_.grad_offload_blocks_host) host_block_ = out;

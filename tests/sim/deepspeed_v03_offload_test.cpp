@@ -42,6 +42,7 @@ struct Seen {
   std::map<std::string, double> bytes;     // by instruction name
   std::map<std::string, int> count;
   std::vector<double> adam_tiles;          // cpu_adam's parameters, in order
+  double check_seconds = 0;                // grad_norm_overflow_cast kernels
   double adam_params = 0;
   int offloads = 0, computes_after_offload = 0;
 };
@@ -55,6 +56,7 @@ Seen look(const ProgramSet& set) {
     const std::string name(i.name);
     s.bytes[name] += i.bytes;
     ++s.count[name];
+    if (name == "grad_norm_overflow_cast") s.check_seconds += i.seconds;
     if (name == "cpu_adam") {
       s.adam_tiles.push_back(i.params);
       s.adam_params += i.params;
@@ -77,6 +79,15 @@ TEST(DeepSpeedV03Offload, BoundaryCopiesTheGradientPartitionInFp32) {
   Seen s = look(offload_program(wl::StackKind::DEEPSPEED_0_3));
   ASSERT_GT(s.adam_params, 1e9);
   EXPECT_DOUBLE_EQ(s.bytes["d2h_grads"], 4 * s.adam_params);
+}
+
+// Before the copy, on the reduction stream: the norm in double (2 + 8 + 8 bytes an element), the
+// overflow test (2 + 4 + 4) and the fp32 cast (2 + 4), at dgx2's uncalibrated 80% of HBM.
+TEST(DeepSpeedV03Offload, BoundaryChecksAndCastsTheGradientOnTheGpu) {
+  Seen s = look(offload_program(wl::StackKind::DEEPSPEED_0_3));
+  const double hbm_Bps = hw::builtin_profile("dgx2").gpu.hbm_GBps * 1e9;
+  EXPECT_NEAR(s.check_seconds, 34 * s.adam_params / (0.8 * hbm_Bps), 1e-9);
+  EXPECT_EQ(look(offload_program(wl::StackKind::DEEPSPEED)).check_seconds, 0.0);
 }
 
 // stage2.py:801-824 (async_accumulate_grad_in_cpu_via_gpu): micro-batches 0 and 1 copy the fp16

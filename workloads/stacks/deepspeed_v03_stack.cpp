@@ -14,6 +14,10 @@ void states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t gra
   // at the accumulation boundary each gradient of the rank's partition is cast to fp32 on the GPU
   // (`.float()`) and copied into the pinned fp32 gradient partition: 4 bytes an element.
   st.boundary_grad_copy_bytes = 4;
+  // Before that copy, per element on the reduction stream: set_norm_for_param_grad_in_gpu
+  // (:838-847, .double().norm(2): read 2, write 8, read 8), _has_inf_or_nan (:1556-1563,
+  // .float().sum(): read 2, write 4, read 4) and the .float() of the copy (read 2, write 4).
+  st.boundary_grad_check_bytes = 18 + 10 + 6;
   // stage2.py:801-824, async_accumulate_grad_in_cpu_via_gpu (called from copy_grads_in_partition,
   // :912-916, when gradient_accumulation_steps > 1): micro-step > 0 copies the pinned fp16
   // accumulator (dtype=param.dtype) to the GPU and adds it into .grad; a micro-step that is not

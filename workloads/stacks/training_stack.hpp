@@ -119,6 +119,9 @@ struct StackStates {
   // DeepSpeed 0.3's ZeRO-Offload (training_stacks.md, "DeepSpeed 0.3"). Bytes per element of the
   // reduced gradient a rank copies to the host at the step's last micro-batch (0: the wire dtype);
   double boundary_grad_copy_bytes = 0;
+  // before it, per element, the bytes the GPU reads and writes checking and casting it (its norm,
+  // the overflow test, the fp32 cast);
+  double boundary_grad_check_bytes = 0;
   // every micro-batch but the last copies its 16-bit gradient partition into a pinned host buffer,
   // and every micro-batch but the first first copies that buffer back and adds it on the GPU;
   bool accumulates_grads_on_host_via_gpu = false;
