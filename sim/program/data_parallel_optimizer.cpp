@@ -49,12 +49,16 @@ int DataParallelBuilder::lower_torch_grad_offload(const ScheduleItem& in, const 
 // boundary_grad_check_bytes, a kernel on the reduction stream) and copies it in fp32 into the
 // optimizer's gradient partition (boundary_grad_copy_bytes). The host waits for all of it inside the
 // backward hook, so the next compute starts after it (host_block_).
+// With copies_by_partition_owner each amount is the rank's own (Instruction::by_dp_rank).
 int DataParallelBuilder::lower_ds03_grad_offload(const ScheduleItem& in, Deps deps) {
   const double elems = std::ceil(bucket_bytes_[static_cast<std::size_t>(in.bucket)] / stack_.wire_grad / s_.dp);
+  const bool by_owner = stack_.copies_by_partition_owner && s_.dp > 1;
+  const std::vector<double>* owned = by_owner ? &owner_elems().at(static_cast<std::size_t>(in.bucket)) : nullptr;
   const bool accumulate = stack_.accumulates_grads_on_host_via_gpu && micro_batches_ > 1;
   const bool boundary = in.micro_batch == micro_batches_ - 1;
   int out = -1;
   const auto chain = [&](Instruction c) {
+    if (owned != nullptr) c.by_dp_rank = per_dp_rank(*owned, c.bytes / elems);
     c.after = out < 0 ? std::move(deps) : Deps{out};
     out = writer_.add(std::move(c));
   };
@@ -68,6 +72,7 @@ int DataParallelBuilder::lower_ds03_grad_offload(const ScheduleItem& in, Deps de
     if (stack_.boundary_grad_check_bytes > 0) {
       const wl::MemoryKernel checks{"grad_norm_overflow_cast", elems * stack_.boundary_grad_check_bytes};
       const int k = collective_stream_kernel("grad_norm_overflow_cast", checks, in, out < 0 ? std::move(deps) : Deps{out});
+      if (owned != nullptr) writer_.at(k).by_dp_rank = per_dp_rank(*owned, writer_.at(k).seconds / elems);
       deps = {k};
       out = -1;
     }
@@ -75,6 +80,37 @@ int DataParallelBuilder::lower_ds03_grad_offload(const ScheduleItem& in, Deps de
   }
   if (stack_.grad_offload_blocks_host) host_block_ = out;
   return out;
+}
+
+// DeepSpeed 0.3's partitions (stage2.py:1139-1157): rank r holds elements [r T / dp, (r + 1) T / dp)
+// of the T flattened parameters in model order (the units' forward order); a bucket holds a
+// contiguous run of units (assign_buckets, in backward order).
+const std::vector<std::vector<double>>& DataParallelBuilder::owner_elems() {
+  if (!owner_elems_.empty()) return owner_elems_;
+  std::vector<double> lo(bucket_bytes_.size(), -1), hi(bucket_bytes_.size(), 0);
+  double at = 0;
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const auto k = static_cast<std::size_t>(bucket_of_unit_[u]);
+    const double n = owned_params(units_[u]);
+    if (lo[k] < 0) lo[k] = at;
+    at += n;
+    hi[k] = at;
+  }
+  const double part = at / s_.dp;
+  owner_elems_.assign(bucket_bytes_.size(), std::vector<double>(static_cast<std::size_t>(s_.dp), 0.0));
+  for (std::size_t k = 0; k < lo.size(); ++k) {
+    for (int r = 0; r < s_.dp; ++r) {
+      owner_elems_[k][static_cast<std::size_t>(r)] = std::max(0.0, std::min(hi[k], (r + 1) * part) - std::max(lo[k], r * part));
+    }
+  }
+  return owner_elems_;
+}
+
+int DataParallelBuilder::per_dp_rank(const std::vector<double>& elems, double per_elem) {
+  std::vector<double> amounts;
+  for (double e : elems) amounts.push_back(e * per_elem);
+  program_.by_dp_rank.push_back(std::move(amounts));
+  return static_cast<int>(program_.by_dp_rank.size()) - 1;
 }
 
 // The rank's parameter tensors as its optimizer sees them (elements each, grouped by size): every

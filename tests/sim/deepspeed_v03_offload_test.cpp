@@ -19,11 +19,11 @@
 namespace trainsim::sim {
 namespace {
 
-ProgramSet offload_program(wl::StackKind kind) {
+ProgramSet offload_program(wl::StackKind kind, int dp = 1, bool* ranks_differ = nullptr) {
   const hw::ClusterProfile p = hw::builtin_profile("dgx2");
   wl::StrategyInput in;
-  in.gpus.set(1, "t");
-  in.dp.set(1, "t");
+  in.gpus.set(dp, "t");
+  in.dp.set(dp, "t");
   in.zero.set(2, "t");
   in.offload_optimizer.set(wl::OffloadTarget::CPU, "t");
   in.micro_batch.set(1, "t");
@@ -34,6 +34,7 @@ ProgramSet offload_program(wl::StackKind kind) {
   in.stack.set(stack, "t");
   const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
   const CostModel costs(p, r.model.numerics, r.strategy.stack);
+  if (ranks_differ != nullptr) *ranks_differ = data_parallel_ranks_differ(r.model, r.strategy);
   return build_data_parallel_program(r.model, r.strategy, costs, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node()),
                                      p.gpus_per_node());
 }
@@ -122,6 +123,40 @@ TEST(DeepSpeedV03Offload, CpuAdamStreamsFp32ParametersBackTileByTile) {
   Seen v16 = look(offload_program(wl::StackKind::DEEPSPEED));
   EXPECT_EQ(v16.adam_tiles.size(), 1u);
   EXPECT_DOUBLE_EQ(v16.bytes["h2d_updated_params"], 2 * v16.adam_params);
+}
+
+// stage2.py:1139-1157 and :950-983: on 4 ranks each holds a contiguous quarter of the flattened
+// parameters, and a bucket's fp32 copies are made by the ranks whose quarter it overlaps, each its
+// overlap: over the step each rank copies 4 bytes x P / 4, every element once, and a bucket of
+// reduce_bucket_size (5e8, under a quarter of 1.5B) touches at most two ranks. Without the
+// mechanism every rank copies 1/4 of every bucket and the ranks are folded.
+TEST(DeepSpeedV03Offload, BucketCopiesFallToThePartitionOwners) {
+  bool differ = false;
+  const ProgramSet set = offload_program(wl::StackKind::DEEPSPEED_0_3, 4, &differ);
+  EXPECT_TRUE(differ) << "a program whose copies differ by rank is replayed unfolded";
+  const Program& prog = set.stages.at(0);
+  double params = 0;
+  for (const Instruction& i : prog.instructions) params += std::string_view(i.name) == "cpu_adam" ? i.params : 0.0;
+  std::vector<double> per_rank(4, 0.0);
+  int buckets = 0;
+  for (const Instruction& i : prog.instructions) {
+    if (std::string_view(i.name) != "d2h_grads" || i.step != 0) continue;
+    ASSERT_GE(i.by_dp_rank, 0);
+    const std::vector<double>& b = prog.by_dp_rank.at(static_cast<std::size_t>(i.by_dp_rank));
+    ASSERT_EQ(b.size(), 4u);
+    int owners = 0;
+    for (std::size_t r = 0; r < 4; ++r) {
+      per_rank[r] += b[r];
+      owners += b[r] > 0 ? 1 : 0;
+    }
+    EXPECT_LE(owners, 2);
+    ++buckets;
+  }
+  ASSERT_GT(buckets, 2);
+  for (double bytes : per_rank) EXPECT_NEAR(bytes, 4 * params, 4 * 4.0) << "4 bytes x the rank's quarter (params is one quarter)";
+  bool v16_differ = true;
+  offload_program(wl::StackKind::DEEPSPEED, 4, &v16_differ);
+  EXPECT_FALSE(v16_differ);
 }
 
 }  // namespace

@@ -30,6 +30,11 @@ void states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t gra
   // bucket's reduces and the copies before it. The host is inside autograd's hook meanwhile and
   // launches no backward kernel until the bucket is through.
   st.grad_offload_blocks_host = true;
+  // stage2.py:1139-1157 (get_data_parallel_partitions: rank r holds the r-th contiguous range of
+  // the flattened fp16 group, in model order) and :621-652 (a bucket fills in backward order):
+  // copy_grads_in_partition runs, from reduce_ipg_grads (:950-983), only for the parameters
+  // is_param_in_current_partition, so a bucket's copies are its owners' alone.
+  st.copies_by_partition_owner = true;
   // csrc/adam/cpu_adam.cpp:336-557 (Adam_Optimizer::Step_8), csrc/includes/cpu_adam.h:23 (TILE =
   // 1024 * 1024 * 1024), csrc/adam/custom_cuda_kernel.cu (launch_param_update): the updated fp32
   // parameters of each tile go into one of two pinned buffers, read by a GPU kernel that casts them

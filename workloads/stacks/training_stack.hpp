@@ -128,6 +128,9 @@ struct StackStates {
   // the backward hook waits on the host for the bucket's reduction and copies, so the backward
   // goes on only after them;
   bool grad_offload_blocks_host = false;
+  // a bucket's copies are made by the ranks whose partition (a contiguous range of the flattened
+  // parameters in model order) it overlaps, each its overlap, not 1/dp of the bucket on every rank;
+  bool copies_by_partition_owner = false;
   // CPU-Adam writes the updated fp32 parameters tile by tile into pinned memory that a GPU kernel
   // reads (4 bytes per parameter over PCIe) while the CPU updates the next tile: elements per tile
   // (0: the 16-bit partition is copied after the step).
