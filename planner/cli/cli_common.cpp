@@ -99,8 +99,8 @@ void add_input_flags(CLI::App& app, planner::InputFlags& f, ModelFlags model_fla
                              planner::DEFAULT_MEMORY_HEADROOM))
       ->group("Cluster");
   app.add_option("--stack", f.stack,
-                 "Training stack: idealized (default), megatron, deepspeed, pytorch, pytorch-ddp, pytorch-fsdp, "
-                 "pytorch-pipelining (workloads/stacks/training_stacks.md)")
+                 "Training stack: idealized (default), megatron, deepspeed, deepspeed-0.3 (its 2020 release), pytorch, "
+                 "pytorch-ddp, pytorch-fsdp, pytorch-pipelining (workloads/stacks/training_stacks.md)")
       ->group("Strategy");
   app.add_flag_function(
          "--l2l", [&f](std::int64_t) { f.l2l = true; }, "L2L: one layer on the GPU at a time, model states on the host")

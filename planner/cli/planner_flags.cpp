@@ -34,7 +34,8 @@ void add_question_flags(CLI::App& app, planner::PlanFlags& f, bool nodes_range) 
       ->group("Question");
   app.add_option("--stack", f.framework.stack,
                  "The framework you train with, searching only what it runs: idealized (default: every strategy), megatron, "
-                 "deepspeed, pytorch (DDP, FSDP2, pipelining), pytorch-ddp, pytorch-fsdp, pytorch-pipelining")
+                 "deepspeed, deepspeed-0.3 (its 2020 release), pytorch (DDP, FSDP2, pipelining), pytorch-ddp, pytorch-fsdp, "
+                 "pytorch-pipelining")
       ->group("Framework");
   app.add_option("--deepspeed", f.framework.deepspeed_file,
                  "A DeepSpeed ds_config.json: what it fixes (ZeRO stage, offload, buckets, batch) is kept; implies --stack deepspeed")
