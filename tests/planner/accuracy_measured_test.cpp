@@ -69,12 +69,34 @@ TEST(CompiledAccuracyCard, HoldsTheErrorsOfTheCommittedRunsPredictedAfresh) {
 // pipeline and are not replayed as pipelines).
 TEST(CompiledAccuracyCard, HoldsMegatronLmTableOnesPipelinedRows) {
   const AccuracyCard card = accuracy_card(wl::Strategy{}, hw::builtin_profile("h200x4-measured"));
-  ASSERT_EQ(card.sets.size(), 2u);
+  ASSERT_EQ(card.sets.size(), 3u);
   const AccuracySet& paper = card.sets[1];
   EXPECT_TRUE(paper.published);
   EXPECT_EQ(paper.all.runs, 6);
   EXPECT_EQ(paper.fewest_gpus, 512);
   EXPECT_EQ(paper.most_gpus, 3072);
+}
+
+// DeepSpeed's published points (reports/validation/deepspeed_published/results.json, the test's own
+// record of each replay in TFLOP/s): every replayed point is a run of the card's third set, its
+// step-time error published / predicted TFLOP/s - 1 (the same FLOPs in both).
+TEST(CompiledAccuracyCard, HoldsDeepSpeedsReplayedPublishedPoints) {
+  const auto results = test::read_source_json("reports/validation/deepspeed_published/results.json");
+  Pooled step;
+  for (const auto& row : results["rows"]) {
+    if (!row.contains("predicted_tflops_per_gpu")) continue;
+    step.add(100 * (row["published_tflops_per_gpu"].get<double>() / row["predicted_tflops_per_gpu"].get<double>() - 1));
+  }
+  ASSERT_GT(step.n, 0);
+  const AccuracyCard card = accuracy_card(wl::Strategy{}, hw::builtin_profile("dgx2"));
+  ASSERT_EQ(card.sets.size(), 3u);
+  const AccuracySet& ds = card.sets[2];
+  EXPECT_TRUE(ds.published);
+  EXPECT_EQ(ds.all.runs, step.n);
+  EXPECT_NEAR(ds.all.step_mean_pct, step.sum_abs / step.n, 1e-6);
+  EXPECT_NEAR(ds.all.step_worst_pct, step.worst, 1e-6);
+  EXPECT_EQ(ds.fewest_gpus, 1);
+  EXPECT_EQ(ds.most_gpus, 1024);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // `trainsim simulate --stack deepspeed` on the profile of the machine that ran it, and its TFLOP/s
 // per GPU compared with the published one. A point must be within 15% unless known_gaps.json lists
 // it with its reason; a listed point that comes within 15% fails too (remove it from the list).
-// report.md and results.json beside the points are regenerated and compared
+// report.md, results.json and comparison.json (the replayed points as the planner's accuracy card
+// reads them) beside the points are regenerated and compared
 // (TRAINSIM_UPDATE_REPORTS=1 rewrites them). No constant is fitted to any point: a source whose
 // code base's compute rate is known only from a run outside the points (`compute_fit`: the run, the
 // efficiency it gives the profile's GEMMs) replays on its profile with that efficiency, and the fit
@@ -33,6 +34,7 @@ struct Replayed {
   bool fits = false;
   std::string reason;  // why it cannot run, when it cannot
   double tflops = 0, step_s = 0;
+  nlohmann::json features;  // the answer's accuracy.features (what the planner's card groups runs by)
 };
 
 // The profile of a source with a compute fit: its profile with every GEMM at the fitted efficiency
@@ -95,6 +97,7 @@ Replayed replay(const nlohmann::json& p, const std::string& stack, const std::st
   }
   r.tflops = j["hardware_tflops_per_gpu"].get<double>();
   r.step_s = j["step_time_s"].get<double>();
+  r.features = j["accuracy"]["features"];
   return r;
 }
 
@@ -161,6 +164,8 @@ TEST(DeepSpeedPublished, EveryPointWithin15PercentOrAKnownGap) {
       "| point | source, where | GPUs | model (L x h, seq) | strategy | micro x accum | published | predicted | error | status | idealized |\n"
       "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n";
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  nlohmann::ordered_json card_runs = nlohmann::ordered_json::array(), card_rows = nlohmann::ordered_json::array();
+  std::set<std::string> card_profiles;
   int within = 0, total = 0;
   double sum = 0, worst = 0;
   std::string worst_name;
@@ -210,6 +215,19 @@ TEST(DeepSpeedPublished, EveryPointWithin15PercentOrAKnownGap) {
     row["status"] = status;
     if (ideal.fits) row["idealized_tflops_per_gpu"] = ideal.tflops;
     rows.push_back(row);
+    if (r.fits) {
+      // For the planner's accuracy card: the published step is the replayed one scaled by the
+      // TFLOP/s ratio (both count the same FLOPs), so its error is the step time's.
+      const std::string gpu = test::read_source_json("hwprofiles/" + p["hw"].get<std::string>() + ".json")["gpu"]["model"];
+      const auto& source = doc["sources"][p["source"].get<std::string>()];
+      const std::string stack = source.contains("stack") ? source["stack"].get<std::string>() : "deepspeed";
+      const double published_step = r.step_s * r.tflops / published;
+      card_runs.push_back({{"name", name}, {"gpu", gpu + " (published)"}, {"gpus", p["gpus"].get<int>()},
+                           {"stack", stack + " (published)"}, {"features", r.features}});
+      card_rows.push_back({{"name", name}, {"metric", "step_time"}, {"predicted", r.step_s}, {"measured", published_step},
+                           {"error_pct", 100 * (r.step_s - published_step) / published_step}});
+      card_profiles.insert(p["hw"].get<std::string>());
+    }
   }
 
   std::string report =
@@ -258,12 +276,30 @@ TEST(DeepSpeedPublished, EveryPointWithin15PercentOrAKnownGap) {
                                       {"stack", "deepspeed"}}},
                                     {"rows", rows}};
   const std::string results_text = results.dump(2) + "\n";
+  // The replayed points as the planner's accuracy card reads a published set (planner/accuracy.hpp;
+  // compiled into trainsim): an answer of a DeepSpeed stack, ZeRO stage or offload states them.
+  std::string profiles;
+  for (const std::string& hw : card_profiles) profiles += (profiles.empty() ? "" : ", ") + hw;
+  nlohmann::ordered_json comparison = {{"schema_version", 1},
+                                       {"kind", "trainsim.published_comparison"},
+                                       {"provenance",
+                                        {{"tool", "tests/validation/deepspeed_published_test.cpp"},
+                                         {"source", "DeepSpeed's published throughput (ZeRO-Offload, ZeRO-Infinity, DeepSpeed on Azure)"},
+                                         {"profile", profiles},
+                                         {"inputs", {DIR + "report.md"}}}},
+                                       {"runs", card_runs},
+                                       {"rows", card_rows}};
+  const std::string comparison_text = comparison.dump(2) + "\n";
+  const std::string comparison_path = test::source_path(DIR + "comparison.json");
   const std::string report_path = test::source_path(DIR + "report.md");
   const std::string results_path = test::source_path(DIR + "results.json");
   if (const char* update = std::getenv("TRAINSIM_UPDATE_REPORTS"); update != nullptr && std::string(update) == "1") {
     std::ofstream(report_path) << report;
     std::ofstream(results_path) << results_text;
+    std::ofstream(comparison_path) << comparison_text;
   }
+  EXPECT_EQ(test::read_file(comparison_path), comparison_text)
+      << DIR << "comparison.json is stale: rerun with TRAINSIM_UPDATE_REPORTS=1 (then rebuild: trainsim compiles it in)";
   EXPECT_EQ(test::read_file(results_path), results_text) << DIR << "results.json is stale: rerun with TRAINSIM_UPDATE_REPORTS=1";
   EXPECT_EQ(test::read_file(report_path), report) << DIR << "report.md is stale: rerun with TRAINSIM_UPDATE_REPORTS=1";
 }
