@@ -106,7 +106,7 @@ class Replays {
   Replays(const wl::ModelSpec& m, const wl::Strategy& s, const hw::ClusterProfile& profile, const wl::MemoryEstimate& memory,
           const SimOptions& options)
       : m_(m), s_(s), profile_(profile), memory_(memory), costs_(profile, m.numerics, s.stack),
-        placement_(s.tp, s.dp, s.pp, profile.gpus_per_node()), fold_(plan_fold(placement_, options.fold_ranks)),
+        placement_(s.tp, s.dp, s.pp, profile.gpus_per_node()), fold_(plan_fold(placement_, options.fold_ranks && !data_parallel_ranks_differ(m, s))),
         drop_implied_links_(options.drop_implied_links) {}
 
   const FoldPlan& fold() const { return fold_; }

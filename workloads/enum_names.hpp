@@ -34,9 +34,10 @@ inline constexpr Table<OffloadTarget, 3> OFFLOAD{
     {{OffloadTarget::NONE, "none"}, {OffloadTarget::CPU, "cpu"}, {OffloadTarget::NVME, "nvme"}}};
 inline constexpr Table<ActivationOffload, 2> ACTIVATION_OFFLOAD{
     {{ActivationOffload::NONE, "none"}, {ActivationOffload::CPU, "cpu"}}};
-inline constexpr Table<StackKind, 8> STACK{{{StackKind::IDEALIZED, "idealized"},
+inline constexpr Table<StackKind, 9> STACK{{{StackKind::IDEALIZED, "idealized"},
                                            {StackKind::MEGATRON, "megatron"},
                                            {StackKind::DEEPSPEED, "deepspeed"},
+                                           {StackKind::DEEPSPEED_0_3, "deepspeed-0.3"},
                                            {StackKind::PYTORCH, "pytorch"},
                                            {StackKind::PYTORCH_DDP, "pytorch-ddp"},
                                            {StackKind::PYTORCH_FSDP, "pytorch-fsdp"},

@@ -20,6 +20,7 @@ set(TRAINSIM_WORKLOADS_SOURCES
   stacks/idealized_stack.cpp
   stacks/megatron_stack.cpp
   stacks/deepspeed_stack.cpp
+  stacks/deepspeed_v03_stack.cpp
   stacks/pytorch_stack.cpp
   stacks/pytorch_ddp_stack.cpp
   stacks/pytorch_fsdp_stack.cpp

@@ -74,6 +74,10 @@ struct Instruction {
   std::int64_t tag = -1;            // SEND/RECV pairs; COLLECTIVE instances across roles (-1: by position)
   int peer_stage = -1;              // SEND, RECV
   int copiers = 1;                  // COPY: GPUs of the node making this copy at once (1: alone)
+  // COPY (bytes) or COMPUTE (seconds): an index into Program::by_dp_rank where the amount differs
+  // by data-parallel rank (-1: `bytes` or `seconds` on every rank). A program with such
+  // instructions is replayed without folding its data-parallel ranks.
+  int by_dp_rank = -1;
   // Labels: what the work belongs to (traces, metrics, folding).
   int layer = -1;
   int micro_batch = -1;
@@ -97,6 +101,7 @@ struct Program {
   int stage = 0;
   std::vector<Instruction> instructions;
   std::vector<std::vector<int>> step_ends;  // per step: instructions whose end is the step's end
+  std::vector<std::vector<double>> by_dp_rank;  // Instruction::by_dp_rank: the amount on each data-parallel rank
 };
 
 // Schedules whose step overlaps the next (the delayed update, PipeDream, 2BW) are measured in the

@@ -174,7 +174,7 @@ class Interpreter {
     switch (in.kind) {
       case InstrKind::COMPUTE: {
         Op op = base(in, OpKind::COMPUTE, g);
-        op.seconds = in.seconds;
+        op.seconds = per_dp_rank(in, g, in.seconds);
         op.flops = in.flops;
         op.gemm_seconds = in.gemm_seconds;
         op.attention_seconds = in.attention_seconds;
@@ -204,6 +204,14 @@ class Interpreter {
     throw std::logic_error("interpreter: unknown instruction kind");
   }
 
+  // An amount that differs by data-parallel rank (Instruction::by_dp_rank): g's, else `value`.
+  double per_dp_rank(const Instruction& in, int g, double value) const {
+    if (in.by_dp_rank < 0) return value;
+    if (fold_.folded) throw std::logic_error("interpreter: an amount by data-parallel rank in a folded replay");
+    const int dp = fold_.ranks[static_cast<std::size_t>(g)].coord.dp;
+    return program_of(g).by_dp_rank.at(static_cast<std::size_t>(in.by_dp_rank)).at(static_cast<std::size_t>(dp));
+  }
+
   OpId lower_copy(const Instruction& in, int g, const std::vector<OpId>& deps) {
     OpKind kind;
     if (in.from == Tier::HOST && in.to == Tier::GPU) kind = OpKind::COPY_H2D;
@@ -212,7 +220,7 @@ class Interpreter {
     else if (in.from == Tier::HOST && in.to == Tier::STORAGE) kind = OpKind::STORAGE_WRITE;
     else throw std::logic_error(fmt::format("interpreter: no direct copy from {} to {}", to_string(in.from), to_string(in.to)));
     Op op = base(in, kind, g);
-    op.bytes = in.bytes;
+    op.bytes = per_dp_rank(in, g, in.bytes);
     return add(std::move(op), deps, &in);
   }
 

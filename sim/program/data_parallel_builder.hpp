@@ -96,9 +96,19 @@ class DataParallelBuilder {
   // waiting, then `.grad += new` on the CPU, after which the host goes on (host_block_).
   int lower_torch_grad_offload(const ScheduleItem& in, const Deps& deps);
 
+  // DeepSpeed 0.3's copies of a bucket's gradient partition to the host (StackStates::
+  // boundary_grad_copy_bytes, accumulates_grads_on_host_via_gpu, grad_offload_blocks_host).
+  int lower_ds03_grad_offload(const ScheduleItem& in, Deps deps);
+  // Per bucket, the elements of it in each data-parallel rank's partition (StackStates::
+  // copies_by_partition_owner); and an amount per rank registered in the program.
+  const std::vector<std::vector<double>>& owner_elems();
+  int per_dp_rank(const std::vector<double>& elems, double per_elem);
+  std::vector<std::vector<double>> owner_elems_;
+
   // The optimizer step and the parameter update (data_parallel_optimizer.cpp).
   int lower_optimizer(const ScheduleItem& in, Deps deps);
   std::vector<ShardPiece> optimizer_tensors() const;
+  int lower_tiled_cpu_adam(const ScheduleItem& in, double params, const Deps& deps);
   int lower_update(const ScheduleItem& in, Deps deps);
 
   const wl::ModelSpec& m_;

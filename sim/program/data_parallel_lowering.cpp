@@ -224,6 +224,10 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
           out = lower_torch_grad_offload(in, deps);
           break;
         }
+        if (stack_.boundary_grad_copy_bytes > 0 && s_.offload_optimizer == OffloadTarget::CPU && !s_.l2l) {
+          out = lower_ds03_grad_offload(in, std::move(deps));
+          break;
+        }
         const double bucket = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
         // Each rank moves its shard; L2L's ranks of a node share the node's one copy.
         const double bytes = s_.l2l ? bucket / ranks_per_node_ : std::ceil(bucket / s_.dp);

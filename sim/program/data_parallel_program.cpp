@@ -251,4 +251,10 @@ ProgramSet build_data_parallel_program(const wl::ModelSpec& m, const wl::Strateg
   return detail::DataParallelBuilder(m, s, costs, memory, gpus_per_node, micro_batches).run(trailing);
 }
 
+bool data_parallel_ranks_differ(const wl::ModelSpec& m, const wl::Strategy& s) {
+  const wl::StackStates st = wl::stack_states(s.stack, m.numerics, s.zero_stage, s.micro_batches());
+  return st.copies_by_partition_owner && s.dp > 1 && s.pp == 1 && s.schedule != wl::Schedule::HYDRA && !s.l2l &&
+         s.offload_optimizer == wl::OffloadTarget::CPU;
+}
+
 }  // namespace trainsim::sim

@@ -21,4 +21,9 @@ ProgramSet build_data_parallel_program(const wl::ModelSpec& m, const wl::Strateg
                                        const wl::MemoryEstimate& memory, int gpus_per_node, int micro_batches = 0,
                                        TrailingStep trailing = TrailingStep::SIMULATE);
 
+// Whether the program's amounts differ by data-parallel rank (Instruction::by_dp_rank): DeepSpeed
+// 0.3's bucket copies fall to the ranks whose partitions a bucket covers (StackStates::
+// copies_by_partition_owner). Such a program is replayed with every rank simulated.
+bool data_parallel_ranks_differ(const wl::ModelSpec& m, const wl::Strategy& s);
+
 }  // namespace trainsim::sim

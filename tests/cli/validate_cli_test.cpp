@@ -299,7 +299,7 @@ TEST(ValidateCli, BadInputNamesFileKeyAndExpectationExits2AndWritesNothing) {
       // A measured run names a stack a real run runs: the idealized one is the papers' accounting.
       {"unknown stack",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["stack"]["name"] = "jax"; })); },
-       {"run.json", "stack.name", "one of megatron, deepspeed, pytorch, pytorch-ddp", "trainsim-reference", "\"jax\""}},
+       {"run.json", "stack.name", "one of megatron, deepspeed, deepspeed-0.3, pytorch, pytorch-ddp", "trainsim-reference", "\"jax\""}},
       {"idealized stack",
        [](const ScratchDir& d) { return "--measured " + q(copy_run(d, [](nlohmann::json& j) { j["stack"]["name"] = "idealized"; })); },
        {"run.json", "stack.name", "\"idealized\""}},

@@ -144,7 +144,10 @@ TEST(DeepSpeedPublished, EveryPointWithin15PercentOrAKnownGap) {
       const std::string ds_config = ds_configs.count(name) ? ds_configs[name] : ds_configs.count(p["source"]) ? ds_configs[p["source"]] : "";
       const std::string hw = fitted.count(p["source"]) ? fitted[p["source"]] : p["hw"].get<std::string>();
       // The papers' accounting without a framework beside DeepSpeed's: what its runtime adds.
-      const std::string stack = i % 2 == 0 ? "deepspeed" : "idealized";
+      // A source that ran an older DeepSpeed names the stack of that release (`stack`, with `stack_why`).
+      const auto& source = doc["sources"][p["source"].get<std::string>()];
+      const std::string deepspeed = source.contains("stack") ? source["stack"].get<std::string>() : "deepspeed";
+      const std::string stack = i % 2 == 0 ? deepspeed : "idealized";
       running.push_back(std::async(std::launch::async, [&p, stack, ds_config, hw] { return replay(p, stack, ds_config, hw); }));
       if (running.size() == AT_ONCE || i + 1 == points.size() * 2) {
         for (auto& f : running) done.push_back(f.get());
@@ -212,7 +215,8 @@ TEST(DeepSpeedPublished, EveryPointWithin15PercentOrAKnownGap) {
   std::string report =
       "# DeepSpeed's published throughput, predicted\n\n"
       "Each point of `points.json` (the paper, figure and configuration it comes from, how its value was read, and the\n"
-      "assumptions its replay needs) replayed with `trainsim simulate --stack deepspeed` on the profile of the machine\n"
+      "assumptions its replay needs) replayed with `trainsim simulate --stack deepspeed` (or the release its source\n"
+      "names, `stack`) on the profile of the machine\n"
       "that ran it; TFLOP/s per GPU counting the activation recompute, as the sources do (`idealized`: the same run\n"
       "with `--stack idealized`, the papers' accounting without a framework). A published run ran, so it replays\n"
       "with no memory headroom (`--memory-headroom 0`): it does not run only where the replay's reserved peak\n"
@@ -234,6 +238,7 @@ TEST(DeepSpeedPublished, EveryPointWithin15PercentOrAKnownGap) {
                         f["fit_row"]["model"].get<std::string>(), f["fit_row"]["step_time_s"].get<double>(),
                         f["why"].get<std::string>());
     }
+    if (s.contains("stack")) fit = fmt::format(" Stack: `{}`: {}", s["stack"].get<std::string>(), s["stack_why"].get<std::string>()) + fit;
     report += fmt::format("- `{}`: {}. Hardware: {}. Profile: `{}`.{}{}\n", key, s["cite"].get<std::string>(),
                           s["hardware"].get<std::string>(), s["profile"].get<std::string>(),
                           s.contains("ds_config") ? " ds_config: " + s["ds_config"]["source"].get<std::string>() + "." : "", fit);

@@ -5,9 +5,8 @@
 #include "stack_modules.hpp"
 
 namespace trainsim::wl {
-namespace {
 
-void states(const TrainingStack&, Numerics n, int, std::int64_t, StackStates& st) {
+void deepspeed_states(const TrainingStack&, Numerics n, int, std::int64_t, StackStates& st) {
   // 16-bit parameters; the optimizer's fp32 gradient partition (accumulated there) and fp32
   // master weights and moments, partitioned by stage; gradients reduced in the 16-bit dtype.
   const StateBytes seed = state_bytes(n);
@@ -20,7 +19,7 @@ void states(const TrainingStack&, Numerics n, int, std::int64_t, StackStates& st
   st.row = "DeepSpeed";
 }
 
-void refusals(const Strategy& s, const ModelSpec&, const StackNeed& need) {
+void deepspeed_refusals(const Strategy& s, const ModelSpec&, const StackNeed& need) {
   // DeepSpeed 0.16.5: its pipeline engine runs TrainSchedule, a synchronous 1F1B
   // (deepspeed/runtime/pipe/schedule.py), without interleaving or sequence parallelism; its
   // activation checkpointing (deepspeed/runtime/activation_checkpointing) recomputes whole
@@ -39,14 +38,15 @@ void refusals(const Strategy& s, const ModelSpec&, const StackNeed& need) {
   refuse_l2l_hydra_and_delayed_update(s, need);
 }
 
+namespace {
 
 StackModel make() {
   StackModel m;
   m.kind = StackKind::DEEPSPEED;
   m.caching_allocator = true;
   m.runs_megatron_model = true;
-  m.states = states;
-  m.refusals = refusals;
+  m.states = deepspeed_states;
+  m.refusals = deepspeed_refusals;
   m.dispatch_key = dispatch_key_by_name;
   return m;
 }

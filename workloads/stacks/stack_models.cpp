@@ -8,6 +8,7 @@ const StackModel& stack_model(StackKind kind) {
     case StackKind::IDEALIZED: return idealized_stack();
     case StackKind::MEGATRON: return megatron_stack();
     case StackKind::DEEPSPEED: return deepspeed_stack();
+    case StackKind::DEEPSPEED_0_3: return deepspeed_v03_stack();
     case StackKind::PYTORCH: return pytorch_stack();
     case StackKind::PYTORCH_DDP: return pytorch_ddp_stack();
     case StackKind::PYTORCH_FSDP: return pytorch_fsdp_stack();

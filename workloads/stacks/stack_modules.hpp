@@ -10,11 +10,16 @@ namespace trainsim::wl {
 const StackModel& idealized_stack();
 const StackModel& megatron_stack();
 const StackModel& deepspeed_stack();
+const StackModel& deepspeed_v03_stack();
 const StackModel& pytorch_stack();
 const StackModel& pytorch_ddp_stack();
 const StackModel& pytorch_fsdp_stack();
 const StackModel& pytorch_pipelining_stack();
 const StackModel& trainsim_reference_stack();
+
+// DeepSpeed's states and refusals (deepspeed_stack.cpp), which its 0.3 release shares.
+void deepspeed_states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t grad_accum, StackStates& st);
+void deepspeed_refusals(const Strategy& s, const ModelSpec& m, const StackNeed& need);
 
 // Megatron-LM and DeepSpeed run no L2L, Hydra or delayed parameter update.
 void refuse_l2l_hydra_and_delayed_update(const Strategy& s, const StackNeed& need);

@@ -19,6 +19,7 @@ enum class StackKind {
   IDEALIZED,           // the papers' accounting (no framework)
   MEGATRON,            // Megatron-LM: bf16/fp16 parameters, fp32 main gradients, distributed optimizer
   DEEPSPEED,           // DeepSpeed ZeRO: 16-bit parameters, fp32 gradient partitions and optimizer
+  DEEPSPEED_0_3,       // DeepSpeed 0.3 (2020, the ZeRO-Offload paper's): its ZeRO-2 offload path
   PYTORCH,             // one GPU, torch.autocast: fp32 parameters and gradients
   PYTORCH_DDP,         // DistributedDataParallel under torch.autocast
   PYTORCH_FSDP,        // FSDP2 (fully_shard) with a MixedPrecisionPolicy
@@ -115,6 +116,25 @@ struct StackStates {
   // stage3_max_reuse_distance (training_stacks.md, "DeepSpeed"); elsewhere one unit is prefetched
   // and every use gathers (the papers' accounting).
   bool param_coordinator = false;
+  // DeepSpeed 0.3's ZeRO-Offload (training_stacks.md, "DeepSpeed 0.3"). Bytes per element of the
+  // reduced gradient a rank copies to the host at the step's last micro-batch (0: the wire dtype);
+  double boundary_grad_copy_bytes = 0;
+  // before it, per element, the bytes the GPU reads and writes checking and casting it (its norm,
+  // the overflow test, the fp32 cast);
+  double boundary_grad_check_bytes = 0;
+  // every micro-batch but the last copies its 16-bit gradient partition into a pinned host buffer,
+  // and every micro-batch but the first first copies that buffer back and adds it on the GPU;
+  bool accumulates_grads_on_host_via_gpu = false;
+  // the backward hook waits on the host for the bucket's reduction and copies, so the backward
+  // goes on only after them;
+  bool grad_offload_blocks_host = false;
+  // a bucket's copies are made by the ranks whose partition (a contiguous range of the flattened
+  // parameters in model order) it overlaps, each its overlap, not 1/dp of the bucket on every rank;
+  bool copies_by_partition_owner = false;
+  // CPU-Adam writes the updated fp32 parameters tile by tile into pinned memory that a GPU kernel
+  // reads (4 bytes per parameter over PCIe) while the CPU updates the next tile: elements per tile
+  // (0: the 16-bit partition is copied after the step).
+  double cpu_adam_tile_elems = 0;
   const char* row = "";         // the row of training_stacks.md these come from
 };
 
