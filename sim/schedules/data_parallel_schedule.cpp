@@ -383,15 +383,17 @@ class Emitter {
     if (!plan_.hook_before_unit.empty() && last_gather_ != NONE && last_gather_ != gather_[position] && hook_before(position)) {
       needs.push_back(last_gather_);
     }
-    // DeepSpeed 0.3.15's fetch waits for every gather in flight when it begins (fetch_waits_in_flight).
-    if (plan_.fetch_waits_in_flight && it.needs_params && in_flight_at_fetch_ != NONE && in_flight_at_fetch_ != gather_[position]) {
-      needs.push_back(in_flight_at_fetch_);
+    // DeepSpeed 0.3.15's fetch, where the submodule's parameters are gathered now or in flight,
+    // waits for every gather in flight when it begins (fetch_waits_in_flight).
+    SmallVector<int, 2> ordered;
+    if (plan_.fetch_waits_in_flight && it.needs_params && !reuses(position) && in_flight_at_fetch_ > gather_[position]) {
+      ordered.push_back(in_flight_at_fetch_);
     }
     // Its prefetch waits on the host for the next compute's NVMe reads (fetch_blocks_previous_compute).
     if (plan_.fetch_blocks_previous_compute && position + 1 < static_cast<int>(items_.size()) &&
         items_[static_cast<std::size_t>(position) + 1].micro_batch == it.micro_batch) {
       const int next = fetch_[static_cast<std::size_t>(position) + 1];
-      if (next != NONE && next != fetch_[position]) needs.push_back(next);
+      if (next != NONE && next != fetch_[position]) ordered.push_back(next);
     }
     // Checkpoints leave through two GPU buffers (ZeRO-Infinity Sec. 5.1.2; the memory model's two
     // layers): a layer's forward starts once the checkpoint of the layer two before it is out.
@@ -401,7 +403,9 @@ class Emitter {
     }
     // Within a layer's backward the recompute comes first; successive computes follow each other
     // on the compute stream, so only data dependencies are listed.
-    const int id = emit({it.kind, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), needs});
+    ScheduleItem compute{it.kind, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), needs};
+    compute.ordered_after = ordered;
+    const int id = emit(compute);
     computes_.push_back(id);
     const auto& units = plan_.unit_layer;
     const bool last_of_layer = it.unit + 1 == static_cast<int>(units.size()) ||

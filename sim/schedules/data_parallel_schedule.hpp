@@ -43,6 +43,9 @@ struct ScheduleItem {
   int bucket = -1;
   Pass pass = Pass::NONE;  // the compute a fetch or gather serves
   SmallVector<int, 3> after;  // indices of instructions this one waits for
+  // Instructions it waits for without using what they hold: a gather or fetch listed here is not
+  // freed at this compute's end (DeepSpeed 0.3.15's waits at a fetch).
+  SmallVector<int, 2> ordered_after{};
   // The host thread waits for this instruction's end before it issues anything more: the next
   // compute starts after it.
   bool host_waits = false;
