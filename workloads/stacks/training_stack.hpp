@@ -19,7 +19,7 @@ enum class StackKind {
   IDEALIZED,           // the papers' accounting (no framework)
   MEGATRON,            // Megatron-LM: bf16/fp16 parameters, fp32 main gradients, distributed optimizer
   DEEPSPEED,           // DeepSpeed ZeRO: 16-bit parameters, fp32 gradient partitions and optimizer
-  DEEPSPEED_0_3,       // DeepSpeed 0.3 (2020, the ZeRO-Offload paper's): its ZeRO-2 offload path
+  DEEPSPEED_0_3,       // DeepSpeed 0.3: v0.3.0's ZeRO-2 offload (ZeRO-Offload), v0.3.15's ZeRO-3 (ZeRO-Infinity)
   PYTORCH,             // one GPU, torch.autocast: fp32 parameters and gradients
   PYTORCH_DDP,         // DistributedDataParallel under torch.autocast
   PYTORCH_FSDP,        // FSDP2 (fully_shard) with a MixedPrecisionPolicy
