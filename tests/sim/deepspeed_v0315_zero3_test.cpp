@@ -10,6 +10,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "memory_model.hpp"
+#include "model_loader.hpp"
+#include "profile_loader.hpp"
+#include "simulator.hpp"
+#include "strategy_input.hpp"
 #include "training_stack.hpp"
 
 namespace trainsim::sim {
@@ -144,6 +149,39 @@ TEST(DeepSpeedV0315Zero3, StackStatesTheV0315Coordinator) {
   stack.kind = wl::StackKind::DEEPSPEED;
   const wl::StackStates now = wl::stack_states(stack, wl::Numerics::FP16_MIXED, 3, 1);
   EXPECT_FALSE(now.fetch_synchronizes_device || now.nvme_reads_block_prefetch || now.checkpoint_copies_block_host);
+}
+
+// GPT-2 1.5B (48 layers, hidden 1600, sequence 1024) on one dgx2 GPU at micro-batch 1, full
+// recompute, checkpoints on the CPU: 48 checkpoints of 1024 x 1600 x 2 = 3,276,800 bytes go out and
+// come back. Blocking, all 96 copies are on the step's path: halving the PCIe rate (12 to 6 GB/s)
+// adds 96 x 3,276,800 x (1/6e9 - 1/12e9) = 26.2 ms. Asynchronous (the deepspeed stack), they hide
+// behind the layers' computes and the rate changes the step by far less.
+double step_with_pcie(wl::StackKind kind, double GBps) {
+  hw::ClusterProfile p = hw::builtin_profile("dgx2");
+  p.pcie.link_GBps = GBps;
+  p.pcie.switch_uplink_GBps = GBps;
+  p.pcie.host_aggregate_GBps = 4 * GBps;
+  wl::StrategyInput in;
+  in.gpus.set(1, "t");
+  in.dp.set(1, "t");
+  in.zero.set(0, "t");
+  in.micro_batch.set(1, "t");
+  in.precision.set(wl::Numerics::FP16_MIXED, "t");
+  in.recompute.set(wl::Recompute::FULL, "t");
+  in.offload_activations.set(wl::ActivationOffload::CPU, "t");
+  wl::TrainingStack stack;
+  stack.kind = kind;
+  in.stack.set(stack, "t");
+  const wl::ResolvedInputs r = wl::resolve_inputs(in, wl::builtin_model("gpt2-1.5b"), {p.gpus_per_node(), p.node_count, p.name});
+  return simulate(r.model, r.strategy, p, wl::estimate_memory(r.model, r.strategy, p.gpus_per_node())).step_time_s;
+}
+
+TEST(DeepSpeedV0315Zero3, BlockingCheckpointCopiesAreOnTheStepsPath) {
+  const double expected = 96 * 3276800.0 * (1 / 6e9 - 1 / 12e9);
+  const double v03 = step_with_pcie(wl::StackKind::DEEPSPEED_0_3, 6) - step_with_pcie(wl::StackKind::DEEPSPEED_0_3, 12);
+  EXPECT_NEAR(v03, expected, 0.02 * expected);
+  const double now = step_with_pcie(wl::StackKind::DEEPSPEED, 6) - step_with_pcie(wl::StackKind::DEEPSPEED, 12);
+  EXPECT_LT(now, 0.25 * expected);
 }
 
 }  // namespace
