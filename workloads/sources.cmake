@@ -21,6 +21,7 @@ set(TRAINSIM_WORKLOADS_SOURCES
   stacks/megatron_stack.cpp
   stacks/deepspeed_stack.cpp
   stacks/deepspeed_v03_stack.cpp
+  stacks/deepspeed_v03_zero3.cpp
   stacks/pytorch_stack.cpp
   stacks/pytorch_ddp_stack.cpp
   stacks/pytorch_fsdp_stack.cpp

@@ -40,6 +40,7 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
     Deps deps;
     for (int a : in.after) deps.push_back(done[static_cast<std::size_t>(a)]);
     if (in.after.empty()) deps = barrier;
+    for (int a : in.ordered_after) deps.push_back(done[static_cast<std::size_t>(a)]);
     // Each case below moves `deps` into its first instruction: nothing reads it after the switch.
     int out = -1;
     switch (in.kind) {

@@ -116,7 +116,13 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
     plan.gather_ahead = coordinator_prefetch_units();
     for (const auto& u : units_) plan.unit_params.push_back(u.params);
     plan.reuse_window_params = s_.buffers.max_reuse_distance_elems;
-    plan.hook_before_unit = coordinator_hooks();
+    // DeepSpeed 0.3.15 waits at each fetch for all in flight; hooks without parameters issue nothing.
+    if (stack_.fetch_synchronizes_device) {
+      plan.fetch_waits_in_flight = true;
+    } else {
+      plan.hook_before_unit = coordinator_hooks();
+    }
+    plan.fetch_blocks_previous_compute = stack_.nvme_reads_block_prefetch && s_.offload_params == OffloadTarget::NVME;
     plan.reduce_at_next_backward = true;
     plan.grad_offload_blocks_host = s_.offload_optimizer == OffloadTarget::CPU;
   }
@@ -141,6 +147,7 @@ const std::vector<ScheduleItem>& DataParallelBuilder::schedule() {
   plan.gather_slots = gather_ || plan.fetch_params ? stack_.gather_slots : 0;
   plan.offload_grads_once = stack_.accumulates_grad_shard_on_gpu;
   plan.offload_checkpoints = s_.offload_activations == wl::ActivationOffload::CPU;
+  plan.checkpoint_copies_block_host = plan.offload_checkpoints && stack_.checkpoint_copies_block_host;
   plan.reduce_every_micro_batch = s_.zero_stage >= 2 && !s_.l2l;
   plan.offload_grads = s_.l2l || s_.offload_optimizer != OffloadTarget::NONE;
   plan.update_params = !s_.l2l && ((s_.zero_stage >= 1 && s_.zero_stage <= 2 && s_.dp > 1) ||

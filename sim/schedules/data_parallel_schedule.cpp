@@ -332,6 +332,7 @@ class Emitter {
 
   void emit_prefetches(int position) {
     const int n = static_cast<int>(items_.size());
+    in_flight_at_fetch_ = last_gather_;
     for (int p = position; p <= std::min(n - 1, position + plan_.fetch_ahead); ++p) {
       const Item& it = items_[static_cast<std::size_t>(p)];
       if (plan_.fetch_params && it.needs_params && fetch_[p] == NONE) {
@@ -344,11 +345,15 @@ class Emitter {
         }
       }
       // A layer's checkpoint comes back before its first recompute or backward.
-      if (plan_.offload_checkpoints && it.kind != Instr::FORWARD && cell(saved_, it.micro_batch, it.layer) != NONE) {
+      // Blocking copies (checkpoint_copies_block_host) are issued right before their compute.
+      const bool blocking = plan_.checkpoint_copies_block_host;
+      if (plan_.offload_checkpoints && it.kind != Instr::FORWARD && cell(saved_, it.micro_batch, it.layer) != NONE &&
+          (!blocking || p == position)) {
         int& loaded = cell(loaded_, it.micro_batch, it.layer);
         if (cell(first_backward_item_, it.micro_batch, it.layer) == p && loaded == NONE) {
           ScheduleItem c{Instr::LOAD_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {cell(saved_, it.micro_batch, it.layer)}};
-          trigger(c, p, plan_.fetch_ahead);
+          trigger(c, p, blocking ? 0 : plan_.fetch_ahead);
+          c.host_waits = blocking;
           loaded = emit(c);
         }
       }
@@ -378,6 +383,18 @@ class Emitter {
     if (!plan_.hook_before_unit.empty() && last_gather_ != NONE && last_gather_ != gather_[position] && hook_before(position)) {
       needs.push_back(last_gather_);
     }
+    // DeepSpeed 0.3.15's fetch, where the submodule's parameters are gathered now or in flight,
+    // waits for every gather in flight when it begins (fetch_waits_in_flight).
+    SmallVector<int, 2> ordered;
+    if (plan_.fetch_waits_in_flight && it.needs_params && !reuses(position) && in_flight_at_fetch_ > gather_[position]) {
+      ordered.push_back(in_flight_at_fetch_);
+    }
+    // Its prefetch waits on the host for the next compute's NVMe reads (fetch_blocks_previous_compute).
+    if (plan_.fetch_blocks_previous_compute && position + 1 < static_cast<int>(items_.size()) &&
+        items_[static_cast<std::size_t>(position) + 1].micro_batch == it.micro_batch) {
+      const int next = fetch_[static_cast<std::size_t>(position) + 1];
+      if (next != NONE && next != fetch_[position]) ordered.push_back(next);
+    }
     // Checkpoints leave through two GPU buffers (ZeRO-Infinity Sec. 5.1.2; the memory model's two
     // layers): a layer's forward starts once the checkpoint of the layer two before it is out.
     if (it.kind == Instr::FORWARD && plan_.offload_checkpoints && first_of_layer(it) && it.layer - 2 >= std::max(0, first_layer_) &&
@@ -386,14 +403,18 @@ class Emitter {
     }
     // Within a layer's backward the recompute comes first; successive computes follow each other
     // on the compute stream, so only data dependencies are listed.
-    const int id = emit({it.kind, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), needs});
+    ScheduleItem compute{it.kind, it.unit, it.layer, it.micro_batch, -1, pass_of(it.kind), needs};
+    compute.ordered_after = ordered;
+    const int id = emit(compute);
     computes_.push_back(id);
     const auto& units = plan_.unit_layer;
     const bool last_of_layer = it.unit + 1 == static_cast<int>(units.size()) ||
                                units[static_cast<std::size_t>(it.unit + 1)] != it.layer;
     const bool checkpointed = it.layer >= 0 && it.layer < plan_.checkpointed_layers;
     if (it.kind == Instr::FORWARD && last_of_layer && plan_.offload_checkpoints && checkpointed) {
-      cell(saved_, it.micro_batch, it.layer) = emit({Instr::SAVE_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {id}});
+      ScheduleItem save{Instr::SAVE_CHECKPOINT, -1, it.layer, it.micro_batch, -1, Pass::NONE, {id}};
+      save.host_waits = plan_.checkpoint_copies_block_host;
+      cell(saved_, it.micro_batch, it.layer) = emit(save);
     }
     if (it.kind != Instr::BACKWARD) return;
     const bool reduce = plan_.reduce_every_micro_batch || it.micro_batch == plan_.micro_batches - 1;
@@ -428,6 +449,7 @@ class Emitter {
   std::vector<int> finals_;
   static constexpr int NONE = -1;
   int last_gather_ = NONE;                               // the last gather emitted
+  int in_flight_at_fetch_ = NONE;                        // the last gather emitted before this compute's prefetches
   int pending_bucket_ = NONE, pending_after_ = NONE;     // a full bucket not yet reduced, and the compute it follows
   std::vector<int> fetch_, gather_;                      // compute position -> instruction (NONE: none)
   std::vector<int> reuse_from_;                          // compute position -> the compute whose gather it uses

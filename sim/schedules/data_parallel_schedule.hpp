@@ -43,6 +43,9 @@ struct ScheduleItem {
   int bucket = -1;
   Pass pass = Pass::NONE;  // the compute a fetch or gather serves
   SmallVector<int, 3> after;  // indices of instructions this one waits for
+  // Instructions it waits for without using what they hold: a gather or fetch listed here is not
+  // freed at this compute's end (DeepSpeed 0.3.15's waits at a fetch).
+  SmallVector<int, 2> ordered_after{};
   // The host thread waits for this instruction's end before it issues anything more: the next
   // compute starts after it.
   bool host_waits = false;
@@ -83,6 +86,25 @@ struct DataParallelPlan {
   // submodule runs between units u - 1 and u (forward order; the backward passes it between u and
   // u - 1); between passes or layers there always is one. Empty: a compute waits for its own gather.
   std::vector<char> hook_before_unit;
+  // DeepSpeed 0.3.15's fetch (deepspeed/runtime/zero/stage3.py, fetch_sub_module, lines 390-446,
+  // with _synchronize_communication, lines 521-532): a submodule with parameters gathered or in
+  // flight waits for every handle in flight and synchronizes the device, and only then prefetches
+  // (prefetch_next_sub_modules, lines 342-367, which issues nothing while a prefetch is in flight).
+  // A compute waits for every gather emitted before its own fetch, not for the prefetch its hook
+  // issues; submodules without parameters issue nothing.
+  bool fetch_waits_in_flight = false;
+  // DeepSpeed 0.3.15's parameter swapper: a prefetch's all-gather first waits on the host for the
+  // NVMe reads of the parameters it gathers (partition_parameters.py, _all_gather and
+  // _ensure_availability_of_partitioned_params, lines 553-573; partitioned_param_swapper.py,
+  // synchronize_reads, lines 180-184), and that prefetch is issued before the hook's compute is
+  // launched: compute p starts only once compute p + 1's fetch has ended.
+  bool fetch_blocks_previous_compute = false;
+  // DeepSpeed 0.3's CPU checkpointing (deepspeed/runtime/activation_checkpointing/checkpointing.py
+  // at v0.3.15: `partition.cpu()`, line 470, before the layer's forward; get_full_inputs'
+  // `part_i.copy_(item)` from pageable host memory, line 276, before its recompute): both copies
+  // block the host. A checkpoint's save is waited for by the next compute, and its load is issued
+  // after the compute before the recompute (no earlier) and waited for by it.
+  bool checkpoint_copies_block_host = false;
   // Units one module gathers as one: a group id per unit (-1: a unit of its own; empty: none). In
   // each pass of a micro-batch (its forward; its recompute and backward) the group's first compute
   // gathers the whole group and the group's later computes of that pass use that gather (FSDP2's

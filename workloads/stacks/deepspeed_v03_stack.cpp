@@ -9,7 +9,7 @@ namespace {
 
 void states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t grad_accum, StackStates& st) {
   deepspeed_states(s, n, zero_stage, grad_accum, st);
-  st.param_coordinator = false;  // ZeRO-3 came with v0.3.8 (refused below)
+  st.param_coordinator = false;
   // deepspeed/runtime/zero/stage2.py:869-881, async_inplace_copy_grad_to_fp32_buffer_from_gpu:
   // at the accumulation boundary each gradient of the rank's partition is cast to fp32 on the GPU
   // (`.float()`) and copied into the pinned fp32 gradient partition: 4 bytes an element.
@@ -41,14 +41,15 @@ void states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t gra
   // into the fp16 partition, while the CPU goes on with the next tile (no wait between tiles).
   st.cpu_adam_tile_elems = 1024.0 * 1024.0 * 1024.0;
   st.row = "DeepSpeed 0.3";
+  deepspeed_v03_zero3_states(zero_stage, st);
 }
 
 void refusals(const Strategy& s, const ModelSpec& m, const StackNeed& need) {
   deepspeed_refusals(s, m, need);
-  // deepspeed/runtime/zero/ at v0.3.0 holds stage1.py and stage2.py only; NVMe offload came later.
-  need(s.zero_stage <= 2, "ZeRO stage 0-2 (DeepSpeed 0.3.0 has no stage 3)", "stage 3");
-  need(s.offload_optimizer != OffloadTarget::NVME && s.offload_params == OffloadTarget::NONE,
-       "optimizer offload none or cpu, no parameter offload (DeepSpeed 0.3.0's cpu_offload)", "other offload");
+  // Stages 0-2 as v0.3.0 (cpu_offload of the optimizer only); stage 3, with parameter offload and
+  // NVMe, as v0.3.15 (deepspeed_v03_zero3.cpp).
+  need(s.zero_stage == 3 || (s.offload_optimizer != OffloadTarget::NVME && s.offload_params == OffloadTarget::NONE),
+       "optimizer offload none or cpu, no parameter offload below stage 3 (DeepSpeed 0.3.0's cpu_offload)", "other offload");
 }
 
 // The profiles calibrate DeepSpeed's host dispatch under "deepspeed".

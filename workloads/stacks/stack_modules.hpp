@@ -20,6 +20,8 @@ const StackModel& trainsim_reference_stack();
 // DeepSpeed's states and refusals (deepspeed_stack.cpp), which its 0.3 release shares.
 void deepspeed_states(const TrainingStack& s, Numerics n, int zero_stage, std::int64_t grad_accum, StackStates& st);
 void deepspeed_refusals(const Strategy& s, const ModelSpec& m, const StackNeed& need);
+// DeepSpeed 0.3's CPU checkpointing, and v0.3.15's ZeRO-3 where `zero_stage` is 3 (deepspeed_v03_zero3.cpp).
+void deepspeed_v03_zero3_states(int zero_stage, StackStates& st);
 
 // Megatron-LM and DeepSpeed run no L2L, Hydra or delayed parameter update.
 void refuse_l2l_hydra_and_delayed_update(const Strategy& s, const StackNeed& need);

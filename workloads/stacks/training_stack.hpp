@@ -19,7 +19,7 @@ enum class StackKind {
   IDEALIZED,           // the papers' accounting (no framework)
   MEGATRON,            // Megatron-LM: bf16/fp16 parameters, fp32 main gradients, distributed optimizer
   DEEPSPEED,           // DeepSpeed ZeRO: 16-bit parameters, fp32 gradient partitions and optimizer
-  DEEPSPEED_0_3,       // DeepSpeed 0.3 (2020, the ZeRO-Offload paper's): its ZeRO-2 offload path
+  DEEPSPEED_0_3,       // DeepSpeed 0.3: v0.3.0's ZeRO-2 offload (ZeRO-Offload), v0.3.15's ZeRO-3 (ZeRO-Infinity)
   PYTORCH,             // one GPU, torch.autocast: fp32 parameters and gradients
   PYTORCH_DDP,         // DistributedDataParallel under torch.autocast
   PYTORCH_FSDP,        // FSDP2 (fully_shard) with a MixedPrecisionPolicy
@@ -135,6 +135,13 @@ struct StackStates {
   // reads (4 bytes per parameter over PCIe) while the CPU updates the next tile: elements per tile
   // (0: the 16-bit partition is copied after the step).
   double cpu_adam_tile_elems = 0;
+  // DeepSpeed 0.3.15's ZeRO-3 (training_stacks.md, "DeepSpeed 0.3", ZeRO-3): each submodule's fetch
+  // synchronizes the device and waits for every gather in flight, and only then prefetches;
+  bool fetch_synchronizes_device = false;
+  // a prefetch's all-gather waits on the host for its NVMe reads before the hook's compute is launched;
+  bool nvme_reads_block_prefetch = false;
+  // CPU checkpoints go out with `.cpu()` and come back from pageable memory, the host waiting for both.
+  bool checkpoint_copies_block_host = false;
   const char* row = "";         // the row of training_stacks.md these come from
 };
 
