@@ -64,6 +64,11 @@ struct ZeroBuffers {
   double prefetch_bucket_elems = 5e7;         // stage3_prefetch_bucket_size
   double max_live_params = 1e9;               // stage3_max_live_parameters
   double max_reuse_distance_elems = 1e9;      // stage3_max_reuse_distance
+  // overlap_comm: false reduces gradients on the compute stream (DeepSpeed v0.16.5:
+  // zero/stage_1_and_2.py:1061-1067, zero/stage3.py:268-269). True, the replay's way, is
+  // DeepSpeed's default for stage 3 (zero/config.py:351); stages 1-2 default to false there,
+  // which the replay does not follow unless the key says so.
+  bool overlap_comm = true;
   // PyTorch DDP's bucket_cap_mb = 25 MB, used for plain data parallelism (ZeRO stage 0).
   double ddp_bucket_bytes = 25.0 * 1024 * 1024;
   bool operator==(const ZeroBuffers&) const = default;

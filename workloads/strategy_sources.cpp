@@ -217,15 +217,16 @@ void read_zero(StrictObject z, StrategyInput& in) {
       in.buffers_set = true;
     }
   }
+  if (auto v = z.optional_boolean("overlap_comm")) {
+    in.buffers.overlap_comm = *v;
+    in.buffers_set = true;
+  }
   refuse_unmodeled_zero_variants(z, in);
   // deepspeed/runtime/zero/config.py at v0.16.5 defines each key and its default; file:line below
   // is where v0.16.5 reads it.
   mark_no_effect(
       z, in,
-      {{"overlap_comm",
-        "the replay reduces gradients on a stream beside backward, as DeepSpeed does with it on, "
-        "the default for stage 3 only (zero/config.py:351); off is not modeled"},
-       {"contiguous_gradients", "copies reduced gradients into one flat buffer: a memory layout, not modeled"},
+      {{"contiguous_gradients", "copies reduced gradients into one flat buffer: a memory layout, not modeled"},
        {"reduce_scatter",
         "picks stages 1-2's reduction path (zero/stage_1_and_2.py:1070); the replay all-reduces in stage 1 and "
         "reduce-scatters in stage 2 whatever it says: not modeled per setting"},
