@@ -221,15 +221,21 @@ void read_zero(StrictObject z, StrategyInput& in) {
     in.buffers.overlap_comm = *v;
     in.buffers_set = true;
   }
+  if (auto v = z.optional_boolean("reduce_scatter")) {
+    in.buffers.reduce_scatter = *v;
+    in.buffers_set = true;
+    if (in.zero && *in.zero == 3) {
+      in.no_effect.push_back(at(z, "reduce_scatter") +
+                             " (the replay's ZeRO-3 reduce-scatters each bucket whatever it says: not modeled per "
+                             "setting)");
+    }
+  }
   refuse_unmodeled_zero_variants(z, in);
   // deepspeed/runtime/zero/config.py at v0.16.5 defines each key and its default; file:line below
   // is where v0.16.5 reads it.
   mark_no_effect(
       z, in,
       {{"contiguous_gradients", "copies reduced gradients into one flat buffer: a memory layout, not modeled"},
-       {"reduce_scatter",
-        "picks stages 1-2's reduction path (zero/stage_1_and_2.py:1070); the replay all-reduces in stage 1 and "
-        "reduce-scatters in stage 2 whatever it says: not modeled per setting"},
        {"allgather_partitions", "v0.16.5 never reads it: runtime/engine.py:968 defines its getter and nothing calls it"},
        {"stage3_param_persistence_threshold",
         "the replay gathers a layer's small parameters (biases, norms) with its weights: under 0.1% of the bytes "

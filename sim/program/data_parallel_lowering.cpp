@@ -173,7 +173,8 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
       }
       case Instr::REDUCE_GRADS: {
         const double bytes = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
-        const bool scatter = s_.zero_stage >= 2 && !s_.l2l;
+        // reduce_scatter off: stage 2 all-reduces (wl::ZeroBuffers::reduce_scatter).
+        const bool scatter = s_.zero_stage >= 2 && !s_.l2l && (s_.zero_stage >= 3 || s_.buffers.reduce_scatter);
         // DDP's reducer writes each gradient, scaled by 1 / world size, into the bucket on the
         // compute stream before the bucket's all-reduce can start (StackStates::
         // scales_grads_into_buckets): the bucket's bytes read and written once, at the rate of an

@@ -88,6 +88,22 @@ TEST(DeepSpeedKeys, OverlapCommOffReducesInOrderWithTheBackward) {
   EXPECT_GT(reductions(3, R"(, "overlap_comm": false)").step_s, reductions(3, "").step_s);
 }
 
+// reduce_scatter (DeepSpeed v0.16.5: off, zero/stage_1_and_2.py:1070-1072 all-reduces each bucket
+// through gradient_reduction_w_predivide). ZeRO-2, 64 ranks, three buckets of 5e8 fp16 gradients
+// (about 1 GB each, the last one smaller): a ring all-reduce sends 2 (n - 1) / n of a bucket, a
+// reduce-scatter (n - 1) / n, so each bucket's reduction carries twice the bytes.
+TEST(DeepSpeedKeys, ReduceScatterOffAllReducesStageTwosBuckets) {
+  const Reductions on = reductions(2, "");
+  const Reductions off = reductions(2, R"(, "reduce_scatter": false)");
+  ASSERT_EQ(on.seconds.size(), 3u);
+  ASSERT_EQ(off.seconds.size(), 3u);
+  EXPECT_DOUBLE_EQ(reductions(2, R"(, "reduce_scatter": true)").step_s, on.step_s);
+  for (std::size_t b = 0; b < 3; ++b) EXPECT_GT(off.seconds[b], 1.5 * on.seconds[b]) << "bucket " << b;
+  EXPECT_GT(off.step_s, on.step_s);
+  // ZeRO-3's replay reduce-scatters either way.
+  EXPECT_DOUBLE_EQ(reductions(3, R"(, "reduce_scatter": false)").step_s, reductions(3, "").step_s);
+}
+
 // activation_checkpointing.partition_activations (deepspeed/runtime/activation_checkpointing/
 // checkpointing.py, v0.16.5): each rank keeps 1/tp of a layer's checkpoint and all-gathers it over
 // the tensor-parallel group before the layer's recompute. Megatron-LM's layer input is
