@@ -64,6 +64,16 @@ struct ZeroBuffers {
   double prefetch_bucket_elems = 5e7;         // stage3_prefetch_bucket_size
   double max_live_params = 1e9;               // stage3_max_live_parameters
   double max_reuse_distance_elems = 1e9;      // stage3_max_reuse_distance
+  // overlap_comm: false reduces gradients on the compute stream (DeepSpeed v0.16.5:
+  // zero/stage_1_and_2.py:1061-1067, zero/stage3.py:268-269). True, the replay's way, is
+  // DeepSpeed's default for stage 3 (zero/config.py:351); stages 1-2 default to false there,
+  // which the replay does not follow unless the key says so.
+  bool overlap_comm = true;
+  // reduce_scatter: false makes stage 2 all-reduce each bucket (DeepSpeed v0.16.5:
+  // zero/stage_1_and_2.py:1070-1072, gradient_reduction_w_predivide's dist.all_reduce). Stage 1
+  // all-reduces in the replay either way, as both of DeepSpeed's paths do by default; the replay's
+  // ZeRO-3 reduce-scatters either way.
+  bool reduce_scatter = true;
   // PyTorch DDP's bucket_cap_mb = 25 MB, used for plain data parallelism (ZeRO stage 0).
   double ddp_bucket_bytes = 25.0 * 1024 * 1024;
   bool operator==(const ZeroBuffers&) const = default;

@@ -46,13 +46,35 @@ void reject_auto(const StrictObject& o, const nlohmann::json& j, std::string_vie
   }
 }
 
-void mark_no_effect(StrictObject& o, StrategyInput& in, std::initializer_list<std::string_view> keys) {
-  for (auto key : keys) {
+// A key DeepSpeed reads that changes nothing trainsim computes, with why: the answer prints
+// "<file>: <key path> (<why>)".
+struct NoEffect {
+  std::string_view key;
+  std::string_view why;
+};
+
+void mark_no_effect(StrictObject& o, StrategyInput& in, std::initializer_list<NoEffect> keys) {
+  for (const auto& [key, why] : keys) {
     if (o.has(key)) {
       o.raw(key);
-      in.no_effect.push_back(at(o, key));
+      in.no_effect.push_back(fmt::format("{} ({})", at(o, key), why));
     }
   }
+}
+
+// A key whose default is what trainsim replays and whose other values are not modeled: the
+// default is listed as no effect, another value refused.
+void refuse_unless_default(StrictObject& o, StrategyInput& in, std::string_view key, const nlohmann::json& fallback,
+                           std::string_view what) {
+  if (!o.has(key)) return;
+  const nlohmann::json& given = o.raw(key);
+  if (given == fallback) {
+    in.no_effect.push_back(fmt::format("{} ({}, DeepSpeed's default)", at(o, key), fallback.dump()));
+    return;
+  }
+  throw ConfigError(o.source(), o.path_of(key),
+                    fmt::format("{} (DeepSpeed's default: {} is not modeled by trainsim)", fallback.dump(), what),
+                    describe_json(given));
 }
 
 // "stack": a name ("pytorch-ddp"), or an object with the name and the stack's options
@@ -106,7 +128,10 @@ void read_offload_param(StrictObject o, StrategyInput& in) {
   in.offload_params.set(read_device(o), at(o, "device"));
   if (auto v = o.optional_number("buffer_count", BUFFER_COUNT)) in.buffers.offload_param_buffer_count = *v;
   if (auto v = o.optional_number("buffer_size", ELEMENTS)) in.buffers.offload_param_buffer_elems = *v;
-  mark_no_effect(o, in, {"nvme_path", "pin_memory", "max_in_cpu"});
+  mark_no_effect(o, in,
+                 {{"nvme_path", "the swap folder: the profile's storage stands for its drive"},
+                  {"pin_memory", "pinned host buffers: the profile's host copy rates stand for them"},
+                  {"max_in_cpu", "parameters kept in host memory under NVMe offload: not modeled per setting"}});
   o.finish();
 }
 
@@ -120,7 +145,12 @@ void read_offload_optimizer(StrictObject o, StrategyInput& in) {
                         fmt::format("{}", ratio));
     }
   }
-  mark_no_effect(o, in, {"nvme_path", "pin_memory", "fast_init", "pipeline_read", "pipeline_write"});
+  mark_no_effect(o, in,
+                 {{"nvme_path", "the swap folder: the profile's storage stands for its drive"},
+                  {"pin_memory", "pinned host buffers: the profile's host copy rates stand for them"},
+                  {"fast_init", "how the swap files are first written: start-up, not the step"},
+                  {"pipeline_read", "overlaps the NVMe optimizer swaps with the CPU step: not modeled per setting"},
+                  {"pipeline_write", "overlaps the NVMe optimizer swaps with the CPU step: not modeled per setting"}});
   o.finish();
 }
 
@@ -145,7 +175,7 @@ void refuse_unmodeled_zero_variants(StrictObject& z, StrategyInput& in) {
     if (!z.has(v.key)) continue;
     const nlohmann::json& given = z.raw(v.key);
     if (given == v.off) {
-      in.no_effect.push_back(at(z, v.key));
+      in.no_effect.push_back(fmt::format("{} (off, DeepSpeed's default)", at(z, v.key)));
       continue;
     }
     throw ConfigError(z.source(), z.path_of(v.key),
@@ -187,13 +217,43 @@ void read_zero(StrictObject z, StrategyInput& in) {
       in.buffers_set = true;
     }
   }
+  if (auto v = z.optional_boolean("overlap_comm")) {
+    in.buffers.overlap_comm = *v;
+    in.buffers_set = true;
+  }
+  if (auto v = z.optional_boolean("reduce_scatter")) {
+    in.buffers.reduce_scatter = *v;
+    in.buffers_set = true;
+    if (in.zero && *in.zero == 3) {
+      in.no_effect.push_back(at(z, "reduce_scatter") +
+                             " (the replay's ZeRO-3 reduce-scatters each bucket whatever it says: not modeled per "
+                             "setting)");
+    }
+  }
   refuse_unmodeled_zero_variants(z, in);
-  mark_no_effect(z, in,
-                 {"overlap_comm", "contiguous_gradients", "reduce_scatter", "allgather_partitions",
-                  "stage3_param_persistence_threshold",
-                  "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
-                  "round_robin_gradients", "elastic_checkpoint", "ignore_unused_parameters", "load_from_fp32_weights",
-                  "memory_efficient_linear", "use_multi_rank_bucket_allreduce", "offload_param_nvme_path"});
+  // deepspeed/runtime/zero/config.py at v0.16.5 defines each key and its default; file:line below
+  // is where v0.16.5 reads it.
+  mark_no_effect(
+      z, in,
+      {{"contiguous_gradients", "copies reduced gradients into one flat buffer: a memory layout, not modeled"},
+       {"allgather_partitions", "v0.16.5 never reads it: runtime/engine.py:968 defines its getter and nothing calls it"},
+       {"stage3_param_persistence_threshold",
+        "the replay gathers a layer's small parameters (biases, norms) with its weights: under 0.1% of the bytes "
+        "at hidden 1024 and up"},
+       {"stage3_gather_16bit_weights_on_model_save", "model saving only; the step does not read it"},
+       {"stage3_gather_fp16_weights_on_model_save", "model saving only; the step does not read it"},
+       {"round_robin_gradients",
+        "reorders which rank owns which gradient (zero/stage_1_and_2.py:337): the same bytes per rank"},
+       {"elastic_checkpoint", "checkpoint file layout only; the step does not read it"},
+       {"ignore_unused_parameters", "a check for parameters without gradients (zero/stage_1_and_2.py:1315)"},
+       {"load_from_fp32_weights", "checkpoint loading only; the step does not read it"},
+       {"memory_efficient_linear",
+        "ZeRO-3's linear that keeps autograd from holding the gathered weight (zero/partition_parameters.py:555); "
+        "the replay frees gathered weights after use, as with it on (the default); off is not modeled"},
+       {"use_multi_rank_bucket_allreduce",
+        "on (the default) all-reduces a stage 1-2 bucket per process group, off reduces it per destination rank "
+        "(zero/stage_1_and_2.py:1136): not modeled per setting"},
+       {"offload_param_nvme_path", "a swap folder: the profile's storage stands for its drive"}});
   z.finish();
 }
 
@@ -310,8 +370,17 @@ StrategyInput strategy_from_deepspeed(const JsonDocument& doc) {
   bool fp16 = false, bf16 = false;
   if (auto f = o.optional_object("fp16")) {
     fp16 = f->optional_boolean("enabled").value_or(false);
-    mark_no_effect(*f, in, {"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
-                            "consecutive_hysteresis", "min_loss_scale", "auto_cast", "fp16_master_weights_and_grads"});
+    const std::string_view LOSS_SCALING = "loss scaling: numerics, not the step's work";
+    mark_no_effect(*f, in,
+                   {{"loss_scale", LOSS_SCALING},
+                    {"initial_scale_power", LOSS_SCALING},
+                    {"loss_scale_window", LOSS_SCALING},
+                    {"hysteresis", LOSS_SCALING},
+                    {"consecutive_hysteresis", LOSS_SCALING},
+                    {"min_loss_scale", LOSS_SCALING},
+                    {"auto_cast", "casts the model's inputs to fp16: inputs are not modeled"}});
+    refuse_unless_default(*f, in, "fp16_master_weights_and_grads", false,
+                          "fp16 master weights and gradients change the optimizer's memory");
     f->finish();
   }
   if (auto b = o.optional_object("bf16")) {
@@ -333,8 +402,12 @@ StrategyInput strategy_from_deepspeed(const JsonDocument& doc) {
     if (auto p = a->optional_boolean("partition_activations")) {
       in.partition_activations.set(*p, at(*a, "partition_activations"));
     }
-    mark_no_effect(*a, in, {"contiguous_memory_optimization", "number_checkpoints",
-                            "synchronize_checkpoint_boundary", "profile"});
+    mark_no_effect(*a, in,
+                   {{"contiguous_memory_optimization",
+                     "copies checkpoints into one preallocated buffer: a memory layout, not modeled"},
+                    {"number_checkpoints", "sizes the contiguous_memory_optimization buffer: not modeled"},
+                    {"synchronize_checkpoint_boundary", "a device synchronize per checkpoint: not modeled"},
+                    {"profile", "profiling only"}});
     a->finish();
   }
   if (auto amp = o.optional_object("amp")) {
@@ -343,12 +416,35 @@ StrategyInput strategy_from_deepspeed(const JsonDocument& doc) {
     }
     amp->finish({"opt_level"});
   }
-  mark_no_effect(o, in,
-                 {"optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
-                  "prescale_gradients", "gradient_predivide_factor", "zero_allow_untested_optimizer", "aio",
-                  "flops_profiler", "tensorboard", "wandb", "csv_monitor", "comms_logger", "communication_data_type",
-                  "memory_breakdown", "dump_state", "zero_force_ds_cpu_optimizer", "checkpoint", "data_types",
-                  "sparse_gradients", "elasticity", "autotuning", "compression_training", "seed"});
+  const std::string_view LOGGING = "logging or profiling only";
+  mark_no_effect(
+      o, in,
+      {{"optimizer", "trainsim costs Adam's states and step whatever the type; other optimizers are not modeled"},
+       {"scheduler", "the learning-rate schedule: numerics only"},
+       {"gradient_clipping", "the gradient norm's small reduction and scaling pass: not modeled"},
+       {"steps_per_print", LOGGING},
+       {"wall_clock_breakdown", LOGGING},
+       {"prescale_gradients", "scales gradients before or after the reduction: the same bytes"},
+       {"gradient_predivide_factor", "scales gradients before or after the reduction: the same bytes"},
+       {"zero_allow_untested_optimizer", "a check on the client optimizer only"},
+       {"aio", "the NVMe swapper's libaio settings: the profile's storage rates stand for what they achieve"},
+       {"flops_profiler", LOGGING},
+       {"tensorboard", LOGGING},
+       {"wandb", LOGGING},
+       {"csv_monitor", LOGGING},
+       {"comms_logger", LOGGING},
+       {"communication_data_type",
+        "the replay reduces in the training dtype, DeepSpeed's default; other values are not modeled"},
+       {"memory_breakdown", LOGGING},
+       {"dump_state", LOGGING},
+       {"zero_force_ds_cpu_optimizer", "a check that the offloaded optimizer is DeepSpeed's CPU Adam"},
+       {"checkpoint", "checkpoint saving and loading only"},
+       {"data_types", "the gradient accumulation dtype: the stack's default is modeled, other values are not"},
+       {"sparse_gradients", "sparse embedding gradients: not modeled"},
+       {"elasticity", "chooses batch sizes for elastic jobs: the batch keys given are used"},
+       {"autotuning", "the autotuner's search settings only"},
+       {"compression_training", "compression training: not modeled"},
+       {"seed", "the random seed: numerics only"}});
   o.finish();
   return in;
 }

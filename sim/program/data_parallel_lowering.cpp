@@ -173,7 +173,8 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
       }
       case Instr::REDUCE_GRADS: {
         const double bytes = bucket_bytes_[static_cast<std::size_t>(in.bucket)];
-        const bool scatter = s_.zero_stage >= 2 && !s_.l2l;
+        // reduce_scatter off: stage 2 all-reduces (wl::ZeroBuffers::reduce_scatter).
+        const bool scatter = s_.zero_stage >= 2 && !s_.l2l && (s_.zero_stage >= 3 || s_.buffers.reduce_scatter);
         // DDP's reducer writes each gradient, scaled by 1 / world size, into the bucket on the
         // compute stream before the bucket's all-reduce can start (StackStates::
         // scales_grads_into_buckets): the bucket's bytes read and written once, at the rate of an
@@ -190,10 +191,17 @@ std::vector<int> DataParallelBuilder::lower_step(const std::vector<ScheduleItem>
         // DeepSpeed ZeRO-3 reduces a bucket through reduce_scatter_coalesced, which first divides the
         // flat gradient by the world size on the reduction stream (deepspeed/runtime/comm/
         // coalesced_collectives.py: v0.6.2 line 94, v0.16.5 line 201): one pass reading and writing it.
+        // Without overlap_comm DeepSpeed reduces on the compute stream, in order with the backward
+        // (wl::ZeroBuffers::overlap_comm).
+        const Stream reduce_stream = s_.buffers.overlap_comm ? Stream::COMM : Stream::COMPUTE;
         if (prescales_scatter_ && scatter && bytes > 0) {
-          deps = {collective_stream_kernel("prescale_grads", wl::torch_kernel("torch:mul_scalar_fp32", 2 * bytes), in, deps)};
+          Instruction k = base(InstrKind::COMPUTE, reduce_stream, Category::COMMUNICATION, "prescale_grads", in);
+          k.seconds = c_.kernel_seconds(wl::torch_kernel("torch:mul_scalar_fp32", 2 * bytes));
+          k.after = std::move(deps);
+          deps = {writer_.add(std::move(k))};
         }
         Instruction r = collective(scatter ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, bytes, "reduce_grads", in);
+        r.stream = reduce_stream;
         r.after = std::move(deps);
         if (transient_reduce_) {
           double unsharded = 0;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -40,6 +42,66 @@ TEST(DeepSpeedKeys, TheCoordinatorsKeysChangeTheStep) {
   // its recompute passes the rest of the forward and the later layers' recompute and backward):
   // fewer all-gathers, each of which a hook waits for.
   EXPECT_LT(step_s(R"(, "stage3_max_reuse_distance": 1e12)"), defaults);
+}
+
+// overlap_comm (DeepSpeed v0.16.5: zero/stage_1_and_2.py:1061-1067 and zero/stage3.py:268-269
+// take the compute stream for the gradient reduction when it is off): each bucket's reduction then
+// runs in order with the backward instead of beside it. On, DeepSpeed's default for stage 3
+// (zero/config.py:351), is what the replay always did, and stays its default.
+struct Reductions {
+  double step_s = 0;
+  std::vector<double> seconds;  // GPU 0's gradient reductions, in order
+};
+Reductions reductions(int stage, const std::string& overlap) {
+  test::ScratchDir dir;
+  const std::string ds = dir.write("ds.json", R"({"fp16": {"enabled": true}, "activation_checkpointing": {},
+      "zero_optimization": {"stage": )" + std::to_string(stage) + overlap + "}}");
+  const std::string trace = (dir.path() / "trace.json").string();
+  const auto out = test::run_trainsim("simulate --model gpt2-1.5b --hw dgx2 --gpus 64 --micro-batch 2 --stack deepspeed "
+                                      "--deepspeed " + ds + " --format json --trace " + trace);
+  Reductions r;
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  if (out.exit_code != 0) return r;
+  r.step_s = nlohmann::json::parse(out.out)["step_time_s"].get<double>();
+  const auto events = nlohmann::json::parse(test::read_file(trace));
+  for (const auto& e : events["traceEvents"]) {
+    // GPU 0's own rows (process 0).
+    if (e.value("ph", "") != "X" || e.value("pid", -1) != 0) continue;
+    if (std::string(e["name"]).rfind("reduce_grads", 0) == 0) r.seconds.push_back(e["dur"].get<double>() / 1e6);
+  }
+  return r;
+}
+
+TEST(DeepSpeedKeys, OverlapCommOffReducesInOrderWithTheBackward) {
+  // ZeRO-2: 1.5 B parameters in buckets of 5e8 (reduce_bucket_size): three reductions. On, the
+  // first two run beside the rest of the backward and only the last, after it, is exposed; off,
+  // each also holds the backward up, so the step grows by exactly the first two's time.
+  const Reductions on = reductions(2, "");
+  const Reductions off = reductions(2, R"(, "overlap_comm": false)");
+  ASSERT_EQ(on.seconds.size(), 3u);
+  ASSERT_EQ(off.seconds, on.seconds);
+  EXPECT_DOUBLE_EQ(reductions(2, R"(, "overlap_comm": true)").step_s, on.step_s);
+  EXPECT_NEAR(off.step_s - on.step_s, on.seconds[0] + on.seconds[1], 1e-5);
+  EXPECT_GT(on.seconds[0] + on.seconds[1], 0.01);
+  // ZeRO-3: the step grows too, by less: the reductions no longer share the fabric with the
+  // all-gathers the backward's prefetch runs beside them.
+  EXPECT_GT(reductions(3, R"(, "overlap_comm": false)").step_s, reductions(3, "").step_s);
+}
+
+// reduce_scatter (DeepSpeed v0.16.5: off, zero/stage_1_and_2.py:1070-1072 all-reduces each bucket
+// through gradient_reduction_w_predivide). ZeRO-2, 64 ranks, three buckets of 5e8 fp16 gradients
+// (about 1 GB each, the last one smaller): a ring all-reduce sends 2 (n - 1) / n of a bucket, a
+// reduce-scatter (n - 1) / n, so each bucket's reduction carries twice the bytes.
+TEST(DeepSpeedKeys, ReduceScatterOffAllReducesStageTwosBuckets) {
+  const Reductions on = reductions(2, "");
+  const Reductions off = reductions(2, R"(, "reduce_scatter": false)");
+  ASSERT_EQ(on.seconds.size(), 3u);
+  ASSERT_EQ(off.seconds.size(), 3u);
+  EXPECT_DOUBLE_EQ(reductions(2, R"(, "reduce_scatter": true)").step_s, on.step_s);
+  for (std::size_t b = 0; b < 3; ++b) EXPECT_GT(off.seconds[b], 1.5 * on.seconds[b]) << "bucket " << b;
+  EXPECT_GT(off.step_s, on.step_s);
+  // ZeRO-3's replay reduce-scatters either way.
+  EXPECT_DOUBLE_EQ(reductions(3, R"(, "reduce_scatter": false)").step_s, reductions(3, "").step_s);
 }
 
 // activation_checkpointing.partition_activations (deepspeed/runtime/activation_checkpointing/

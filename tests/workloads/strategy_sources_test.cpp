@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "config_error.hpp"
 #include "model_loader.hpp"
 #include "strategy_input.hpp"
@@ -7,6 +9,12 @@
 
 namespace trainsim::wl {
 namespace {
+
+// Whether the key at `origin` is listed as without effect, with its reason or without.
+bool listed_no_effect(const StrategyInput& in, const std::string& origin) {
+  return std::any_of(in.no_effect.begin(), in.no_effect.end(),
+                     [&](const std::string& e) { return e == origin || e.starts_with(origin + " ("); });
+}
 
 TEST(DeepSpeedConfig, ReadsZeroInfinityOffloadAndBatch) {
   test::ScratchDir dir;
@@ -30,17 +38,42 @@ TEST(DeepSpeedConfig, ReadsZeroInfinityOffloadAndBatch) {
   EXPECT_EQ(*in.offload_activations, ActivationOffload::CPU);
   // Read as DeepSpeed's partitioned checkpoints (no longer a key without effect).
   EXPECT_TRUE(*in.partition_activations);
-  EXPECT_EQ(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": activation_checkpointing.partition_activations"),
-            in.no_effect.end());
+  EXPECT_FALSE(listed_no_effect(in, path + ": activation_checkpointing.partition_activations"));
   EXPECT_DOUBLE_EQ(in.buffers.offload_param_buffer_count, 6);
   // Read as the coordinator's prefetch budget (no longer a key without effect).
   EXPECT_DOUBLE_EQ(in.buffers.prefetch_bucket_elems, 1e8);
-  EXPECT_EQ(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": zero_optimization.stage3_prefetch_bucket_size"),
-            in.no_effect.end());
-  EXPECT_NE(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": zero_optimization.overlap_comm"), in.no_effect.end());
+  EXPECT_FALSE(listed_no_effect(in, path + ": zero_optimization.stage3_prefetch_bucket_size"));
+  // Read as where the gradients are reduced (no longer a key without effect).
+  EXPECT_TRUE(in.buffers.overlap_comm);
+  EXPECT_FALSE(listed_no_effect(in, path + ": zero_optimization.overlap_comm"));
   EXPECT_EQ(in.zero.origin, path + ": zero_optimization.stage");
-  // Known keys that change nothing we compute are reported back.
-  EXPECT_NE(std::find(in.no_effect.begin(), in.no_effect.end(), path + ": optimizer"), in.no_effect.end());
+  // Known keys that change nothing we compute are reported back, each with why.
+  EXPECT_NE(std::find(in.no_effect.begin(), in.no_effect.end(),
+                      path + ": optimizer (trainsim costs Adam's states and step whatever the type; other optimizers "
+                             "are not modeled)"),
+            in.no_effect.end());
+  for (const std::string& entry : in.no_effect) {
+    EXPECT_NE(entry.find(" ("), std::string::npos) << entry;
+    EXPECT_EQ(entry.back(), ')') << entry;
+  }
+}
+
+// fp16 master weights and gradients change the optimizer's memory, which is not modeled: false
+// (DeepSpeed's default) is listed, true refused.
+TEST(DeepSpeedConfig, Fp16MasterWeightsAreListedOffAndRefusedOn) {
+  test::ScratchDir dir;
+  const std::string off = dir.write("off.json", R"({"fp16": {"enabled": true, "fp16_master_weights_and_grads": false}})");
+  const StrategyInput in = strategy_from_deepspeed(off);
+  ASSERT_EQ(in.no_effect.size(), 1u);
+  EXPECT_EQ(in.no_effect[0], off + ": fp16.fp16_master_weights_and_grads (false, DeepSpeed's default)");
+  const std::string on = dir.write("on.json", R"({"fp16": {"enabled": true, "fp16_master_weights_and_grads": true}})");
+  try {
+    strategy_from_deepspeed(on);
+    FAIL() << "fp16_master_weights_and_grads true was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("fp16.fp16_master_weights_and_grads"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not modeled"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DeepSpeedConfig, UnknownKeyAndAutoValuesAreErrors) {
